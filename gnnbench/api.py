@@ -1,0 +1,83 @@
+"""The system API: the graph operators a model may call, declared once.
+
+Every kernel system implements some of these operators; models call nothing
+else on the graph. Shapes use ``N`` nodes, ``E`` edges (canonical CSR-by-
+destination order, see :mod:`gnnbench.graph`), ``H`` heads and ``D`` features
+per head. A single-head tensor ``[N, F]`` is passed as ``[N, 1, F]``.
+
+========================  ==========================================  =====================
+operator                  math (edge ``e = j -> i``)                   shapes
+========================  ==========================================  =====================
+``spmm(reduce=sum)``      ``out[i] = sum_e w[e,h] * x[j,h]``            x [N,H,D], weight [E,H] optional, out [N,H,D]
+``spmm(reduce=mean)``     the sum divided by ``max(in_degree(i), 1)``   same
+``spmm(reduce=max)``      ``out[i] = max_e w[e,h] * x[j,h]``, 0 if none  same
+``sddmm(op=dot)``         ``out[e,h] = sum_d src[j,h,d] * dst[i,h,d]``  src, dst [N,H,D], out [E,H]
+``sddmm(op=add)``         ``out[e,h] = src[j,h] + dst[i,h]``            src, dst [N,H], out [E,H]
+``edge_softmax``          softmax of ``scores[e,h]`` over the in-edges  scores [E,H], out [E,H]
+                          of each destination ``i``
+``gat_aggregate``         ``a = edge_softmax(leaky_relu(sddmm_add(      x [N,H,D], score_src [N,H],
+                          score_src, score_dst)))``, then               score_dst [N,H], out [N,H,D]
+                          ``spmm(x, a, reduce=sum)``
+========================  ==========================================  =====================
+
+A system that does not implement ``gat_aggregate`` gets the composition above
+from its own ``sddmm``, ``edge_softmax`` and ``spmm``.
+
+Note [kernel calling convention]
+    A kernel is a plain function ``kernel(graph, *inputs, *outputs, *saves,
+    *workspaces, **attrs)`` in the order its spec declares them. ``graph`` is a
+    :class:`~gnnbench.graph.GraphView` (forward or transposed, as the spec
+    says); every array is a zero-copy view (NumPy on CPU by default, or
+    framework tensors when the spec says ``arrays torch``) of memory the
+    framework allocated. Absent optional inputs are ``None``. The kernel writes
+    its outputs in place and returns nothing: it never allocates a result.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Operator", "OPERATORS", "ATTRIBUTE_VALUES"]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """An operator of the system API.
+
+    Args:
+        name: the name models call it by.
+        inputs: input names in call order; a trailing ``?`` marks an optional one.
+        outputs: output names.
+        attrs: attribute name -> allowed values, or a type name (``"float"``)
+            for a free numeric attribute.
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(i.rstrip("?") for i in self.inputs)
+
+    def is_optional(self, name: str) -> bool:
+        return f"{name}?" in self.inputs
+
+
+OPERATORS: dict[str, Operator] = {
+    op.name: op
+    for op in (
+        Operator("spmm", ("x", "weight?"), ("out",), {"reduce": ("sum", "mean", "max")}),
+        Operator("sddmm", ("src", "dst"), ("out",), {"op": ("dot", "add")}),
+        Operator("edge_softmax", ("scores",), ("out",)),
+        Operator("gat_aggregate", ("x", "score_src", "score_dst"), ("out",), {"negative_slope": "float"}),
+    )
+}
+
+#: Every enumerated attribute and its allowed values, for error messages.
+ATTRIBUTE_VALUES = {
+    (op.name, attr): values
+    for op in OPERATORS.values()
+    for attr, values in op.attrs.items()
+    if isinstance(values, tuple)
+}

@@ -1,0 +1,162 @@
+"""The frontend op set under PyTorch: what models in ``gnnbench.models`` may call.
+
+Models are written once against this small surface (dense layers,
+activations, dropout, loss) plus the system API's graph operators, which go
+to the system's generated glue. The TensorFlow frontend implements the same
+names.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as TF
+
+from ..errors import UnavailableError
+from ..glue import BoundGraph
+
+__all__ = ["TorchFrontend"]
+
+
+class TorchFrontend:
+    """PyTorch implementation of the frontend op set.
+
+    Args:
+        device: ``"cpu"`` or ``"cuda"``.
+        dtype: float dtype of features and parameters (``"float32"`` or ``"float64"``).
+    """
+
+    name = "torch"
+
+    def __init__(self, device: str = "cpu", dtype: str = "float32"):
+        self.device = torch.device(device)
+        self.dtype = getattr(torch, dtype)
+
+    @property
+    def version(self) -> str:
+        return torch.__version__
+
+    # ---------------------------------------------------------------- setup
+    def seed(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def set_threads(self, threads: int) -> None:
+        torch.set_num_threads(threads)
+
+    def tensor(self, array: np.ndarray) -> torch.Tensor:
+        t = torch.from_numpy(np.ascontiguousarray(array))
+        if t.is_floating_point():
+            t = t.to(self.dtype)
+        return t.to(self.device)
+
+    def parameter(self, array: np.ndarray) -> torch.Tensor:
+        return self.tensor(array).requires_grad_(True)
+
+    def graph_tensor(self, graph: BoundGraph, name: str, array: np.ndarray) -> torch.Tensor:
+        """A constant derived from the graph (e.g. GCN edge weights), created once per graph."""
+        key = (self.name, name)
+        if key not in graph.tensors:
+            graph.tensors[key] = self.tensor(array)
+        return graph.tensors[key]
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    # ---------------------------------------------------------------- dense ops
+    def matmul(self, x, w):
+        return x @ w
+
+    def add(self, a, b):
+        return a + b
+
+    def mul(self, a, b):
+        return a * b
+
+    def reshape(self, x, shape):
+        return x.reshape(shape)
+
+    def sum(self, x, axis: int):
+        return x.sum(axis)
+
+    def mean(self, x, axis: int):
+        return x.mean(axis)
+
+    def relu(self, x):
+        return TF.relu(x)
+
+    def elu(self, x):
+        return TF.elu(x)
+
+    def leaky_relu(self, x, slope: float):
+        return TF.leaky_relu(x, slope)
+
+    def dropout(self, x, p: float, training: bool):
+        return TF.dropout(x, p, training) if p > 0 else x
+
+    def log_softmax(self, x):
+        return TF.log_softmax(x, dim=-1)
+
+    def nll_loss(self, log_probs, labels, mask):
+        return TF.nll_loss(log_probs[mask], labels[mask])
+
+    def accuracy(self, logits, labels, mask) -> float:
+        pred = logits[mask].argmax(-1)
+        return float((pred == labels[mask]).float().mean()) if int(mask.sum()) else float("nan")
+
+    def to_float(self, x) -> float:
+        return float(x.detach())
+
+    # ---------------------------------------------------------------- training
+    def backward(self, loss) -> None:
+        loss.backward()
+
+    def optimizer(self, params: dict[str, Any], lr: float, weight_decay: float):
+        """Adam with L2 weight decay added to the gradient (``torch.optim.Adam`` semantics)."""
+        return torch.optim.Adam(list(params.values()), lr=lr, weight_decay=weight_decay)
+
+    def zero_grad(self, optimizer) -> None:
+        optimizer.zero_grad(set_to_none=True)
+
+    def step(self, optimizer) -> None:
+        optimizer.step()
+
+    def no_grad(self):
+        return torch.no_grad()
+
+    # ---------------------------------------------------------------- graph ops
+    def _impl(self, graph: BoundGraph, operator: str, attrs: dict):
+        impl = graph.system.find(operator, attrs)
+        if impl is None:
+            shown = ", ".join(f"{k}={v}" for k, v in attrs.items())
+            raise UnavailableError(
+                f"system '{graph.system.name}' does not implement {operator}({shown}); it implements: "
+                f"{', '.join(graph.system.implemented())}")
+        return impl
+
+    def spmm(self, graph: BoundGraph, x, weight=None, reduce: str = "sum"):
+        """``out[i] = reduce_{j->i} w_ij x_j``; ``x`` is ``[N, F]`` or ``[N, H, D]``, ``weight`` ``[E]`` or ``[E, H]``."""
+        flat = x.dim() == 2
+        x3 = x.unsqueeze(1) if flat else x
+        w = weight.unsqueeze(1) if weight is not None and weight.dim() == 1 else weight
+        impl = self._impl(graph, "spmm", {"reduce": reduce})
+        out = impl.apply(graph, {"reduce": reduce}, x3.contiguous(), None if w is None else w.contiguous())
+        return out.squeeze(1) if flat else out
+
+    def sddmm(self, graph: BoundGraph, src, dst, op: str = "dot"):
+        impl = self._impl(graph, "sddmm", {"op": op})
+        return impl.apply(graph, {"op": op}, src.contiguous(), dst.contiguous())
+
+    def edge_softmax(self, graph: BoundGraph, scores):
+        return self._impl(graph, "edge_softmax", {}).apply(graph, {}, scores.contiguous())
+
+    def gat_aggregate(self, graph: BoundGraph, x, score_src, score_dst, negative_slope: float = 0.2):
+        """Softmax-attention aggregation; composed from sddmm/edge_softmax/spmm unless the system fuses it."""
+        attrs = {"negative_slope": float(negative_slope)}
+        impl = graph.system.find("gat_aggregate", attrs)
+        if impl is not None:
+            return impl.apply(graph, attrs, x.contiguous(), score_src.contiguous(), score_dst.contiguous())
+        scores = self.leaky_relu(self.sddmm(graph, score_src, score_dst, op="add"), negative_slope)
+        alpha = self.edge_softmax(graph, scores)
+        return self.spmm(graph, x, alpha, reduce="sum")

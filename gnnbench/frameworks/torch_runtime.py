@@ -1,0 +1,72 @@
+"""Runs one kernel call under PyTorch: check, allocate, hand out views, call.
+
+Generated ``_glue_torch.py`` files call :func:`run` from their
+``torch.autograd.Function`` classes. See Note [producer-only] in
+:mod:`gnnbench.boundary`.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
+from ..errors import BoundaryError
+from ..graph import GraphView
+
+__all__ = ["run", "facts", "to_view"]
+
+_NUMPY_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32",
+                torch.int64: "int64", torch.float16: "float16", torch.bfloat16: "bfloat16",
+                torch.bool: "bool", torch.uint8: "uint8", torch.int16: "int16", torch.int8: "int8"}
+_TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32, "int64": torch.int64}
+
+
+def facts(t: Any) -> TensorFacts:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"expected a torch.Tensor, got {type(t).__name__}")
+    return TensorFacts(_NUMPY_NAMES.get(t.dtype, str(t.dtype)), tuple(t.shape), t.device.type, t.is_contiguous())
+
+
+def _value_range(t: torch.Tensor) -> tuple[int, int]:
+    return int(t.min()), int(t.max())
+
+
+def to_view(t: torch.Tensor, arrays: str):
+    """A zero-copy view for the kernel: NumPy through DLPack, or the detached tensor."""
+    t = t.detach()
+    if arrays == "numpy":
+        return np.from_dlpack(t)
+    return t
+
+
+def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[str, Any],
+        arrays: str = "numpy") -> tuple[torch.Tensor, ...]:
+    """Call ``kernel`` on ``view``; return its outputs followed by its saves.
+
+    Raises:
+        BoundaryError: an input breaks the kernel's declaration, or an
+            attribute value is outside its declared set.
+    """
+    device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
+    if arrays == "numpy" and device.type != "cpu":
+        raise BoundaryError(kernel.qualname, "*", f"receives NumPy views, which exist on the CPU only "
+                            f"(inputs are on {device.type})")
+    for name, allowed in kernel.attrs.items():
+        if isinstance(allowed, tuple) and attrs.get(name) not in allowed:
+            raise BoundaryError(kernel.qualname, name,
+                                f"is {attrs.get(name)!r}; expected one of {', '.join(allowed)}")
+    env = {"N": view.num_rows, "E": view.num_edges}
+    float_dtype = check_inputs(kernel, inputs, facts, env, device.type, _value_range)
+    results, args = [], []
+    for decl, shape, dtype in allocation_plan(kernel, env, float_dtype):
+        alloc = torch.zeros if decl.zero else torch.empty
+        t = alloc(shape, dtype=_TORCH_DTYPES[dtype], device=device)
+        results.append(t)
+        args.append(to_view(t, arrays))
+    in_views = [None if t is None else to_view(t, arrays) for t in inputs]
+    kwargs = {name: attrs[name] for name in kernel.attrs}
+    kernel.fn(view, *in_views, *args, **kwargs)
+    keep = len(kernel.outputs) + len(kernel.saves)
+    return tuple(results[:keep])

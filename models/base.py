@@ -1,0 +1,100 @@
+"""The one layer loop every model shares; subclasses only build their convolutions.
+
+Models never import a framework: they call the frontend op set ``F`` (see
+``gnnbench/frameworks/torch_frontend.py``) and the system API through it.
+Parameters are created here as NumPy arrays from a seeded generator, so the
+initial weights are identical for every system and framework.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["GNN", "Conv", "Hyperparameters", "glorot", "zeros"]
+
+
+def glorot(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Glorot/Xavier uniform on the last two axes' fan-in and fan-out."""
+    fan_in, fan_out = (shape[-2], shape[-1]) if len(shape) >= 2 else (shape[0], shape[0])
+    bound = np.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-bound, bound, size=shape).astype(np.float32)
+
+
+def zeros(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return np.zeros(shape, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Training settings; each model's defaults follow its paper (see the model's docstring)."""
+
+    hidden: int
+    layers: int = 2
+    heads: int = 1
+    dropout: float = 0.5
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    epochs: int = 200
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Conv:
+    """One graph convolution: its parameters (name -> shape, init) and its forward."""
+
+    params: dict[str, tuple[tuple[int, ...], Callable]] = field(default_factory=dict)
+    forward: Callable = None  # forward(F, p, graph, x) -> x; p maps short names to tensors
+
+
+class GNN:
+    """A stack of convolutions with dropout before each and an activation between them.
+
+    Subclasses set :attr:`name`, :attr:`defaults`, :attr:`self_loops` and
+    implement :meth:`conv` for layer ``i`` of ``in_dim -> out_dim``.
+
+    Args:
+        in_dim: input feature width.
+        out_dim: number of classes.
+        hyper: hyperparameters (default: the model's :attr:`defaults`).
+    """
+
+    name = "gnn"
+    defaults = Hyperparameters(hidden=16)
+    #: whether the model aggregates over A + I (GCN, GAT) rather than A (GIN, SAGE)
+    self_loops = False
+
+    def __init__(self, in_dim: int, out_dim: int, hyper: Hyperparameters | None = None):
+        self.hyper = hyper or self.defaults
+        self.in_dim, self.out_dim = in_dim, out_dim
+        self.convs = [self.conv(i, *dims) for i, dims in enumerate(self.layer_dims())]
+
+    def layer_dims(self) -> list[tuple[int, int]]:
+        widths = [self.in_dim] + [self.hyper.hidden] * (self.hyper.layers - 1) + [self.out_dim]
+        return list(zip(widths[:-1], widths[1:]))
+
+    def conv(self, index: int, in_dim: int, out_dim: int) -> Conv:
+        raise NotImplementedError
+
+    def activation(self, F, x):
+        return F.relu(x)
+
+    def init_params(self, seed: int) -> dict[str, np.ndarray]:
+        """Initial parameters as NumPy arrays, identical for every system given the seed."""
+        rng = np.random.default_rng(seed)
+        return {f"conv{i}.{name}": init(rng, shape)
+                for i, conv in enumerate(self.convs) for name, (shape, init) in conv.params.items()}
+
+    def forward(self, F, params: dict[str, Any], graph, x, training: bool):
+        """Logits ``[N, classes]``."""
+        last = len(self.convs) - 1
+        for i, conv in enumerate(self.convs):
+            x = F.dropout(x, self.hyper.dropout, training)
+            p = {name: params[f"conv{i}.{name}"] for name in conv.params}
+            x = conv.forward(F, p, graph, x)
+            if i < last:
+                x = self.activation(F, x)
+        return x

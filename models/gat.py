@@ -1,0 +1,52 @@
+"""Graph attention network (Veličković et al., ICLR 2018).
+
+.. math::
+    \\alpha_{ij} = \\mathrm{softmax}_j\\big(\\mathrm{LeakyReLU}(a_s^\\top W x_j + a_d^\\top W x_i)\\big),
+    \\qquad x_i' = \\Vert_{h} \\sum_j \\alpha^h_{ij} W^h x_j
+
+computed through the system API's ``gat_aggregate`` (fused by systems that
+can, composed from ``sddmm``/``edge_softmax``/``spmm`` otherwise), over A + I.
+
+Defaults (paper, Cora): 2 layers, 8 heads x 8 hidden, ELU, dropout 0.6 on
+every layer's input, one output head, lr 0.005, weight decay 5e-4.
+Attention dropout is off for every system so that fused and composed kernels
+compute the same function (see ``systems/dgnn``).
+"""
+from __future__ import annotations
+
+from .base import GNN, Conv, Hyperparameters, glorot, zeros
+
+NEGATIVE_SLOPE = 0.2
+
+
+class GAT(GNN):
+    name = "gat"
+    defaults = Hyperparameters(hidden=8, heads=8, dropout=0.6, lr=0.005, weight_decay=5e-4)
+    self_loops = True
+
+    def layer_dims(self):
+        h = self.hyper
+        widths = [self.in_dim] + [h.hidden * h.heads] * (h.layers - 1) + [self.out_dim]
+        return list(zip(widths[:-1], widths[1:]))
+
+    def activation(self, F, x):
+        return F.elu(x)
+
+    def conv(self, index, in_dim, out_dim):
+        last = index == self.hyper.layers - 1
+        heads = 1 if last else self.hyper.heads
+        width = out_dim if last else self.hyper.hidden
+
+        def forward(F, p, graph, x):
+            h = F.reshape(F.matmul(x, p["weight"]), (-1, heads, width))
+            score_src = F.sum(F.mul(h, p["att_src"]), -1)
+            score_dst = F.sum(F.mul(h, p["att_dst"]), -1)
+            out = F.gat_aggregate(graph, h, score_src, score_dst, NEGATIVE_SLOPE)
+            return F.add(F.reshape(out, (-1, heads * width)), p["bias"])
+
+        return Conv({
+            "weight": ((in_dim, heads * width), glorot),
+            "att_src": ((1, heads, width), glorot),
+            "att_dst": ((1, heads, width), glorot),
+            "bias": ((heads * width,), zeros),
+        }, forward)

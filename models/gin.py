@@ -1,0 +1,35 @@
+"""Graph isomorphism network, GIN-0 (Xu et al., ICLR 2019).
+
+.. math::
+    x_i' = \\mathrm{MLP}\\big((1 + \\epsilon)\\, x_i + \\sum_{j \\in N(i)} x_j\\big), \\quad \\epsilon = 0
+
+with a two-layer MLP (Linear, ReLU, Linear) per convolution; aggregation is
+``spmm(reduce=sum)`` over A (no self loops: the node's own term is explicit).
+
+Defaults (common node-classification settings, as PyG's examples): 2 layers,
+hidden 64, dropout 0.5, lr 0.01, weight decay 5e-4.
+"""
+from __future__ import annotations
+
+from .base import GNN, Conv, Hyperparameters, glorot, zeros
+
+EPSILON = 0.0
+
+
+class GIN(GNN):
+    name = "gin"
+    defaults = Hyperparameters(hidden=64, dropout=0.5, lr=0.01, weight_decay=5e-4)
+
+    def conv(self, index, in_dim, out_dim):
+        hidden = self.hyper.hidden
+
+        def forward(F, p, graph, x):
+            agg = F.spmm(graph, x, None, reduce="sum")
+            h = F.add(F.mul(x, 1.0 + EPSILON), agg)
+            h = F.relu(F.add(F.matmul(h, p["weight1"]), p["bias1"]))
+            return F.add(F.matmul(h, p["weight2"]), p["bias2"])
+
+        return Conv({
+            "weight1": ((in_dim, hidden), glorot), "bias1": ((hidden,), zeros),
+            "weight2": ((hidden, out_dim), glorot), "bias2": ((out_dim,), zeros),
+        }, forward)

@@ -1,0 +1,164 @@
+"""The oracle's kernels: each operator in plain PyTorch index ops.
+
+Written for clarity, not speed: every edge message is materialised
+(``[E, H, D]``). Arguments follow Note [kernel calling convention] in
+:mod:`gnnbench.api`; arrays are torch tensors (the spec says ``arrays torch``)
+viewing framework-allocated memory, and results are written in place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from gnnbench.graph import GraphView
+
+
+@dataclass(frozen=True)
+class Edges:
+    """Per stored position: row node, column node, canonical edge id (or None)."""
+
+    rows: torch.Tensor
+    cols: torch.Tensor
+    edge_ids: torch.Tensor | None
+    row_degree: torch.Tensor
+    col_degree: torch.Tensor
+
+    def to(self, device: torch.device) -> "Edges":
+        if self.rows.device == device:
+            return self
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return Edges(*(move(t) for t in (self.rows, self.cols, self.edge_ids, self.row_degree, self.col_degree)))
+
+
+def prepare(view: GraphView) -> Edges:
+    counts = np.diff(view.indptr.astype(np.int64))
+    rows = torch.from_numpy(np.repeat(np.arange(view.num_rows, dtype=np.int64), counts))
+    cols = torch.from_numpy(view.indices.astype(np.int64))
+    eids = None if view.edge_ids is None else torch.from_numpy(view.edge_ids.astype(np.int64))
+    return Edges(rows, cols, eids, torch.from_numpy(view.row_degree.copy()), torch.from_numpy(view.col_degree.copy()))
+
+
+def _edges(graph: GraphView, like: torch.Tensor) -> Edges:
+    prepared = graph.prepared if graph.prepared is not None else prepare(graph)
+    return prepared.to(like.device)
+
+
+def _per_position(values: torch.Tensor, e: Edges) -> torch.Tensor:
+    """Per-edge values in stored order (canonical order permuted on the transposed view)."""
+    return values if e.edge_ids is None else values[e.edge_ids]
+
+
+def _clamped(degree: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return degree.to(like.dtype).clamp(min=1.0)
+
+
+# ---------------------------------------------------------------- spmm
+def spmm_sum(graph, x, weight, out, *, reduce):
+    e = _edges(graph, x)
+    msg = x[e.cols]
+    if weight is not None:
+        msg = msg * _per_position(weight, e)[..., None]
+    out.zero_()
+    out.index_add_(0, e.rows, msg)
+    if reduce == "mean":
+        out /= _clamped(e.row_degree, out)[:, None, None]
+
+
+def spmm_sum_backward(graph, grad_out, weight, grad_x, *, reduce):
+    e = _edges(graph, grad_out)
+    g = grad_out
+    if reduce == "mean":  # the forward divided row i by its in-degree: col_degree of this view
+        g = g / _clamped(e.col_degree, g)[:, None, None]
+    msg = g[e.cols]
+    if weight is not None:
+        msg = msg * _per_position(weight, e)[..., None]
+    grad_x.zero_()
+    grad_x.index_add_(0, e.rows, msg)
+
+
+def spmm_weight_backward(graph, x, grad_out, grad_weight, *, reduce):
+    e = _edges(graph, x)
+    g = grad_out
+    if reduce == "mean":
+        g = g / _clamped(e.row_degree, g)[:, None, None]
+    grad_weight.copy_((x[e.cols] * g[e.rows]).sum(-1))
+
+
+def spmm_max(graph, x, weight, out, argmax, *, reduce):
+    e = _edges(graph, x)
+    msg = x[e.cols]
+    if weight is not None:
+        msg = msg * _per_position(weight, e)[..., None]
+    index = e.rows[:, None, None].expand_as(msg)
+    out.zero_()
+    out.scatter_reduce_(0, index, msg, "amax", include_self=False)
+    num_edges = msg.shape[0]
+    edge_id = torch.arange(num_edges, device=x.device) if e.edge_ids is None else e.edge_ids
+    winner = torch.where(msg == out[e.rows], edge_id[:, None, None], num_edges)
+    argmax.fill_(num_edges)
+    argmax.scatter_reduce_(0, index, winner, "amin", include_self=True)
+    argmax[argmax == num_edges] = -1
+
+
+def _winners(graph, argmax, like):
+    e = _edges(graph, like)
+    valid = argmax >= 0
+    node, head, feat = valid.nonzero(as_tuple=True)
+    edge = argmax[valid]
+    return e, node, head, feat, edge
+
+
+def spmm_max_backward(graph, grad_out, weight, argmax, grad_x):
+    e, node, head, feat, edge = _winners(graph, argmax, grad_out)
+    # canonical edge id -> its source: the forward view stores edge e at position e
+    src = e.cols[edge]
+    value = grad_out[node, head, feat]
+    if weight is not None:
+        value = value * weight[edge, head]
+    grad_x.index_put_((src, head, feat), value, accumulate=True)
+
+
+def spmm_max_weight_backward(graph, x, grad_out, argmax, grad_weight):
+    e, node, head, feat, edge = _winners(graph, argmax, x)
+    value = grad_out[node, head, feat] * x[e.cols[edge], head, feat]
+    grad_weight.index_put_((edge, head), value, accumulate=True)
+
+
+# ---------------------------------------------------------------- sddmm
+def sddmm_dot(graph, src, dst, out):
+    e = _edges(graph, src)
+    out.copy_((src[e.cols] * dst[e.rows]).sum(-1))
+
+
+def sddmm_add(graph, src, dst, out):
+    e = _edges(graph, src)
+    out.copy_(src[e.cols] + dst[e.rows])
+
+
+def edge_sum(graph, values, out):
+    e = _edges(graph, values)
+    out.zero_()
+    out.index_add_(0, e.rows, _per_position(values, e))
+
+
+# ---------------------------------------------------------------- edge softmax
+def _row_sum(e: Edges, values: torch.Tensor, num_rows: int) -> torch.Tensor:
+    total = values.new_zeros((num_rows,) + values.shape[1:])
+    return total.index_add_(0, e.rows, values)
+
+
+def edge_softmax(graph, scores, out):
+    e = _edges(graph, scores)
+    index = e.rows[:, None].expand_as(scores)
+    row_max = scores.new_full((graph.num_rows, scores.shape[1]), -torch.inf)
+    row_max.scatter_reduce_(0, index, scores, "amax", include_self=True)
+    ex = torch.exp(scores - row_max[e.rows])
+    out.copy_(ex / _row_sum(e, ex, graph.num_rows)[e.rows])
+
+
+def edge_softmax_backward(graph, out, grad_out, grad_scores):
+    e = _edges(graph, out)
+    t = out * grad_out
+    grad_scores.copy_(t - out * _row_sum(e, t, graph.num_rows)[e.rows])
