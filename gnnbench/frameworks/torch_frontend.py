@@ -45,7 +45,10 @@ class TorchFrontend:
         torch.set_num_threads(threads)
 
     def tensor(self, array: np.ndarray) -> torch.Tensor:
-        t = torch.from_numpy(np.ascontiguousarray(array))
+        array = np.ascontiguousarray(array)
+        if not array.flags.writeable:  # the dataset's arrays are read-only; the framework owns a copy
+            array = array.copy()
+        t = torch.from_numpy(array)
         if t.is_floating_point():
             t = t.to(self.dtype)
         return t.to(self.device)

@@ -66,7 +66,7 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
         results.append(t)
         args.append(to_view(t, arrays))
     in_views = [None if t is None else to_view(t, arrays) for t in inputs]
-    kwargs = {name: attrs[name] for name in kernel.attrs}
+    kwargs = {name: attrs[name] for name in kernel.passed_attrs}
     kernel.fn(view, *in_views, *args, **kwargs)
     keep = len(kernel.outputs) + len(kernel.saves)
     return tuple(results[:keep])

@@ -1,0 +1,74 @@
+"""The ``gnnbench`` command line: thin commands over plain ``run(...)`` functions.
+
+Each command is a module here with ``HELP``, ``add_arguments(parser)`` and
+``main(args) -> int`` (asv's ``Command``). Expected failures
+(:class:`~gnnbench.errors.UserError`, :class:`~gnnbench.dsl.spec.SpecError`)
+print one line and exit with status 2; anything else keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main", "COMMANDS"]
+
+#: command name -> module under gnnbench.cli
+COMMANDS = {
+    "run": "run",
+    "systems": "systems",
+    "datasets": "datasets",
+    "results": "results",
+    "gen": "gen",
+    "new-system": "new_system",
+    "tune": "tune",
+    "verify": "verify",
+    "sweep": "sweep",
+    "compare": "compare",
+    "plot": "plot",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad flags in one line with exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"gnnbench {self.prog.split(' ', 1)[-1]}: error: {message}\n"
+                  if " " in self.prog else f"gnnbench: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gnnbench", description="Fair, correct-before-fast benchmarks of GNN kernel systems.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(f"gnnbench.cli.{module_name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"gnnbench.cli.{module_name}":
+                raise
+            continue
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_main=module.main)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gnnbench.dsl.spec import SpecError
+    from gnnbench.errors import UserError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args._main(args) or 0
+    except (UserError, SpecError) as err:
+        text = str(err)
+        first, _, context = text.partition("\n")
+        print(f"gnnbench {args.command}: {first}", file=sys.stderr)
+        if context and isinstance(err, SpecError):
+            print(context, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gnnbench: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,24 @@
+"""``gnnbench plot``: PNG and SVG figures of stored runs."""
+from __future__ import annotations
+
+from ._common import add_results_option, open_store
+
+HELP = "draw epoch time, memory and scaling figures (PNG and SVG) from stored runs"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the figures")
+    p.add_argument("--system", action="append")
+    p.add_argument("--dataset", action="append")
+    add_results_option(p)
+
+
+def main(args) -> int:
+    from gnnbench.plot import plot
+
+    with open_store(args.results) as db:
+        filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
+        rows = db.rows(**filters)
+    for path in plot(rows, args.out):
+        print(path)
+    return 0

@@ -1,0 +1,208 @@
+"""The one training loop every (system, model, dataset) runs through.
+
+A :class:`TaskSpec` names a run; :func:`train` executes it in this process and
+returns the results row (see ``docs/results-schema.md``). Isolation in a
+fresh process is :mod:`gnnbench.runner`'s job.
+
+Note [fair timing]
+    Parameters start from the same seeded NumPy arrays for every system. The
+    first ``warmup`` epochs train but are not timed (JIT compilation, caches,
+    allocator growth). Each timed epoch is split into forward (including the
+    loss), backward and optimizer step, each closed by a device sync. The
+    system's ``prepare`` (its own graph format, tuning-cache lookup, kernel
+    compilation) runs before training and is reported apart. Epoch count
+    includes the warm-ups, so accuracy does not depend on ``warmup``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from .environment import PeakMemory, cpu_model, git_commit, machine_info
+from .errors import UserError
+from .measurement import Measurement
+
+__all__ = ["TaskSpec", "train", "resolve_hyperparameters"]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything that identifies a run (``None`` fields take the model's defaults)."""
+
+    system: str
+    model: str
+    dataset: str = "sbm"
+    framework: str = "torch"
+    device: str = "cpu"
+    data_dir: str | None = None
+    epochs: int | None = None
+    warmup: int = 5
+    hidden: int | None = None
+    heads: int | None = None
+    lr: float | None = None
+    seed: int = 0
+    threads: int | None = None
+    dtype: str = "float32"
+    index_dtype: str = "int64"
+    system_options: tuple[tuple[str, str], ...] = ()
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TaskSpec":
+        data = dict(data)
+        data["system_options"] = tuple(tuple(kv) for kv in data.get("system_options", ()))
+        return cls(**data)
+
+
+def resolve_hyperparameters(spec: TaskSpec):
+    from .models import get_model
+
+    model_cls = get_model(spec.model)
+    hyper = model_cls.defaults
+    overrides = {k: v for k, v in (("hidden", spec.hidden), ("heads", spec.heads), ("lr", spec.lr),
+                                   ("epochs", spec.epochs)) if v is not None}
+    hyper = replace(hyper, **overrides)
+    if hyper.epochs <= spec.warmup:
+        raise UserError(f"--epochs ({hyper.epochs}) must exceed --warmup ({spec.warmup}) so that some epochs are timed")
+    return model_cls, hyper
+
+
+@dataclass
+class _Phases:
+    forward: list[float] = field(default_factory=list)
+    backward: list[float] = field(default_factory=list)
+    optimizer: list[float] = field(default_factory=list)
+    epoch: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+
+
+def _configure(system, spec: TaskSpec) -> None:
+    configure = system.hook("configure")
+    options = dict(spec.system_options)
+    if configure is not None:
+        configure(**options)
+    elif options:
+        raise UserError(f"system '{spec.system}' takes no options (got {', '.join(options)})")
+
+
+def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """Run one training task in this process; return its results row."""
+    from .datasets import load_dataset
+    from .frameworks import get_frontend
+    from .registry import system_hash, system_info
+
+    info = system_info(spec.system)
+    model_cls, hyper = resolve_hyperparameters(spec)
+    F = get_frontend(spec.framework, spec.device, spec.dtype)
+    if spec.threads:
+        F.set_threads(spec.threads)
+    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
+    graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
+    model = model_cls(dataset.features.shape[1], dataset.num_classes, hyper)
+    F.seed(spec.seed)
+    initial = model.init_params(spec.seed)
+
+    x = F.tensor(dataset.features)
+    labels = F.tensor(dataset.labels)
+    masks = {name: F.tensor(getattr(dataset, f"{name}_mask")) for name in ("train", "val", "test")}
+
+    extra: dict[str, Any] = {}
+    start = clock()
+    if info.kind == "native":
+        from .peers import build_native
+
+        params, forward = build_native(spec.system, model, graph, initial, F)
+        prepare_s = clock() - start
+    else:
+        from .glue import BoundGraph
+        from .registry import load_system
+
+        system = load_system(spec.system, spec.framework, spec.device)
+        _configure(system, spec)
+        bound = BoundGraph(graph, system)
+        bound.prepare()
+        prepare_s = clock() - start
+        params = {name: F.parameter(value) for name, value in initial.items()}
+
+        def forward(training: bool):
+            return model.forward(F, params, bound, x, training)
+
+    optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
+    phases = _Phases()
+    memory = PeakMemory()
+    memory.start()
+    for epoch in range(hyper.epochs):
+        F.zero_grad(optimizer)
+        t0 = clock()
+        loss = F.nll_loss(F.log_softmax(forward(True)), labels, masks["train"])
+        F.sync()
+        t1 = clock()
+        F.backward(loss)
+        F.sync()
+        t2 = clock()
+        F.step(optimizer)
+        F.sync()
+        t3 = clock()
+        phases.losses.append(F.to_float(loss))
+        if epoch >= spec.warmup:
+            phases.forward.append(t1 - t0)
+            phases.backward.append(t2 - t1)
+            phases.optimizer.append(t3 - t2)
+            phases.epoch.append(t3 - t0)
+    peak = memory.peak_above_baseline()
+    with F.no_grad():
+        logits = forward(False)
+        accuracy = {name: F.accuracy(logits, labels, mask) for name, mask in masks.items()}
+
+    if info.kind == "kernel":
+        report = system.hook("report")
+        if report is not None:
+            extra["system_report"] = report()
+    extra["memory_method"] = memory.method
+    epoch_m = Measurement(tuple(phases.epoch))
+    described = dataset.describe()
+    return {
+        "status": "ok",
+        "system": spec.system,
+        "system_version": info.version,
+        "system_hash": system_hash(spec.system),
+        "model": spec.model,
+        "hyperparameters": {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype,
+                            "index_dtype": spec.index_dtype, "system_options": dict(spec.system_options)},
+        "dataset": dataset.name,
+        "dataset_nodes": described["nodes"],
+        "dataset_edges": graph.num_edges,
+        "dataset_features": described["features"],
+        "framework": spec.framework,
+        "framework_version": F.version,
+        "device": spec.device,
+        "seed": spec.seed,
+        "threads": spec.threads,
+        "epochs": hyper.epochs,
+        "warmup": spec.warmup,
+        "epoch_time_median_s": epoch_m.median,
+        "epoch_time_iqr_s": epoch_m.iqr,
+        "forward_median_s": Measurement(tuple(phases.forward)).median,
+        "backward_median_s": Measurement(tuple(phases.backward)).median,
+        "optimizer_median_s": Measurement(tuple(phases.optimizer)).median,
+        "prepare_time_s": prepare_s,
+        "peak_memory_bytes": peak,
+        "train_accuracy": accuracy["train"],
+        "val_accuracy": accuracy["val"],
+        "test_accuracy": accuracy["test"],
+        "first_loss": phases.losses[0],
+        "final_loss": phases.losses[-1],
+        "epoch_times": phases.epoch,
+        "forward_times": phases.forward,
+        "backward_times": phases.backward,
+        "optimizer_times": phases.optimizer,
+        "cpu_model": cpu_model(),
+        "machine": machine_info(),
+        "git_commit": git_commit(),
+        "extra": extra,
+    }
