@@ -131,6 +131,18 @@ class _Checker:
         if len(k.outputs) != len(op.outputs):
             self.fail(f"kernel '{k.name}' implements {op.name}, which has {len(op.outputs)} output(s); "
                       f"the kernel declares {len(k.outputs)}", k.location)
+        for name, value in k.pinned:
+            allowed = op.attrs.get(name)
+            if allowed is None:
+                self.fail(f"operator {op.name} has no attribute '{name}'; its attributes: "
+                          f"{', '.join(op.attrs) or 'none'}", k.location)
+            if not isinstance(allowed, tuple) or value not in allowed:
+                shown = "{" + ", ".join(allowed) + "}" if isinstance(allowed, tuple) else f"a {allowed}"
+                self.fail(f"attribute value '{name}={value}' is outside its set {shown} for operator {op.name}",
+                          k.location)
+            if k.attr(name) is not None:
+                self.fail(f"attribute '{name}' is both pinned in `implements {op.name}(...)` and declared "
+                          "with `attr`; keep one", k.location)
         for a in k.attrs:
             allowed = op.attrs.get(a.name)
             if allowed is None:
@@ -147,9 +159,10 @@ class _Checker:
             elif a.type != allowed:
                 self.fail(f"attribute '{a.name}' of {op.name} is a {allowed}", a.location)
         for name, allowed in op.attrs.items():
-            if k.attr(name) is None:
+            if k.attr(name) is None and name not in dict(k.pinned):
                 self.fail(f"kernel '{k.name}' implements {op.name} but does not declare attribute "
-                          f"'{name}'; add `attr {name} in {{{', '.join(allowed)}}}`" if isinstance(allowed, tuple)
+                          f"'{name}'; add `attr {name} in {{{', '.join(allowed)}}}` or pin it: "
+                          f"`implements {op.name}({name}=...)`" if isinstance(allowed, tuple)
                           else f"kernel '{k.name}' implements {op.name} but does not declare `attr {name}: {allowed}`",
                           k.location)
 
@@ -190,9 +203,9 @@ class _Checker:
             if k.implements is None:
                 continue
             combos = [()]
-            for a in k.attrs:
-                if a.values is not None:
-                    combos = [c + ((a.name, v),) for c in combos for v in a.values]
+            for name, values in k.dispatch_attrs().items():
+                if isinstance(values, tuple):
+                    combos = [c + ((name, v),) for c in combos for v in values]
             for c in combos:
                 key = (k.implements, c)
                 if key in claimed:

@@ -30,9 +30,25 @@ def systems_root() -> Path:
     return Path(pkg.__file__).resolve().parent
 
 
+def system_folders() -> list[Path]:
+    """``systems/`` plus every folder in ``$GNNBENCH_SYSTEMS_PATH`` (``:``-separated).
+
+    Note [external systems]
+        A system outside the package (a user's own, or the deliberately
+        broken demo systems of the tests) lives in ``FOLDER/<name>/<name>.gnn``
+        with ``FOLDER`` on ``GNNBENCH_SYSTEMS_PATH``; its kernels module is
+        imported with ``FOLDER`` on ``sys.path`` (e.g. ``kernels <name>.kernels``).
+    """
+    import os
+
+    extra = [Path(p) for p in os.environ.get("GNNBENCH_SYSTEMS_PATH", "").split(os.pathsep) if p]
+    return [systems_root()] + [p.resolve() for p in extra if p.is_dir()]
+
+
 def spec_paths(root: Path | None = None) -> list[Path]:
-    root = root or systems_root()
-    return sorted(p for p in root.glob("*/*.gnn") if p.stem == p.parent.name)
+    roots = [root] if root else system_folders()
+    return sorted((p for r in roots for p in r.glob("*/*.gnn") if p.stem == p.parent.name),
+                  key=lambda p: (p.parent.name, str(p)))
 
 
 def py_literal(value) -> str:
@@ -130,7 +146,7 @@ def _context(spec: SystemSpec, spec_path: str) -> dict:
     for k in implementing:
         operators.setdefault(py_literal(k.implements), []).append({
             "operator": py_literal(k.implements), "kernel": py_literal(k.name),
-            "attrs": _attr_decl(k),
+            "attrs": "{" + ", ".join(f"{py_literal(n)}: {py_literal(v)}" for n, v in k.dispatch_attrs().items()) + "}",
             "class_name": _class_name(k.name),
         })
     return {

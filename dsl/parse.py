@@ -176,15 +176,23 @@ class _ToSpec(Transformer):
     def grad(self, meta, items):
         return GradRule(items[0], items[1], self._loc(meta))
 
+    def pin(self, items):
+        return (str(items[0]), str(items[1]))
+
+    def pins(self, items):
+        return ("pins", tuple(items))
+
     @v_args(meta=True)
     def kernel(self, meta, items):
         name = str(items[0])
-        implements = None
+        implements, pinned = None, ()
         body = items[1:]
         if body and isinstance(body[0], Token):
             implements, body = str(body[0]), body[1:]
+        if body and isinstance(body[0], tuple) and body[0][0] == "pins":
+            pinned, body = body[0][1], body[1:]
         return KernelSpec(
-            name, implements,
+            name, implements, pinned=pinned,
             attrs=tuple(i for i in body if isinstance(i, Attr)),
             params=tuple(i for i in body if isinstance(i, Param)),
             grads=tuple(i for i in body if isinstance(i, GradRule)),

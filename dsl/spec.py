@@ -146,6 +146,7 @@ class KernelSpec:
     name: str
     implements: str | None
     attrs: tuple[Attr, ...] = ()
+    pinned: tuple[tuple[str, str], ...] = ()
     params: tuple[Param, ...] = ()
     grads: tuple[GradRule, ...] = ()
     location: Location | None = _loc()
@@ -175,8 +176,17 @@ class KernelSpec:
     def attr(self, name: str) -> Attr | None:
         return next((a for a in self.attrs if a.name == name), None)
 
+    def dispatch_attrs(self) -> dict[str, tuple[str, ...] | str]:
+        """Attribute -> values this kernel serves for its operator: pinned ones and declared ones."""
+        out: dict[str, tuple[str, ...] | str] = {k: (v,) for k, v in self.pinned}
+        out.update({a.name: a.values if a.values is not None else a.type for a in self.attrs})
+        return out
+
     def __str__(self) -> str:
-        head = f"kernel {self.name}" + (f" implements {self.implements}" if self.implements else "")
+        head = f"kernel {self.name}"
+        if self.implements:
+            pins = ", ".join(f"{k}={v}" for k, v in self.pinned)
+            head += f" implements {self.implements}" + (f"({pins})" if pins else "")
         body = [str(a) for a in self.attrs] + [str(p) for p in self.params] + [str(g) for g in self.grads]
         return "\n".join([head] + ["    " + line for line in body])
 

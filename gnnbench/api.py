@@ -29,9 +29,9 @@ Note [kernel calling convention]
     :class:`~gnnbench.graph.GraphView` (forward or transposed, as the spec
     says); every array is a zero-copy view (NumPy on CPU by default, or
     framework tensors when the spec says ``arrays torch``) of memory the
-    framework allocated. Absent optional inputs are ``None``. Attributes come
-    as keywords, except one fixed to a single value (``attr op in {dot}``),
-    which the kernel is specialised for. The kernel writes
+    framework allocated. Absent optional inputs are ``None``. Declared attributes
+    (``attr reduce in {sum, mean}``) come as keywords; attributes pinned in
+    ``implements sddmm(op=dot)`` do not (the kernel is specialised for them). The kernel writes
     its outputs in place and returns nothing: it never allocates a result.
 """
 from __future__ import annotations

@@ -71,10 +71,6 @@ class KernelDecl:
     def qualname(self) -> str:
         return f"{self.system}.{self.name}"
 
-    @property
-    def passed_attrs(self) -> tuple[str, ...]:
-        """Attributes handed to the kernel: all but those fixed to one value (``op in {dot}``)."""
-        return tuple(n for n, allowed in self.attrs.items() if not (isinstance(allowed, tuple) and len(allowed) == 1))
 
 
 class TensorFacts(NamedTuple):

@@ -67,14 +67,22 @@ def _missing(packages) -> tuple[str, ...]:
     return tuple(p for p in packages if importlib.util.find_spec(p) is None)
 
 
-@lru_cache(maxsize=None)
 def _kernel_systems() -> dict[str, SystemInfo]:
+    import os
+
+    return _kernel_systems_in(os.environ.get("GNNBENCH_SYSTEMS_PATH", ""))
+
+
+@lru_cache(maxsize=None)
+def _kernel_systems_in(_systems_path: str) -> dict[str, SystemInfo]:
     from .dsl.gen import spec_paths
     from .dsl.parse import load_spec
 
     systems = {}
     for path in spec_paths():
         spec = load_spec(path)
+        if spec.name in systems:
+            raise UserError(f"two systems are named '{spec.name}': {systems[spec.name].spec_path} and {path}")
         systems[spec.name] = SystemInfo(
             spec.name, spec.version, spec.summary, "kernel", spec.devices, spec.frameworks, spec.requires,
             _missing(spec.requires), spec.hint, str(path),
@@ -115,8 +123,31 @@ def load_system(name: str, framework: str = "torch", device: str = "cpu") -> Sys
     reason = info.unavailable_reason(framework, device)
     if reason:
         raise UnavailableError(f"system '{name}' is unavailable: {reason}")
-    module = importlib.import_module(f"gnnbench.systems.{name}._glue_{framework}")
-    return module.SYSTEM
+    return _import_glue(Path(info.spec_path), framework).SYSTEM
+
+
+def _import_glue(spec_path: Path, framework: str):
+    """Import ``_glue_<framework>.py`` beside a spec; see Note [external systems] in ``dsl/gen.py``."""
+    import sys
+
+    from .dsl.gen import systems_root
+
+    folder = spec_path.resolve().parent
+    if folder.parent == systems_root():
+        return importlib.import_module(f"gnnbench.systems.{folder.name}._glue_{framework}")
+    if str(folder.parent) not in sys.path:
+        sys.path.insert(0, str(folder.parent))
+    module_name = f"_gnnbench_external_{folder.name}_glue_{framework}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    glue = folder / f"_glue_{framework}.py"
+    if not glue.exists():
+        raise UnavailableError(f"system '{folder.name}' has no generated {framework} glue; run `gnnbench gen {spec_path}`")
+    module_spec = importlib.util.spec_from_file_location(module_name, glue)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    module_spec.loader.exec_module(module)
+    return module
 
 
 def system_hash(name: str) -> str:

@@ -54,6 +54,8 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
         raise BoundaryError(kernel.qualname, "*", f"receives NumPy views, which exist on the CPU only "
                             f"(inputs are on {device.type})")
     for name, allowed in kernel.attrs.items():
+        if name not in attrs:
+            raise BoundaryError(kernel.qualname, name, "is a required attribute and was not given")
         if isinstance(allowed, tuple) and attrs.get(name) not in allowed:
             raise BoundaryError(kernel.qualname, name,
                                 f"is {attrs.get(name)!r}; expected one of {', '.join(allowed)}")
@@ -66,7 +68,7 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
         results.append(t)
         args.append(to_view(t, arrays))
     in_views = [None if t is None else to_view(t, arrays) for t in inputs]
-    kwargs = {name: attrs[name] for name in kernel.passed_attrs}
+    kwargs = {name: attrs[name] for name in kernel.attrs}
     kernel.fn(view, *in_views, *args, **kwargs)
     keep = len(kernel.outputs) + len(kernel.saves)
     return tuple(results[:keep])

@@ -124,7 +124,6 @@ _sddmm_dot = KernelDecl(
     outputs=(
         arg('out', 'float[E, H]'),
     ),
-    attrs={'op': ('dot',)},
 )
 
 _sddmm_add = KernelDecl(
@@ -138,7 +137,6 @@ _sddmm_add = KernelDecl(
     outputs=(
         arg('out', 'float[E, H]'),
     ),
-    attrs={'op': ('add',)},
 )
 
 _edge_sum = KernelDecl(
