@@ -188,6 +188,10 @@ class _Checker:
         if len(refs) != len(callee.inputs):
             self.fail(f"'{callee.name}' takes {len(callee.inputs)} input(s) "
                       f"({', '.join(p.name for p in callee.inputs)}); the rule passes {len(refs)}", g.location)
+        for a in callee.attrs:
+            if a.name not in g.call.attr_bindings and a.name not in k.dispatch_attrs():
+                self.fail(f"'{callee.name}' needs attribute '{a.name}', which '{k.name}' neither has nor "
+                          f"binds; write `{callee.name}(..., {a.name}=VALUE)`", g.location)
         for name, value in g.call.attr_bindings.items():
             a = callee.attr(name)
             if a is None:

@@ -88,7 +88,7 @@ def _callee_attrs(caller: KernelSpec, callee: KernelSpec, bindings: dict[str, st
         if a.name in bindings:
             raw = bindings[a.name]
             value = py_literal(raw) if a.values is not None else py_literal(float(raw) if a.type == "float" else int(raw))
-        elif caller.attr(a.name) is not None:
+        elif a.name in caller.dispatch_attrs():
             value = f"ctx.attrs[{py_literal(a.name)}]"
         else:
             raise SpecError(f"'{callee.name}' needs attribute '{a.name}', which '{caller.name}' neither has "
@@ -168,10 +168,10 @@ def _environment() -> jinja2.Environment:
 def generate(spec: SystemSpec) -> dict[Path, str]:
     """The glue files of one spec: ``{path: text}`` beside the spec."""
     folder = Path(spec.path).resolve().parent
-    try:
-        shown = str(Path(spec.path).resolve().relative_to(folder.parent.parent))
+    try:  # stable across checkouts: relative to the repository, else just <name>/<name>.gnn
+        shown = str(Path(spec.path).resolve().relative_to(systems_root().parent))
     except ValueError:
-        shown = Path(spec.path).name
+        shown = f"{folder.name}/{Path(spec.path).name}"
     env = _environment()
     files = {}
     for framework in spec.frameworks:

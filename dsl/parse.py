@@ -32,34 +32,30 @@ def grammar(strict: bool = False) -> Lark:
 
 # A table of known mistakes, each with examples that fail the same way (Lark's
 # match_examples picks the label whose examples fail in the same parser state).
+_KERNEL_HEADS = ("kernel k\n", "kernel k implements spmm\n", "kernel k implements sddmm(op=dot)\n")
+_KERNEL_LEADS = ("", "  attr a in {b}\n", "  input y: float[N]\n")
+
+
+def _in_kernel(*bodies: str) -> list[str]:
+    """Each mistaken kernel line in every parser state it can occur in (after each head and lead)."""
+    return [f"system s 1\n  kernels m\n{head}{lead}{body}"
+            for body in bodies for head in _KERNEL_HEADS for lead in _KERNEL_LEADS]
+
+
 _KNOWN_MISTAKES = {
     "a spec starts with `system NAME VERSION`, e.g. `system mysys 0.1`": [
-        "kernel k\n",
-        "system\n",
-        "system s\n",
+        "kernel k\n", "system\n", "system s\n", "kernels m\n", "  kernels m\n",
     ],
-    "a tensor argument reads `ROLE NAME: DTYPE[SHAPE]`, e.g. `input x: float[N, F]`": [
-        "system s 1\n  kernels m\nkernel k\n  input x float[N]\n",
-        "system s 1\n  kernels m\nkernel k\n  input x:\n",
-        "system s 1\n  kernels m\nkernel k\n  output : float[N]\n",
-    ],
-    "a kernel body holds `attr`, `input`, `output`, `saves`, `workspace` and `grad` lines": [
-        "system s 1\n  kernels m\nkernel k\n  inputs x: float[N]\n",
-        "system s 1\n  kernels m\nkernel k\n  returns x\n",
-    ],
-    "an attribute reads `attr NAME in {a, b}` or `attr NAME: float`": [
-        "system s 1\n  kernels m\nkernel k\n  attr reduce {sum}\n",
-        "system s 1\n  kernels m\nkernel k\n  attr reduce in sum\n",
-    ],
-    "a backward rule reads `grad x = kernel(args) [transposed]`": [
-        "system s 1\n  kernels m\nkernel k\n  grad x kernel(y)\n",
-        "system s 1\n  kernels m\nkernel k\n  grad x = kernel\n",
-        "system s 1\n  kernels m\nkernel k\n  grad x = kernel(y) backwards\n",
-    ],
-    "a shape reads `[DIM, DIM, ...]` where a DIM is a symbol, an integer or a product like H*D": [
-        "system s 1\n  kernels m\nkernel k\n  input x: float[N + 1]\n",
-        "system s 1\n  kernels m\nkernel k\n  input x: float[N,, F]\n",
-    ],
+    "a tensor argument reads `ROLE NAME: DTYPE[SHAPE]`, e.g. `input x: float[N, F]`": _in_kernel(
+        "  input x float[N]\n", "  input x:\n", "  output : float[N]\n", "  input x: float N\n"),
+    "a kernel body holds `attr`, `input`, `output`, `saves`, `workspace` and `grad` lines": _in_kernel(
+        "  inputs x: float[N]\n", "  returns x\n"),
+    "an attribute reads `attr NAME in {a, b}` or `attr NAME: float`": _in_kernel(
+        "  attr reduce {sum}\n", "  attr reduce in sum\n"),
+    "a backward rule reads `grad x = kernel(args) [transposed]`": _in_kernel(
+        "  grad x kernel(y)\n", "  grad x = kernel\n", "  grad x = kernel(y) backwards\n"),
+    "a shape reads `[DIM, DIM, ...]` where a DIM is a symbol, an integer or a product like H*D": _in_kernel(
+        "  input x: float[N,, F]\n", "  input x: float[N F]\n"),
 }
 
 
@@ -204,6 +200,15 @@ class _ToSpec(Transformer):
         return SystemSpec(kernels=tuple(kernels), path=self.path, **fields)
 
 
+def _readable(terminal: str) -> str:
+    """``COLON`` -> ``':'``; named terminals (NAME, INT) stay as they are."""
+    try:
+        pattern = grammar().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal
+    return repr(pattern.value) if pattern.type == "str" else terminal
+
+
 def _syntax_error(err: UnexpectedInput, text: str, path: str) -> SpecError:
     label = err.match_examples(grammar().parse, _KNOWN_MISTAKES, use_accepts=True)
     found = getattr(err, "token", None)
@@ -217,7 +222,7 @@ def _syntax_error(err: UnexpectedInput, text: str, path: str) -> SpecError:
     else:
         what = "syntax error"
     expected = sorted(getattr(err, "accepts", None) or getattr(err, "expected", None) or ())
-    expected = [e for e in expected if not e.startswith("__")]
+    expected = [_readable(e) for e in expected if not e.startswith("__")]
     message = what + (f"; {label}" if label else (f"; expected one of: {', '.join(expected)}" if expected else ""))
     context = err.get_context(text).rstrip("\n")
     return SpecError(message, Location(path, err.line, err.column), context)

@@ -1,0 +1,145 @@
+"""Generated glue: checked in, readable, drift-checked, and robust against hostile specs."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gnnbench.cli import main as cli
+from gnnbench.dsl.gen import GENERATED_MARK, GlueWriter, generate, py_literal, regenerate, systems_root
+from gnnbench.dsl.parse import load_spec, parse_spec
+from gnnbench.dsl.spec import SpecError
+
+from .test_parse import TINY
+
+
+def test_checked_in_glue_matches_its_specs():
+    writer = regenerate(check=True)
+    assert writer.drift == [], "".join(writer.drift)
+
+
+def test_glue_carries_a_header_naming_template_and_spec():
+    spec = load_spec(systems_root() / "reference" / "reference.gnn")
+    (path, text), = generate(spec).items()
+    assert path.name == "_glue_torch.py"
+    assert text.splitlines()[0] == (f"{GENERATED_MARK} from torch_glue.py.j2 and "
+                                    "systems/reference/reference.gnn; do not edit")
+    compile(text, str(path), "exec")
+
+
+def _copy_reference(tmp_path):
+    folder = tmp_path / "reference"
+    shutil.copytree(systems_root() / "reference", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def test_check_reports_drift_then_gen_fixes_it(tmp_path, capsys):
+    folder = _copy_reference(tmp_path)
+    glue = folder / "_glue_torch.py"
+    glue.write_text(glue.read_text() + "# hand edit\n")
+    assert cli(["gen", "--check", str(folder / "reference.gnn")]) == 1
+    out = capsys.readouterr()
+    assert "+# hand edit" not in out.out and "-# hand edit" in out.out
+    assert "run `gnnbench gen`" in out.err
+    assert cli(["gen", str(folder / "reference.gnn")]) == 0
+    assert cli(["gen", "--check", str(folder / "reference.gnn")]) == 0
+
+
+def test_writer_leaves_unchanged_files_alone_and_removes_stale_ones(tmp_path):
+    folder = _copy_reference(tmp_path)
+    regenerate([folder / "reference.gnn"])  # the header names the spec's own path
+    stale = folder / "_glue_tensorflow.py"
+    stale.write_text(f"{GENERATED_MARK} from x and y; do not edit\n")
+    hand_written = folder / "_glue_notes.py"
+    hand_written.write_text("# not generated\n")
+    before = (folder / "_glue_torch.py").stat().st_mtime_ns
+    writer = regenerate([folder / "reference.gnn"])
+    assert writer.written == [] and writer.removed == [stale]
+    assert (folder / "_glue_torch.py").stat().st_mtime_ns == before
+    assert hand_written.exists()
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    folder = _copy_reference(tmp_path)
+    (folder / "_glue_torch.py").unlink()
+    writer = regenerate([folder / "reference.gnn"], dry_run=True)
+    assert writer.written == [folder / "_glue_torch.py"]
+    assert not (folder / "_glue_torch.py").exists()
+
+
+def test_writer_refuses_two_writes_to_one_path(tmp_path):
+    writer = GlueWriter(dry_run=True)
+    writer.emit({tmp_path / "a.py": "x"})
+    with pytest.raises(RuntimeError, match="two generated files"):
+        writer.emit({tmp_path / "a.py": "y"})
+
+
+def test_strings_reach_generated_code_only_as_literals():
+    hostile = 'x"); import os; os.system("echo pwned'
+    assert eval(py_literal(hostile)) == hostile
+    assert eval(py_literal((hostile, 1, None))) == (hostile, 1, None)
+
+
+def test_summary_with_quotes_is_escaped_in_glue(tmp_path):
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    spec = parse_spec(TINY.replace("    kernels tiny.kernels", '    summary "say \\"hi\\"; import os"\n    kernels tiny.kernels'),
+                      str(folder / "tiny.gnn"))
+    (path, text), = generate(spec).items()
+    compile(text, str(path), "exec")
+    assert "import os\n" not in text
+
+
+def test_gen_rejects_unknown_system(capsys):
+    assert cli(["gen", "no_such_system"]) == 2
+    assert "unknown system 'no_such_system'; choose one of:" in capsys.readouterr().err
+
+
+_LINES = TINY.splitlines(keepends=True)
+_TOKENS = ["system", "kernel", "input", "output", "saves", "grad", "attr", "implements", "[", "]", ":", "?",
+           "=", "0", "{", "}", "(", ")", ",", "*", "transposed", "float", "i64", "N", "E", "x", "\n", "  ", "#",
+           "class", "spmm", "reduce", "in", '"', "\\", "\t", "é", "9x"]
+
+
+@st.composite
+def mutated_specs(draw):
+    lines = list(_LINES)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["delete", "duplicate", "insert", "swap"]))
+        i = draw(st.integers(0, len(lines) - 1))
+        if op == "delete" and len(lines) > 1:
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            line = lines[i]
+            pos = draw(st.integers(0, len(line)))
+            lines[i] = line[:pos] + draw(st.sampled_from(_TOKENS)) + line[pos:]
+    return "".join(lines)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(mutated_specs(), st.text(max_size=200)))
+def test_compiler_returns_a_spec_or_its_own_error_and_never_a_partial_file(tmp_path, text):
+    folder = tmp_path / "fuzz"
+    folder.mkdir(exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    spec_path = folder / "fuzz.gnn"
+    spec_path.write_text(text, encoding="utf-8")
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as err:
+        assert err.message
+        return
+    files = generate(spec)
+    for path, source in files.items():
+        compile(source, str(path), "exec")
+    writer = GlueWriter()
+    writer.emit(files)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["fuzz.gnn", *(p.name for p in files)])
