@@ -1,0 +1,6 @@
+"""``python -m gnnbench`` is the ``gnnbench`` command."""
+import sys
+
+from gnnbench.cli import main
+
+sys.exit(main())
