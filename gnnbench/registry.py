@@ -18,7 +18,7 @@ from pathlib import Path
 from .errors import UnavailableError, UserError
 from .glue import SystemGlue
 
-__all__ = ["SystemInfo", "list_systems", "system_info", "load_system", "system_hash", "NATIVE_SYSTEMS"]
+__all__ = ["SystemInfo", "list_systems", "forget_systems", "system_info", "load_system", "system_hash", "NATIVE_SYSTEMS"]
 
 #: name -> "module:function" building a native model runner; filled by gnnbench.peers
 NATIVE_SYSTEMS: dict[str, dict] = {
@@ -89,6 +89,11 @@ def _kernel_systems_in(_systems_path: str) -> dict[str, SystemInfo]:
             tuple(sorted({k.implements for k in spec.kernels if k.implements})),
         )
     return systems
+
+
+def forget_systems() -> None:
+    """Drop the cached spec scan (after a system was created or removed in this process)."""
+    _kernel_systems_in.cache_clear()
 
 
 def list_systems() -> list[SystemInfo]:
