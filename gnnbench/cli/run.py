@@ -24,6 +24,8 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", type=_positive, default=None, help="threads for the framework and kernels")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     p.add_argument("--index-dtype", default="int64", choices=("int32", "int64"))
+    p.add_argument("--selection", default="best_val", choices=("best_val", "last"),
+                   help="report accuracy at the best-validation epoch (default) or the last one")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="system option, passed to its configure hook (repeatable)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before the run is stopped")
@@ -104,7 +106,7 @@ def main(args) -> int:
     spec = TaskSpec(system=args.system, model=args.model, dataset=args.dataset, framework=args.framework,
                     device=args.device, data_dir=args.data_dir, epochs=args.epochs, warmup=args.warmup,
                     hidden=args.hidden, heads=args.heads, lr=args.lr, seed=args.seed, threads=args.threads,
-                    dtype=args.dtype, index_dtype=args.index_dtype,
+                    dtype=args.dtype, index_dtype=args.index_dtype, selection=args.selection,
                     system_options=parse_options(args.option, "--option"))
     row = run(spec, isolate=not args.in_process, timeout_s=args.timeout, store_path=args.results,
               store=not args.no_store)
