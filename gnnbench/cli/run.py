@@ -135,7 +135,9 @@ def summary(row: dict) -> str:
     ]
     report = (row.get("extra") or {}).get("system_report")
     if report:
-        lines.append("  system     " + ", ".join(f"{k}={v}" for k, v in _flatten(report)))
+        shown = report.get("summary") or [", ".join(f"{k}={v}" for k, v in _flatten(report)
+                                                    if not isinstance(v, (list, dict)))]
+        lines += [f"  {row['system']:<10} {line}" for line in ([shown] if isinstance(shown, str) else shown)]
     if row.get("verified") != "passed":
         lines.append(f"  WARNING    {row['system']} is {row.get('verified', 'unverified')}: run "
                      f"`gnnbench verify --system {row['system']}` before trusting these figures")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from dgnn_reference import awkward_graph, random_inputs, reference_grads
+from .dgnn_reference import awkward_graph, random_inputs, reference_grads
 
 from gnnbench.graph import Graph
 from gnnbench.systems.dgnn import gat_fused, gat_fused_backward

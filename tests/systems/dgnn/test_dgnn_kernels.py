@@ -5,7 +5,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from dgnn_reference import awkward_graph, random_inputs, reference_grads
+from .dgnn_reference import awkward_graph, random_inputs, reference_grads
 from numba.core.runtime import _nrt_python, rtsys
 
 from gnnbench.errors import BoundaryError

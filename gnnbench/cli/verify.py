@@ -1,0 +1,100 @@
+"""``gnnbench verify``: check a system against ``reference`` and record the verdict.
+
+Exit status: 0 when the system passes (or cannot run here, printed as
+skipped with the reason), 1 when it fails, 2 on bad input.
+"""
+from __future__ import annotations
+
+from ._common import add_results_option, open_store, print_json
+
+HELP = "check a system's operators and training against reference (the gate before its figures count)"
+
+
+def add_arguments(p) -> None:
+    from gnnbench.api import OPERATORS
+
+    p.add_argument("--system", required=True, help="kernel system to verify (see `gnnbench systems`)")
+    p.add_argument("--operator", choices=tuple(OPERATORS), default=None,
+                   help="only this operator's conformance cases (recorded only if it fails)")
+    p.add_argument("--slow", action="store_true",
+                   help="also run the case whose flat element index passes 2^31 (needs ~44 GiB free memory)")
+    p.add_argument("--fast", action="store_true", help="the CI subset: widths 1, 17 and 130 only")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    p.add_argument("--framework", default="torch",
+                   help="framework whose glue is verified: torch or tensorflow (default: torch)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads for the system (default: unchanged)")
+    p.add_argument("--no-e2e", action="store_true", help="skip end-to-end training parity")
+    p.add_argument("--no-store", action="store_true", help="do not record the verification")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_results_option(p)
+
+
+def run(system: str, operator: str | None = None, slow: bool = False, fast: bool = False, device: str = "cpu",
+        framework: str = "torch", threads: int | None = None, e2e: bool = True, store_path: str | None = None,
+        store: bool = True):
+    """Verify ``system`` and record the outcome in the results store; returns the :class:`VerifyReport`."""
+    from gnnbench.verify import verify
+
+    kwargs = dict(operator=operator, slow=slow, profile="fast" if fast else "full", framework=framework,
+                  device=device, threads=threads, e2e=e2e)
+    if not store:
+        return verify(system, **kwargs)
+    with open_store(store_path) as db:
+        return verify(system, store=db, **kwargs)
+
+
+def main(args) -> int:
+    report = run(args.system, args.operator, args.slow, args.fast, args.device, args.framework, args.threads,
+                 not args.no_e2e, args.results, not args.no_store)
+    if args.json:
+        print_json(report.as_dict())
+    else:
+        print(render(report))
+    return 1 if report.status == "failed" else 0
+
+
+# ----------------------------------------------------------------- rendering
+_MESSAGES_SHOWN = 3
+
+
+def _row_detail(row) -> list[str]:
+    if row.status == "skipped":
+        return [row.reason]
+    if row.status == "passed":
+        return [row.detail] if row.detail else []
+    if row.cases <= 1:
+        return row.failures[:_MESSAGES_SHOWN] or ["failed"]
+    head = f"{row.failed_cases} of {row.cases} cases failed"
+    if row.failed_graphs:
+        head += f" (graphs: {', '.join(row.failed_graphs)})"
+    return [head, *row.failures[:_MESSAGES_SHOWN]]
+
+
+def render(report) -> str:
+    """The per-operator table: status, cases, seconds and, for failures, what exposed them."""
+    s = report.settings
+    lines = [f"verify {report.system} {report.system_version} (hash {report.system_hash}) against reference"
+             + (f": {s['framework']} {s['dtype']} on {s['device']}, {s['profile']} suite, "
+                f"guard {'on' if s['guard'] else 'off'}, tolerance {s['tolerance']}" if s else "")]
+    if report.status == "skipped":
+        lines.append(f"skipped: {report.system} cannot run here: {report.reason}; nothing recorded")
+        return "\n".join(lines)
+    rows = report.rows()
+    width = max(len(r.operator) for r in rows) + 2
+    lines.append(f"{'check':<{width}}{'status':<9}{'cases':>6}{'time':>9}  detail")
+    for row in rows:
+        detail = _row_detail(row)
+        cases = str(row.cases) if row.cases else "-"
+        secs = f"{row.seconds:.1f} s" if row.seconds else "-"
+        status = row.status.upper() if row.status == "failed" else row.status
+        lines.append(f"{row.operator:<{width}}{status:<9}{cases:>6}{secs:>9}  {detail[0] if detail else ''}".rstrip())
+        lines.extend(f"{'':<{width + 26}}{text}" for text in detail[1:])
+    verdict = f"verdict: {report.status} in {report.seconds:.1f} s"
+    if report.recorded_id is not None:
+        verdict += f"; recorded as verification {report.recorded_id} in {report.recorded_in}"
+    else:
+        verdict += "; not recorded" + (" (a passing partial run does not verify a system)"
+                                       if report.status == "passed" and any(r.reason.startswith("needs every")
+                                                                            for r in report.end_to_end) else "")
+    lines.append(verdict)
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_zero_backward` (see demo_zero_backward.gnn)."""

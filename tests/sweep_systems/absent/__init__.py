@@ -1,0 +1,1 @@
+"""Test-only system `absent` (see tests/sweep_systems/README.md)."""

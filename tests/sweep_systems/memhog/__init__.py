@@ -1,0 +1,1 @@
+"""Test-only broken system `memhog` (see tests/sweep_systems/README.md)."""

@@ -1,0 +1,1 @@
+"""Test-only broken system `segfaulter` (see tests/sweep_systems/README.md)."""

@@ -1,0 +1,149 @@
+"""``gnnbench verify``: the broken demo systems are caught, reference passes, and the loop closes.
+
+The demo systems live in ``tests/demo_systems`` (one deliberate bug each) and
+are found through ``GNNBENCH_SYSTEMS_PATH``. Each test asserts that the
+failure message names the operator, the quantity and the input that exposed
+the bug.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from gnnbench.cli import main as cli
+from gnnbench.store import ResultsStore
+from gnnbench.verify import large_index_case, verify
+
+DEMO_SYSTEMS = Path(__file__).resolve().parent / "demo_systems"
+
+
+@pytest.fixture
+def demos(monkeypatch):
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(DEMO_SYSTEMS))
+
+
+def _row(report, label):
+    return next(r for r in report.rows() if r.operator == label)
+
+
+def test_inverted_normalisation_is_caught_on_mean_output(demos):
+    report = verify("demo_inverted_mean", profile="fast", threads=1)
+    assert report.status == "failed"
+    mean = _row(report, "spmm(reduce=mean)")
+    assert mean.status == "failed" and mean.failed_graphs == ["isolated", "self_loops", "duplicates", "hub"]
+    assert mean.failures[0].startswith("spmm(reduce=mean) output on 'isolated' (int32, F=1, H=1): max abs err ")
+    assert _row(report, "spmm(reduce=sum)").status == "passed"
+    sage = _row(report, "end-to-end sage on sbm")
+    assert sage.status == "failed" and "first-epoch loss" in sage.failures[0]
+    assert _row(report, "end-to-end gin on sbm").status == "passed"
+
+
+def test_gin_without_self_term_is_caught_exactly_on_self_loops(demos):
+    report = verify("demo_gin_no_self", profile="fast", threads=1)
+    total = _row(report, "spmm(reduce=sum)")
+    assert total.failed_graphs == ["self_loops", "single_node"]
+    assert total.failures[0].startswith("spmm(reduce=sum) output on 'self_loops' (int32, F=1, H=1): ")
+    assert _row(report, "end-to-end gcn on sbm").status == "failed"      # GCN aggregates over A + I
+    assert _row(report, "end-to-end gin on sbm").status == "passed"      # GIN's self term is explicit
+
+
+def test_zero_backward_is_caught_on_grad_x(demos):
+    report = verify("demo_zero_backward", profile="fast", threads=1)
+    total = _row(report, "spmm(reduce=sum)")
+    assert total.status == "failed"
+    assert all(" grad x on " in f for f in total.failures)
+    assert total.failures[0].startswith("spmm(reduce=sum) grad x on 'isolated' (int32, F=1, H=1): ")
+    assert "(got 0, expected" in total.failures[0]
+    gcn = _row(report, "end-to-end gcn on sbm")   # the forward is right: only accuracy gives it away
+    assert gcn.status == "failed" and "test accuracy" in gcn.failures[0] and "first-epoch" not in gcn.failures[0]
+
+
+def test_write_past_the_end_is_caught_by_the_guard(demos):
+    report = verify("demo_write_past_end", profile="fast", threads=1)
+    total = _row(report, "spmm(reduce=sum)")
+    assert total.failures[0] == (
+        "spmm(reduce=sum) output on 'no_edges' (int32, F=1, H=1): raised KernelFault: kernel "
+        "demo_write_past_end.spmm_sum wrote past the end of its output 'out' (1 of 64 guard elements "
+        "changed, the nearest 1 element(s) past the end)")
+    assert "sddmm(op=dot) backward on 'no_edges'" in _row(report, "sddmm(op=dot)").failures[0]
+    assert _row(report, "spmm(reduce=max)").status == "passed"
+    assert "KernelFault" in _row(report, "end-to-end gcn on sbm").failures[0]
+
+
+def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
+    results = str(tmp_path / "r.sqlite")
+    with ResultsStore(results) as db:
+        report = verify("reference", profile="fast", threads=1, store=db)
+    assert report.status == "passed", report.failures()
+    assert report.large_index.status == "skipped" and "--slow" in report.large_index.reason
+    assert {r.operator for r in report.end_to_end} == {f"end-to-end {m} on sbm" for m in ("gcn", "gin", "sage", "gat")}
+    with ResultsStore(results) as db:
+        record = db.latest_verification("reference", report.system_hash)
+    assert record["status"] == "passed" and record["system_version"] == "1.0"
+    assert record["details"]["settings"]["dtype"] == "float64"
+
+    code = cli(["run", "--system", "reference", "--model", "gcn", "--epochs", "3", "--warmup", "1",
+                "--in-process", "--json", "--results", results])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["verified"] == "passed"
+
+
+def test_cli_table_json_and_exit_codes(demos, tmp_path, capsys):
+    results = str(tmp_path / "r.sqlite")
+    args = ["verify", "--system", "demo_zero_backward", "--operator", "spmm", "--fast", "--threads", "1",
+            "--results", results]
+    assert cli(args) == 1
+    out = capsys.readouterr().out
+    assert "spmm(reduce=sum)                  FAILED" in out
+    assert "(graphs: isolated, self_loops, duplicates, hub, single_node)" in out
+    assert "spmm(reduce=sum) grad x on 'isolated' (int32, F=1, H=1)" in out
+    assert "verdict: failed" in out and "recorded as verification 1" in out  # a failing partial run counts
+
+    assert cli(["verify", "--system", "reference", "--operator", "edge_softmax", "--fast", "--threads", "1",
+                "--json", "--results", results]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "passed" and data["recorded_id"] is None    # a passing partial run does not
+    assert [r["operator"] for r in data["operators"]] == ["edge_softmax"]
+
+    assert cli(["verify", "--system", "no-such-system"]) == 2
+    assert "unknown system 'no-such-system'" in capsys.readouterr().err
+    assert cli(["verify", "--system", "pyg-native"]) == 2
+    assert "native baseline" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        cli(["verify", "--system", "reference", "--operator", "spmv"])
+    assert exit_info.value.code == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present, so nothing is skipped")
+def test_unavailable_system_is_skipped_with_its_reason(tmp_path):
+    with ResultsStore(tmp_path / "r.sqlite") as db:
+        report = verify("reference", device="cuda", store=db)
+        assert db.latest_verification("reference") is None
+    assert report.status == "skipped" and "CUDA" in report.reason
+
+
+def test_large_index_case_logic_on_a_small_threshold(demos):
+    assert large_index_case("reference", min_elements=2**16).status == "passed"
+    broken = large_index_case("demo_write_past_end", min_elements=2**16)
+    assert broken.status == "failed"
+    assert broken.failures[0].startswith("spmm(reduce=sum) output on 'ring' (int32, N=2048, F=64, H=1): raised ")
+
+
+def test_large_index_case_is_skipped_with_its_reason_when_memory_is_short(monkeypatch):
+    monkeypatch.setattr("gnnbench.verify._available_bytes", lambda device: 4 * 2**30)
+    row = large_index_case("reference")
+    assert row.status == "skipped"
+    assert row.reason == ("needs about 44 GiB of free memory for N=33555456, F=64 float32 "
+                          "(2147549184 elements per tensor); 4 GiB available on cpu")
+
+
+@pytest.mark.slow
+def test_slow_suite_runs_or_skips_the_large_case_never_silently():
+    report = verify("reference", slow=True, profile="fast", threads=1, e2e=False)
+    assert report.large_index.status in ("passed", "skipped")
+    if report.large_index.status == "skipped":
+        assert "GiB" in report.large_index.reason
+    assert report.status == "passed", report.failures()
