@@ -32,7 +32,7 @@ from .environment import PeakMemory, cpu_model, git_commit, machine_info
 from .errors import UserError
 from .measurement import Measurement
 
-__all__ = ["TaskSpec", "train", "resolve_hyperparameters"]
+__all__ = ["TaskSpec", "train", "resolve_hyperparameters", "stored_hyperparameters"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,12 @@ def resolve_hyperparameters(spec: TaskSpec):
     return model_cls, hyper
 
 
+def stored_hyperparameters(spec: TaskSpec, hyper) -> dict[str, Any]:
+    """The ``hyperparameters`` column of a run of ``spec``: the one place that builds it."""
+    return {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype, "index_dtype": spec.index_dtype,
+            "selection": spec.selection, "system_options": dict(spec.system_options)}
+
+
 @dataclass
 class _Phases:
     forward: list[float] = field(default_factory=list)
@@ -124,7 +130,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     if info.kind == "native":
         from .peers import build_native
 
-        params, forward = build_native(spec.system, model, graph, initial, F)
+        params, forward = build_native(spec.system, model, graph, initial, F, x)
         prepare_s = clock() - start
     else:
         from .glue import BoundGraph
@@ -197,8 +203,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         "system_version": info.version,
         "system_hash": system_hash(spec.system),
         "model": spec.model,
-        "hyperparameters": {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype,
-                            "index_dtype": spec.index_dtype, "selection": spec.selection, "system_options": dict(spec.system_options)},
+        "hyperparameters": stored_hyperparameters(spec, hyper),
         "dataset": dataset.name,
         "dataset_nodes": described["nodes"],
         "dataset_edges": graph.num_edges,

@@ -78,7 +78,7 @@ RUN_FIELDS: tuple[Field, ...] = (
     _F("device", "TEXT", "Device (`cpu`, `cuda:0`, ...)."),
     _F("seed", "INTEGER", "Random seed."),
     _F("threads", "INTEGER", "Intra-op threads the run was pinned to."),
-    _F("epochs", "INTEGER", "Timed epochs (excludes warmup)."),
+    _F("epochs", "INTEGER", "Epochs trained, warm-ups included (`len(epoch_times)` are timed)."),
     _F("warmup", "INTEGER", "Untimed warmup epochs."),
     _F("epoch_time_median_s", "REAL", "Median epoch time in seconds."),
     _F("epoch_time_iqr_s", "REAL", "Interquartile range of the epoch times in seconds."),

@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         if context and isinstance(err, SpecError):
             print(context, file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `gnnbench ... | head`: the reader left, nothing more to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("gnnbench: interrupted", file=sys.stderr)
         return 130

@@ -1,0 +1,188 @@
+"""``gnnbench sweep``: run a matrix of configurations, each in its own process, and store every outcome."""
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import replace
+from typing import Any, TextIO
+
+from gnnbench.errors import UserError
+
+from ._common import add_results_option, parse_options, print_json
+
+HELP = "run systems x models x datasets x frameworks x seeds (or a TOML campaign), resumably, with failures recorded"
+
+# flags that define the matrix: given either here or in the campaign file, never both
+_MATRIX_FLAGS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
+                 "hidden", "heads", "lr", "threads", "dtype", "index_dtype", "selection", "option", "data_dir", "timeout",
+                 "memory_limit")
+
+
+def add_arguments(p) -> None:
+    from .run import _non_negative, _positive
+
+    p.add_argument("--campaign", metavar="TOML", help="campaign file (see campaigns/); replaces the matrix flags")
+    p.add_argument("--systems", action="append", metavar="A,B", help="systems (comma list; see `gnnbench systems`)")
+    p.add_argument("--models", action="append", metavar="A,B", help="models among gcn, gat, gin, sage")
+    p.add_argument("--datasets", action="append", metavar="A,B",
+                   help="datasets, e.g. sbm,karate or 'sbm:nodes=2000,classes=4,rmat' (a piece with '=' and no ':' "
+                        "continues the previous name); repeatable")
+    p.add_argument("--frameworks", action="append", metavar="A,B", help="frameworks (default: torch)")
+    p.add_argument("--seeds", metavar="0,1,...", help="one round per seed (default: 0)")
+    p.add_argument("--rounds", type=_positive, help="repetitions of every seed (default: 1)")
+    p.add_argument("--device", help="cpu or cuda (default: cpu)")
+    p.add_argument("--epochs", type=_positive, help="epochs per run, warm-ups included (default: the model's)")
+    p.add_argument("--warmup", type=_non_negative, help="untimed first epochs (default: 5)")
+    p.add_argument("--hidden", type=_positive)
+    p.add_argument("--heads", type=_positive)
+    p.add_argument("--lr", type=float)
+    p.add_argument("--threads", type=_positive, help="threads per run (and CPUs asked of Ray per task)")
+    p.add_argument("--dtype", choices=("float32", "float64"))
+    p.add_argument("--index-dtype", choices=("int32", "int64"))
+    p.add_argument("--selection", choices=("best_val", "last"),
+                   help="accuracy of the best-validation epoch or of the last (default: best_val)")
+    p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE", help="system option (repeatable)")
+    p.add_argument("--data-dir", help="folder of raw dataset files (Planetoid)")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="seconds before a run is stopped (default: 1800; 0: none)")
+    p.add_argument("--memory-limit", metavar="SIZE", help="address-space limit per run, e.g. 4G (default: none)")
+    p.add_argument("--repeat", action="store_true", default=None,
+                   help="run configurations again even when already stored with the same provenance")
+    p.add_argument("--retry-failed", action="store_true", default=None,
+                   help="run again the stored configurations that did not succeed")
+    p.add_argument("--executor", choices=("local", "ray"), help="where runs go (default: local)")
+    p.add_argument("--ray-address", metavar="ADDR", help="Ray cluster for --executor ray (default: $RAY_ADDRESS)")
+    p.add_argument("--name", help="campaign name stored with each row (default: the TOML file's stem, or 'sweep')")
+    p.add_argument("--dry-run", action="store_true", help="print what would run; run and store nothing")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    add_results_option(p)
+
+
+def campaign_from_args(args):
+    """The :class:`~gnnbench.sweep.Campaign` the flags describe (file first, run-control flags on top)."""
+    from gnnbench.sweep import campaign_from_mapping, load_campaign
+
+    given = [f for f in _MATRIX_FLAGS if getattr(args, f, None) is not None]
+    if args.campaign:
+        if given:
+            flags = ", ".join("--" + f.replace("_", "-") for f in given)
+            raise UserError(f"{flags}: the matrix comes from {args.campaign}; edit the file or drop --campaign")
+        campaign = load_campaign(args.campaign)
+    else:
+        missing = [f"--{f}" for f in ("systems", "models", "datasets") if getattr(args, f) is None]
+        if missing:
+            raise UserError(f"give {', '.join(missing)} (or --campaign FILE)")
+        data: dict[str, Any] = {f: getattr(args, f) for f in given if f != "option"}
+        if args.option:
+            data["options"] = dict(parse_options(args.option, "--option"))
+        campaign = campaign_from_mapping(data, "command line")
+    overrides = {k: v for k, v in (("name", args.name), ("results", args.results), ("executor", args.executor),
+                                   ("ray_address", args.ray_address), ("repeat", args.repeat),
+                                   ("retry_failed", args.retry_failed)) if v is not None}
+    return replace(campaign, **overrides)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+class _ProgressLine:
+    """The progress line on stderr: redrawn in place on a terminal, one plain line per event otherwise."""
+
+    WIDTH = 20
+
+    def __init__(self, stream: TextIO = sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+
+    def __call__(self, event) -> None:
+        counter = f"[{event.done}/{event.total}]"
+        left = f"{_duration(event.eta_s)} left" if event.eta_s is not None else "time left unknown yet"
+        what = event.task.describe()
+        if event.kind == "finish":
+            row = event.row
+            status = row.get("status")
+            detail = (f"{row['epoch_time_median_s'] * 1e3:.2f} ms/epoch" if status == "ok"
+                      and row.get("epoch_time_median_s") is not None else row.get("error") or "")
+            line = f"{counter} {status} {what}: {detail}"
+            if self.tty:
+                if status != "ok":  # failures stay on screen; the rest is overwritten
+                    self._write(f"\r\x1b[K{line}\n")
+                self._draw(event, "done: " + what, left)
+            else:
+                self._write(f"{line} ({left})\n")
+        elif event.kind == "meanwhile":
+            self._write(("\r\x1b[K" if self.tty else "") + f"{counter} already stored by another sweep: {what}\n")
+        elif self.tty:
+            self._draw(event, what, left)
+        else:
+            self._write(f"{counter} running {what} ({left})\n")
+
+    def _draw(self, event, what: str, left: str) -> None:
+        filled = int(self.WIDTH * event.done / event.total) if event.total else self.WIDTH
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        text = f"[{bar}] {event.done}/{event.total} {what} | {left}"
+        width = shutil.get_terminal_size().columns - 1  # a wrapped line could not be redrawn in place
+        if len(text) > width:
+            text = text[:max(width - 1, 0)] + "…"
+        self._write(f"\r\x1b[K{text}")
+
+    def close(self) -> None:
+        if self.tty:
+            self._write("\r\x1b[K")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+def run(campaign, progress: bool = True, dry_run: bool = False):
+    """Run ``campaign`` with a progress line on stderr; return the :class:`~gnnbench.sweep.SweepReport`."""
+    from gnnbench.sweep import run_sweep
+
+    line = _ProgressLine() if progress and not dry_run else None
+    try:
+        return run_sweep(campaign, on_event=line, dry_run=dry_run)
+    finally:
+        if line is not None:
+            line.close()
+
+
+def summary(report, results_path: str) -> str:
+    counts = report.counts()
+    ran = sum(n for s, n in counts.items() if s != "skipped")
+    parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != "skipped")
+    lines = [f"sweep '{report.campaign}': {report.planned} configurations; {report.already_stored} already stored"
+             + (f", {report.meanwhile} stored meanwhile by another sweep" if report.meanwhile else "")
+             + (f"; would run {len(report.todo)}" if report.dry_run else
+                f"; ran {ran}" + (f" ({parts})" if parts else "") + f" in {_duration(report.elapsed_s)}")
+             + (f"; {counts.get('skipped', 0)} newly skipped as unavailable" if counts.get("skipped") else "")
+             + (f"; {report.known_skips} still unavailable" if report.known_skips else "")]
+    if report.dry_run:
+        lines += [f"  {t.describe()}" for t in report.todo]
+    failures = [r for r in report.rows if r.get("status") not in ("ok",)]
+    if failures:
+        lines.append("not successful:")
+        lines += [f"  {r['status']:<8} {r['system']} {r['model']} {r['dataset']} {r['framework']} seed={r['seed']}: "
+                  f"{r.get('error')}" for r in failures]
+    if not report.dry_run:
+        lines.append(f"results in {results_path}; see `gnnbench compare --results {results_path}`")
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    from gnnbench.store import default_results_path
+
+    campaign = campaign_from_args(args)
+    report = run(campaign, progress=not args.no_progress and not args.json, dry_run=args.dry_run)
+    if args.json:
+        print_json(report.as_dict())
+    else:
+        print(summary(report, str(campaign.results or default_results_path())))
+    return 1 if report.failures else 0
