@@ -66,8 +66,19 @@ def _quartiles(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
     return med - half, med, med + half
 
 
+def _short(value: Any) -> str:
+    """``rmat:classes=8,edges=131072,...,nodes=16384`` -> ``rmat n=16384 e=131072``: tick labels stay legible."""
+    text = str(value)
+    kind, sep, params = text.partition(":")
+    if not sep:
+        return text
+    pairs = dict(p.split("=", 1) for p in params.split(",") if "=" in p)
+    shown = [f"{k[0]}={pairs[k]}" for k in ("nodes", "edges") if k in pairs]
+    return " ".join([kind, *shown]) if shown else kind
+
+
 def _label(key: Sequence[Any]) -> str:
-    return "\n".join(str(v) for v in key if v is not None)
+    return "\n".join(_short(v) for v in key if v is not None)
 
 
 def _save(fig: Any, out_dir: Path, name: str) -> list[Path]:
@@ -127,7 +138,7 @@ def _scaling(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], sys
             if q is not None and row.get("dataset_edges"):
                 series.setdefault((system, model, framework), []).append((row["dataset_edges"], *q))
     several = len({(m, f) for _, m, f in series}) > 1
-    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
+    fig = Figure(figsize=(8.5, 4.5), layout="constrained")
     ax = fig.add_subplot()
     styles = {}  # with several models or frameworks, a system keeps its colour and the line style varies
     for (system, model, framework), points in sorted(
@@ -143,8 +154,8 @@ def _scaling(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], sys
     ax.set_ylabel("median epoch time (s)")
     ax.set_title("Epoch time against graph size")
     ax.grid(alpha=0.3, which="both")
-    if series:
-        ax.legend(fontsize="small")
+    if series:  # outside the axes: the lines cross the whole plot
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return fig
 
 
