@@ -25,7 +25,7 @@ NATIVE_SYSTEMS: dict[str, dict] = {
     "pyg-native": {"module": "gnnbench.peers.pyg_native", "requires": ("torch_geometric",),
                    "summary": "PyG's own GCNConv/GATConv/GINConv/SAGEConv models (framework baseline)",
                    "version_of": "torch_geometric"},
-    "dgl-native": {"module": "gnnbench.peers.dgl_native", "requires": ("dgl",),
+    "dgl-native": {"module": "gnnbench.peers.dgl_native", "requires": ("dgl", "pandas"),
                    "summary": "DGL's own GraphConv/GATConv/GINConv/SAGEConv models (framework baseline)",
                    "version_of": "dgl"},
 }

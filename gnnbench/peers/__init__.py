@@ -1,0 +1,69 @@
+"""Native baselines: each peer library's own model, run through gnnbench's training loop.
+
+A kernel system replaces gnnbench's graph operators and keeps gnnbench's
+model; a native baseline keeps nothing but the loop: ``pyg-native`` builds the
+model from PyG's ``GCNConv``/``GATConv``/``GINConv``/``SAGEConv`` and
+``dgl-native`` from DGL's ``GraphConv``/``GATConv``/``GINConv``/``SAGEConv``,
+with gnnbench's hyperparameters and initial parameter values. Timing the
+same library both ways (``pyg`` vs ``pyg-native``, ``dgl`` vs ``dgl-native``)
+shows what each framework's own layer machinery costs in time and memory
+(``benchmarks/bench_overhead.py``).
+
+Note [native model parity]
+    A native model computes the same function as gnnbench's model of the
+    same name, from the same starting point, wherever the library allows:
+
+    * hyperparameters: ``model.hyper`` (layers, hidden width, heads,
+      dropout); the harness applies lr, weight decay and epochs;
+    * parameters: copied from ``initial_params`` (``GNN.init_params``), with
+      ``torch.nn.Linear`` weights transposed (``[out, in]`` versus gnnbench's
+      ``[in, out]``); every layer of both libraries has a one-to-one layout
+      for all four models, so the initial forward pass equals ``reference``'s
+      (``tests/peers/test_parity.py``);
+    * structure: dropout on every layer's input (``F.dropout``, the same RNG
+      stream as gnnbench's models), the model's activation between layers,
+      no activation after the last, GAT heads concatenated, attention
+      dropout off;
+    * graph: the harness's graph as is (self loops already added for GCN
+      and GAT); neither library adds self loops again.
+
+    What cannot be removed is listed in each module's docstring.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from ..errors import UnavailableError, UserError
+
+__all__ = ["build_native"]
+
+
+def build_native(system: str, model, graph, initial_params: dict, F, x: Any = None
+                 ) -> tuple[dict[str, Any], Callable[[bool], Any]]:
+    """The native model of ``system`` for ``model``, ready for the harness's training loop.
+
+    Args:
+        system (str): ``pyg-native`` or ``dgl-native`` (:data:`gnnbench.registry.NATIVE_SYSTEMS`).
+        model (gnnbench.models.GNN): the gnnbench model whose function to reproduce
+            (its ``name``, ``hyper``, ``layer_dims()`` and ``activation``).
+        graph (gnnbench.graph.Graph): the graph the model aggregates over.
+        initial_params (dict[str, np.ndarray]): ``model.init_params(seed)``.
+        F: the torch frontend (device, dtype, dropout, activations).
+        x: node features ``[N, in_dim]`` as a frontend tensor.
+
+    Returns:
+        ``(params, forward)``: the trainable tensors by name (``conv0.lin.weight``, ...)
+        and ``forward(training) -> logits [N, classes]``.
+    """
+    from ..registry import NATIVE_SYSTEMS
+
+    if system not in NATIVE_SYSTEMS:
+        raise UserError(f"unknown native baseline '{system}'; choose one of: {', '.join(NATIVE_SYSTEMS)}")
+    if x is None:
+        raise UserError(f"build_native('{system}', ...) needs the node features: call it as "
+                        f"build_native(system, model, graph, initial_params, F, x)")
+    if getattr(F, "name", "torch") != "torch":
+        raise UnavailableError(f"'{system}' runs under the torch framework only (got {F.name})")
+    module = importlib.import_module(NATIVE_SYSTEMS[system]["module"])
+    return module.build(model, graph, initial_params, F, x)

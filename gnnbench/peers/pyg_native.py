@@ -1,0 +1,85 @@
+"""``pyg-native``: gnnbench's four models built from PyG's own convolution layers.
+
+=========  ==========================================================  ===========================
+model      PyG layer                                                   parameters (gnnbench -> PyG)
+=========  ==========================================================  ===========================
+gcn        ``GCNConv(in, out, add_self_loops=False, cached=True)``     ``weight.T -> lin.weight``,
+                                                                       ``bias -> bias``
+gat        ``GATConv(in, D, heads=H, add_self_loops=False,             ``weight.T -> lin.weight``,
+           negative_slope=0.2, dropout=0.0)`` (heads concatenated)     ``att_src``, ``att_dst``,
+                                                                       ``bias`` as is
+gin        ``GINConv(Sequential(Linear, ReLU, Linear), eps=0)``        ``weight1.T -> nn.0.weight``,
+                                                                       ``bias1``, ``weight2``, ``bias2``
+sage       ``SAGEConv(in, out, aggr="mean")``                          ``weight_neigh.T -> lin_l.weight``,
+                                                                       ``bias -> lin_l.bias``,
+                                                                       ``weight_root.T -> lin_r.weight``
+=========  ==========================================================  ===========================
+
+The graph goes to PyG as an ``edge_index`` (``[2, E]``, source row first) in
+gnnbench's canonical order, the input every PyG example uses, so PyG's
+``MessagePassing`` gathers with ``index_select`` and aggregates with
+``scatter`` (the ``pyg`` kernel system's default path). The layer loop is
+Note [native model parity] in :mod:`gnnbench.peers`.
+
+Differences that remain:
+
+* GCN normalisation: PyG's ``gcn_norm`` weighs edge ``j -> i`` by
+  ``1 / sqrt(d_in(i) d_in(j))`` (it counts in-degrees only), gnnbench by
+  ``1 / sqrt(d_in(i) d_out(j))``. They agree on symmetric graphs (every
+  gnnbench dataset except a directed ``rmat``); on a directed graph the two
+  models compute different functions at the same cost. PyG computes the
+  norm during the first forward pass and caches it (``cached=True``, PyG's
+  setting for a fixed graph), so it falls in a warm-up epoch, where
+  gnnbench computes it before training.
+* ``GATConv``'s softmax adds ``1e-16`` to each denominator (no visible effect).
+* PyG ``Linear`` layers keep their weight as ``[out, in]`` and compute
+  ``x @ W.T``; the values are gnnbench's, transposed, so results agree to
+  rounding but are not bit-identical.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ._layers import build_quietly, check_model, gat_shape, layer_loop, layer_values, load, named_params
+
+__all__ = ["build"]
+
+
+def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray]) -> torch.nn.Module:
+    from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+
+    if model.name == "gcn":
+        conv = GCNConv(in_dim, out_dim, add_self_loops=False, normalize=True, cached=True, bias=True)
+        return conv, {"lin.weight": p["weight"].T, "bias": p["bias"]}
+    if model.name == "gat":
+        heads, width = gat_shape(model, index, out_dim)
+        conv = GATConv(in_dim, width, heads=heads, concat=True, negative_slope=0.2, dropout=0.0,
+                       add_self_loops=False, bias=True)
+        return conv, {"lin.weight": p["weight"].T, "att_src": p["att_src"], "att_dst": p["att_dst"],
+                      "bias": p["bias"]}
+    if model.name == "gin":
+        hidden = model.hyper.hidden
+        mlp = torch.nn.Sequential(torch.nn.Linear(in_dim, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, out_dim))
+        conv = GINConv(mlp, eps=0.0, train_eps=False)
+        return conv, {"nn.0.weight": p["weight1"].T, "nn.0.bias": p["bias1"],
+                      "nn.2.weight": p["weight2"].T, "nn.2.bias": p["bias2"]}
+    conv = SAGEConv(in_dim, out_dim, aggr="mean", root_weight=True, bias=True)
+    return conv, {"lin_l.weight": p["weight_neigh"].T, "lin_l.bias": p["bias"], "lin_r.weight": p["weight_root"].T}
+
+
+def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
+          ) -> tuple[dict[str, torch.Tensor], Callable[[bool], Any]]:
+    """PyG convolutions for ``model`` with gnnbench's initial values; see :func:`gnnbench.peers.build_native`."""
+    check_model(model, "pyg-native")
+    src, dst = graph.edges()
+    edge_index = torch.from_numpy(np.stack([src, dst])).to(F.device)
+    convs = []
+    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
+        values = layer_values(initial_params, i)
+        conv, native = build_quietly(lambda: _conv(model, i, in_dim, out_dim, values), F)
+        load(conv, native, F)
+        convs.append(conv)
+    return named_params(convs), layer_loop(model, F, convs, x, lambda i, conv, h: conv(h, edge_index))

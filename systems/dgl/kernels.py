@@ -1,0 +1,238 @@
+"""DGL's message-passing kernels (``gspmm``, ``gsddmm``, ``edge_softmax``) as a gnnbench system.
+
+Each kernel calls the function DGL's own autograd Functions run
+(``dgl._sparse_ops._gspmm``, ``_gsddmm``, ``_edge_softmax_forward`` and
+``_edge_softmax_backward``; ``dgl.ops.gspmm`` is ``GSpMM.apply`` around
+``_gspmm``), so the work per call is DGL's, and gnnbench's glue supplies
+autograd in place of DGL's ``GSpMM``/``GSDDMM``/``EdgeSoftmax`` Functions. The
+backward kernels follow DGL's backward formulas line by line:
+
+==========================  ===============================================================
+kernel                      DGL call
+==========================  ===============================================================
+``spmm_sum``                ``_gspmm(g, "copy_lhs" | "mul", "sum", x, w)``, then ``/ deg``
+``spmm_sum_backward``       the same on the reversed graph (DGL: ``gspmm(g_rev, ...)``)
+``spmm_weight_backward``    ``_gsddmm(g, "dot", x, grad_out)``
+``spmm_max``                ``_gspmm(g, "mul", "max", x, w)`` (``arg_e`` is the argmax)
+``spmm_max*_backward``      ``scatter_add_`` over the winners, as ``GSpMM.backward`` does
+``sddmm_dot`` / ``_add``    ``_gsddmm(g, "dot" | "add", src, dst, "u", "v")``
+``edge_sum``                ``_gspmm(g, "copy_rhs", "sum", None, values)``
+``edge_softmax``            ``_edge_softmax_forward`` (DGL's fused CPU kernel)
+``edge_softmax_backward``   ``_edge_softmax_backward`` (``sds - out * sum(sds)``)
+==========================  ===============================================================
+
+Note [DGL edge ids]
+    :func:`prepare` builds each orientation's DGL graph from its CSC arrays
+    (``dgl.graph(("csc", (indptr, indices, edge_ids)))``): DGL's destinations
+    are the view's rows and DGL's edge id of every stored position is the
+    canonical id (the position itself on the forward view, ``edge_ids[p]`` on
+    the transposed one). Per-edge tensors are therefore passed to DGL in
+    canonical order on both views, with no permutation, and ``arg_e`` of a
+    max reduction is already a canonical edge id. All formats (COO, CSR, CSC)
+    are materialised in ``prepare`` so no epoch pays for a conversion.
+
+Differences from DGL's public functions, all on purpose:
+
+* DGL allocates each result; the kernel copies it into the output the
+  framework allocated (gnnbench's producer-only contract): one ``N x H x D``
+  or ``E x H`` copy per call, part of what this system measures.
+* ``gspmm(..., "max")`` in DGL 2.1.0 leaves ``-inf`` and argmax ``0`` on a
+  node without in-edges; the kernel set specifies ``0`` and ``-1``, so
+  :func:`spmm_max` fixes those rows (and the backward skips them, where DGL
+  would add their gradient to node 0).
+* An unweighted max passes an all-ones edge weight so that DGL returns
+  ``arg_e`` (``copy_lhs`` returns only the source node, which is ambiguous on
+  multi-edges).
+* Note [libxsmm ties]: with libxsmm enabled (DGL's default on x86), DGL's
+  float32 max SpMM breaks exact ties to the *last* edge of a row, its
+  float64 path and the kernel set to the first (measured on the
+  conformance suite's ``hub`` graph: 111 of 398 cases differ in float32,
+  none with libxsmm off). :func:`spmm_max` turns libxsmm off for its own
+  call only; sum aggregation keeps DGL's default.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from gnnbench.graph import GraphView
+from gnnbench.peers.dgl_shim import dgl
+from dgl._sparse_ops import _edge_softmax_backward, _edge_softmax_forward, _gsddmm, _gspmm
+
+__all__ = ["DglGraph", "prepare", "report", "spmm_sum", "spmm_sum_backward", "spmm_weight_backward",
+           "spmm_max", "spmm_max_backward", "spmm_max_weight_backward", "sddmm_dot", "sddmm_add",
+           "edge_sum", "edge_softmax", "edge_softmax_backward"]
+
+
+@dataclass
+class DglGraph:
+    """One orientation as a DGL graph whose edge ids are canonical (Note [DGL edge ids]).
+
+    Attributes:
+        graph: the ``dgl.DGLGraph`` (destinations are the view's rows).
+        cols: ``[E]`` int64 column node (DGL source) of each edge, by canonical id.
+        row_degree: ``[R]`` float64 in-degree in DGL's terms (entries per row).
+        col_degree: ``[C]`` float64 entries per column.
+        empty_rows: ``[R]`` bool, rows without entries.
+    """
+
+    graph: Any
+    cols: torch.Tensor
+    row_degree: torch.Tensor
+    col_degree: torch.Tensor
+    empty_rows: torch.Tensor
+    _ones: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def gidx(self):
+        return self.graph._graph
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.cols.shape[0])
+
+    def ones(self, dtype: torch.dtype) -> torch.Tensor:
+        """An all-ones ``[E, 1, 1]`` edge weight (cached per dtype)."""
+        if dtype not in self._ones:
+            self._ones[dtype] = torch.ones(self.num_edges, 1, 1, dtype=dtype)
+        return self._ones[dtype]
+
+
+def prepare(view: GraphView) -> DglGraph:
+    """Build one orientation's DGL graph with canonical edge ids and all formats."""
+    index = np.int32 if view.index_dtype == np.int32 else np.int64
+    indptr = torch.from_numpy(view.indptr.astype(index))
+    indices = torch.from_numpy(view.indices.astype(index))
+    if view.edge_ids is None:
+        eids = torch.arange(view.num_edges, dtype=indices.dtype)
+    else:
+        eids = torch.from_numpy(view.edge_ids.astype(index))
+    g = dgl.graph(("csc", (indptr, indices, eids)), num_nodes=max(view.num_rows, view.num_cols))
+    g.create_formats_()
+    cols = torch.empty(view.num_edges, dtype=torch.int64)
+    cols[eids.long()] = indices.long()
+    row_degree = torch.from_numpy(view.row_degree.astype(np.float64))
+    return DglGraph(g, cols, row_degree, torch.from_numpy(view.col_degree.astype(np.float64)), row_degree == 0)
+
+
+def report() -> dict[str, Any]:
+    return {"dgl_version": dgl.__version__, "libxsmm": bool(dgl.is_libxsmm_enabled())}
+
+
+def _dgl(graph: GraphView) -> DglGraph:
+    return graph.prepared if graph.prepared is not None else prepare(graph)
+
+
+def _clamped(degree: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return degree.to(like.dtype).clamp(min=1.0)[:, None, None]
+
+
+def _aggregate(d: DglGraph, x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    if weight is None:
+        return _gspmm(d.gidx, "copy_lhs", "sum", x, None)[0]
+    return _gspmm(d.gidx, "mul", "sum", x, weight.unsqueeze(-1))[0]
+
+
+# ---------------------------------------------------------------- spmm
+def spmm_sum(graph, x, weight, out, *, reduce):
+    d = _dgl(graph)
+    out.copy_(_aggregate(d, x, weight))
+    if reduce == "mean":  # dgl.ops' mean: the sum over in-degrees clamped at 1
+        out /= _clamped(d.row_degree, out)
+
+
+def spmm_sum_backward(graph, grad_out, weight, grad_x, *, reduce):
+    d = _dgl(graph)                                   # the transposed view: DGL's reversed graph
+    g = grad_out / _clamped(d.col_degree, grad_out) if reduce == "mean" else grad_out
+    grad_x.copy_(_aggregate(d, g, weight))
+
+
+def spmm_weight_backward(graph, x, grad_out, grad_weight, *, reduce):
+    d = _dgl(graph)
+    g = grad_out / _clamped(d.row_degree, grad_out) if reduce == "mean" else grad_out
+    grad_weight.copy_(_gsddmm(d.gidx, "dot", x, g, "u", "v").squeeze(-1))
+
+
+@contextmanager
+def _without_libxsmm():
+    """DGL's portable CPU kernels for one call (Note [libxsmm ties])."""
+    enabled = dgl.is_libxsmm_enabled()
+    if enabled:
+        dgl.use_libxsmm(False)
+    try:
+        yield
+    finally:
+        if enabled:
+            dgl.use_libxsmm(True)
+
+
+def spmm_max(graph, x, weight, out, argmax, *, reduce):
+    d = _dgl(graph)
+    w = d.ones(x.dtype) if weight is None else weight.unsqueeze(-1)
+    with _without_libxsmm():
+        value, (_, arg_e) = _gspmm(d.gidx, "mul", "max", x, w)
+    empty = d.empty_rows[:, None, None]
+    out.copy_(value.masked_fill(empty, 0.0))
+    argmax.copy_(arg_e)
+    argmax.masked_fill_(empty.expand_as(argmax), -1)
+
+
+def _winners(d: DglGraph, argmax: torch.Tensor, like: torch.Tensor):
+    """Winning edge (0 where none), its source node, and a 0/1 mask, per output element."""
+    edge = argmax.clamp(min=0)
+    return edge, d.cols[edge], (argmax >= 0).to(like.dtype)
+
+
+def spmm_max_backward(graph, grad_out, weight, argmax, grad_x):
+    d = _dgl(graph)
+    if d.num_edges == 0:
+        return
+    edge, src, mask = _winners(d, argmax, grad_out)
+    grad = grad_out * mask
+    if weight is not None:  # GSpMM.backward: _expand(Y).gather(0, argY) * dZ
+        grad = grad * weight.unsqueeze(-1).expand(-1, -1, grad_out.shape[2]).gather(0, edge)
+    grad_x.scatter_add_(0, src, grad)
+
+
+def spmm_max_weight_backward(graph, x, grad_out, argmax, grad_weight):
+    d = _dgl(graph)
+    if d.num_edges == 0:
+        return
+    edge, src, mask = _winners(d, argmax, grad_out)
+    grad = x.gather(0, src) * grad_out * mask            # GSpMM.backward: _expand(X).gather(0, argX) * dZ
+    per_feature = torch.zeros(grad_weight.shape + (grad_out.shape[2],), dtype=grad.dtype)
+    per_feature.scatter_add_(0, edge, grad)
+    grad_weight += per_feature.sum(-1)                   # _reduce_grad over the broadcast feature axis
+
+
+# ---------------------------------------------------------------- sddmm
+def sddmm_dot(graph, src, dst, out):
+    d = _dgl(graph)
+    out.copy_(_gsddmm(d.gidx, "dot", src, dst, "u", "v").squeeze(-1))
+
+
+def sddmm_add(graph, src, dst, out):
+    d = _dgl(graph)
+    out.copy_(_gsddmm(d.gidx, "add", src, dst, "u", "v"))
+
+
+def edge_sum(graph, values, out):
+    d = _dgl(graph)
+    out.copy_(_gspmm(d.gidx, "copy_rhs", "sum", None, values)[0])
+
+
+# ---------------------------------------------------------------- edge softmax
+def edge_softmax(graph, scores, out):
+    d = _dgl(graph)
+    if d.num_edges:
+        out.copy_(_edge_softmax_forward(d.gidx, scores, "copy_rhs"))
+
+
+def edge_softmax_backward(graph, out, grad_out, grad_scores):
+    d = _dgl(graph)
+    if d.num_edges:
+        grad_scores.copy_(_edge_softmax_backward(d.gidx, out, out * grad_out))

@@ -1,0 +1,97 @@
+"""Native baselines: same initial function as gnnbench's models, and they train through the harness.
+
+See Note [native model parity] in gnnbench/peers/__init__.py.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gnnbench.datasets import load_dataset
+from gnnbench.errors import UserError
+from gnnbench.frameworks import get_frontend
+from gnnbench.glue import BoundGraph
+from gnnbench.harness import TaskSpec, train
+from gnnbench.models import get_model
+from gnnbench.peers import build_native
+from gnnbench.registry import load_system
+
+DATASET = "sbm:nodes=150,classes=3,features=8,degree=6,seed=1"
+MODELS = ["gcn", "gat", "gin", "sage"]
+NATIVES = [pytest.param("pyg-native", marks=pytest.mark.skipif(importlib.util.find_spec("torch_geometric") is None,
+                                                                 reason="PyG is not installed")),
+           pytest.param("dgl-native", marks=pytest.mark.skipif(importlib.util.find_spec("dgl") is None,
+                                                                 reason="DGL is not installed"))]
+
+
+def _setup(model_name: str, dtype: str):
+    F = get_frontend("torch", "cpu", dtype)
+    data = load_dataset(DATASET)
+    cls = get_model(model_name)
+    graph = data.graph.with_self_loops() if cls.self_loops else data.graph
+    model = cls(data.features.shape[1], data.num_classes)
+    return F, data, graph, model, model.init_params(3), F.tensor(data.features)
+
+
+@pytest.mark.parametrize("system", NATIVES)
+@pytest.mark.parametrize("model_name", MODELS)
+def test_initial_forward_equals_reference(system, model_name):
+    F, data, graph, model, initial, x = _setup(model_name, "float64")
+    params = {k: F.parameter(v) for k, v in initial.items()}
+    expected = model.forward(F, params, BoundGraph(graph, load_system("reference")), x, training=False)
+    native_params, forward = build_native(system, model, graph, initial, F, x)
+    # GCN's edge weight is float32 in gnnbench (Graph.gcn_norm); the libraries normalise in float64
+    torch.testing.assert_close(forward(False), expected, rtol=1e-6, atol=1e-6)
+    assert sum(p.numel() for p in native_params.values()) == sum(v.size for v in initial.values())
+    assert all(p.requires_grad and p.dtype == torch.float64 for p in native_params.values())
+
+
+@pytest.mark.parametrize("system", NATIVES)
+@pytest.mark.parametrize("model_name", MODELS)
+def test_trains_through_the_harness_like_reference(system, model_name):
+    spec = dict(model=model_name, dataset=DATASET, epochs=6, warmup=1, threads=1)
+    row, ref = train(TaskSpec(system, **spec)), train(TaskSpec("reference", **spec))
+    assert row["status"] == "ok" and row["system"] == system
+    assert len(row["epoch_times"]) == 5 and all(t > 0 for t in row["epoch_times"])
+    # same parameters, same dropout masks (the layers' own init does not touch the RNG): same first loss
+    assert math.isclose(row["first_loss"], ref["first_loss"], rel_tol=1e-4)
+    assert math.isclose(row["final_loss"], ref["final_loss"], rel_tol=1e-3)    # and the same trajectory
+    assert 0.0 <= row["test_accuracy"] <= 1.0
+
+
+def test_build_native_needs_features_and_a_known_name():
+    F, data, graph, model, initial, x = _setup("gcn", "float32")
+    with pytest.raises(UserError, match="needs the node features"):
+        build_native("pyg-native", model, graph, initial, F)
+    with pytest.raises(UserError, match="unknown native baseline 'tf-native'; choose one of: pyg-native, dgl-native"):
+        build_native("tf-native", model, graph, initial, F, x)
+
+
+def test_unknown_model_is_refused():
+    F, data, graph, model, initial, x = _setup("gcn", "float32")
+    model.name = "gcnii"
+    with pytest.raises(UserError, match="'pyg-native' has no native 'gcnii' model; it builds: gcn, gat, gin, sage"):
+        build_native("pyg-native", model, graph, initial, F, x)
+
+
+def test_directed_graph_gcn_norm_difference_is_pyg_only():
+    """On a directed graph PyG normalises by in-degrees only; DGL's norm='both' is gnnbench's."""
+    from gnnbench.graph import Graph
+
+    src, dst = np.array([0, 0, 0, 1, 2, 3]), np.array([1, 2, 3, 0, 0, 1])
+    graph = Graph.from_edges(src, dst, 4).with_self_loops()
+    F = get_frontend("torch", "cpu", "float64")
+    model = get_model("gcn")(2, 2)
+    initial = model.init_params(0)
+    x = F.tensor(np.arange(8, dtype=np.float64).reshape(4, 2))
+    params = {k: F.parameter(v) for k, v in initial.items()}
+    expected = model.forward(F, params, BoundGraph(graph, load_system("reference")), x, training=False)
+    if importlib.util.find_spec("dgl") is not None:
+        _, dgl_forward = build_native("dgl-native", model, graph, initial, F, x)
+        torch.testing.assert_close(dgl_forward(False), expected, rtol=1e-6, atol=1e-6)
+    _, pyg_forward = build_native("pyg-native", model, graph, initial, F, x)
+    assert not torch.allclose(pyg_forward(False), expected, rtol=1e-3, atol=1e-3)
