@@ -1,0 +1,302 @@
+"""The standard kernel set, implemented by isplib (names and arguments fixed by the spec).
+
+Each function is ``kernel(graph, *inputs, *outputs, **attrs)`` as in Note
+[kernel calling convention] of :mod:`gnnbench.api`: ``graph`` is a
+:class:`~gnnbench.graph.GraphView` whose ``prepared`` is the
+:class:`~gnnbench.systems.isplib.prepared.IsplibGraph` built by
+:func:`~gnnbench.systems.isplib.prepared.prepare`; arrays are C-contiguous
+NumPy views; outputs are written in place and nothing is returned.
+
+The SpMM sums use the tuned variant for ``(orientation, H*D, dtype)`` (Note
+[tuning lookup]); every other kernel splits rows into the prepared
+nonzero-balanced blocks. :func:`warm_up` compiles (or loads from numba's disk
+cache) everything for one index/float dtype pair, so no compilation lands in
+a timed epoch.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gnnbench.graph import Graph, GraphView
+from gnnbench.systems.isplib import edge_numba as _edge
+from gnnbench.systems.isplib import max_numba as _max
+from gnnbench.systems.isplib import spmm_numba as _spmm
+from gnnbench.systems.isplib.prepared import _as_prepared
+from gnnbench.systems.isplib.variant import ThreadScope, run_variant
+
+__all__ = ["spmm_sum", "spmm_sum_backward", "spmm_weight_backward", "spmm_max", "spmm_max_backward",
+           "spmm_max_weight_backward", "sddmm_dot", "sddmm_add", "edge_sum", "edge_softmax",
+           "edge_softmax_backward", "warm_up", "warm_up_fixed", "KERNELS"]
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    """``[N, H, D]`` as ``[N, H*D]`` without a copy (outputs must stay views)."""
+    if not a.flags.c_contiguous:
+        raise ValueError(f"isplib kernels need C-contiguous arrays (got strides {a.strides} for shape "
+                         f"{a.shape}); pass np.ascontiguousarray(...)")
+    return a.reshape(a.shape[0], -1)
+
+
+def _eids(graph: GraphView):
+    return (graph.edge_ids, True) if graph.edge_ids is not None else (None, False)
+
+
+def _sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.ndarray,
+         row_scale: np.ndarray | None, col_scale: np.ndarray | None) -> None:
+    """The one SpMM-sum entry: tuned flat loop, or the per-head loop for multi-head weights."""
+    p = _as_prepared(graph)
+    fdt = x.dtype
+    dummies = p.dummies(graph.index_dtype, fdt)
+    H = x.shape[1]
+    width = H * x.shape[2]
+    variant = p.variant(width, fdt)
+    bounds = p.bounds_for(variant)
+    if weight is not None and H > 1:
+        eids, has_eids = _eids(graph)
+        with ThreadScope(variant):
+            _spmm.spmm_heads(graph.indptr, graph.indices, dummies.index if eids is None else eids, has_eids,
+                             weight, x, out,
+                             dummies.vector if row_scale is None else row_scale, row_scale is not None,
+                             dummies.vector if col_scale is None else col_scale, col_scale is not None,
+                             bounds, variant.prefetch, 64 // fdt.itemsize, dummies.one)
+        return
+    # without a weight the edge ids are never read
+    eids = graph.edge_ids if weight is not None else None
+    run_variant(variant, bounds, graph.indptr, graph.indices, eids, weight, _flat(x), _flat(out),
+                row_scale, col_scale, dummies)
+
+
+def spmm_sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.ndarray, *,
+             reduce: str = "sum") -> None:
+    """``out[i,h,:] = sum_{e=j->i} w[e,h] x[j,h,:]``, divided by ``max(deg(i), 1)`` for a mean.
+
+    Shapes:
+        x ``[num_cols, H, D]``; weight ``[E, H]`` or None; out ``[num_rows, H, D]``.
+    """
+    p = _as_prepared(graph)
+    _sum(graph, x, weight, out, p.inv_row_degree(x.dtype) if reduce == "mean" else None, None)
+
+
+def spmm_sum_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarray | None,
+                      grad_x: np.ndarray, *, reduce: str = "sum") -> None:
+    """``grad_x[j] = sum_{p in row j of graphT} w[edge_ids[p]] grad_out[i] (/ max(deg_in(i), 1))``.
+
+    Runs the tuned SpMM on the transposed view; the mean's ``1/deg`` becomes a
+    per-gathered-row factor (``col_degree`` of the transposed view).
+
+    Shapes:
+        grad_out ``[N, H, D]``; weight ``[E, H]`` or None; grad_x ``[N, H, D]``.
+    """
+    p = _as_prepared(graphT)
+    _sum(graphT, grad_out, weight, grad_x, None, p.inv_col_degree(grad_out.dtype) if reduce == "mean" else None)
+
+
+def spmm_weight_backward(graph: GraphView, x: np.ndarray, grad_out: np.ndarray, grad_weight: np.ndarray, *,
+                         reduce: str = "sum") -> None:
+    """``grad_weight[e,h] = <x[j,h,:], grad_out[i,h,:]>`` (``/ max(deg(i), 1)`` for a mean).
+
+    Shapes:
+        x, grad_out ``[N, H, D]``; grad_weight ``[E, H]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, x.dtype)
+    rs = p.inv_row_degree(x.dtype) if reduce == "mean" else None
+    _edge.sddmm_dot_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids, x, grad_out,
+                         grad_weight, d.vector if rs is None else rs, rs is not None, p.default_bounds(),
+                         x.dtype.type(0))
+
+
+def spmm_max(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.ndarray, argmax: np.ndarray, *,
+             reduce: str = "max") -> None:
+    """``out[i,h,d] = max_e w[e,h] x[j,h,d]``; ``argmax`` the first winning edge id, -1 and 0 for empty rows.
+
+    Shapes:
+        x ``[num_cols, H, D]``; weight ``[E, H]`` or None; out, argmax ``[num_rows, H, D]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, x.dtype)
+    _max.spmm_max_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids,
+                       d.weight if weight is None else weight, weight is not None, x, out, argmax,
+                       p.default_bounds())
+
+
+def spmm_max_backward(graph: GraphView, grad_out: np.ndarray, weight: np.ndarray | None, argmax: np.ndarray,
+                      grad_x: np.ndarray) -> None:
+    """``grad_x[indices[e],h,d] += w[e,h] grad_out[i,h,d]`` for ``e = argmax[i,h,d] >= 0`` (forward view).
+
+    ``grad_x`` arrives zero-filled; threads own column chunks (Note [race-free max backward]).
+    """
+    d = _as_prepared(graph).dummies(graph.index_dtype, grad_out.dtype)
+    _max.spmm_max_backward_cols(graph.indices, d.weight if weight is None else weight, weight is not None,
+                                grad_out, argmax, grad_x, 64 // grad_out.dtype.itemsize)
+
+
+def spmm_max_weight_backward(graph: GraphView, x: np.ndarray, grad_out: np.ndarray, argmax: np.ndarray,
+                             grad_weight: np.ndarray) -> None:
+    """``grad_weight[e,h] += grad_out[i,h,d] x[indices[e],h,d]`` for each winner ``e`` (zero-filled output)."""
+    p = _as_prepared(graph)
+    _max.spmm_max_weight_backward_rows(graph.indptr, graph.indices, x, grad_out, argmax, grad_weight,
+                                       p.default_bounds())
+
+
+def sddmm_dot(graph: GraphView, src: np.ndarray, dst: np.ndarray, out: np.ndarray) -> None:
+    """``out[e,h] = sum_d src[j,h,d] dst[i,h,d]``.
+
+    Shapes:
+        src, dst ``[N, H, D]``; out ``[E, H]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, src.dtype)
+    _edge.sddmm_dot_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids, src, dst, out,
+                         d.vector, False, p.default_bounds(), src.dtype.type(0))
+
+
+def sddmm_add(graph: GraphView, src: np.ndarray, dst: np.ndarray, out: np.ndarray) -> None:
+    """``out[e,h] = src[j,h] + dst[i,h]``.
+
+    Shapes:
+        src, dst ``[N, H]``; out ``[E, H]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, src.dtype)
+    _edge.sddmm_add_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids, src, dst, out,
+                         p.default_bounds())
+
+
+def edge_sum(graph: GraphView, values: np.ndarray, out: np.ndarray) -> None:
+    """``out[i,h] = sum_{p in row i} values[eid(p), h]`` on either view.
+
+    Shapes:
+        values ``[E, H]``; out ``[num_rows, H]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, values.dtype)
+    _edge.edge_sum_rows(graph.indptr, d.index if eids is None else eids, has_eids, values, out, p.default_bounds())
+
+
+def edge_softmax(graph: GraphView, scores: np.ndarray, out: np.ndarray) -> None:
+    """Softmax of ``scores`` over each row's edges, per head, max-subtracted.
+
+    Shapes:
+        scores, out ``[E, H]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, scores.dtype)
+    _edge.edge_softmax_rows(graph.indptr, d.index if eids is None else eids, has_eids, scores, out,
+                            p.default_bounds())
+
+
+def edge_softmax_backward(graph: GraphView, out: np.ndarray, grad_out: np.ndarray, grad_scores: np.ndarray) -> None:
+    """``grad_scores[e] = out[e] (grad_out[e] - sum_row out * grad_out)``.
+
+    Shapes:
+        out, grad_out, grad_scores ``[E, H]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, out.dtype)
+    _edge.edge_softmax_backward_rows(graph.indptr, d.index if eids is None else eids, has_eids, out, grad_out,
+                                     grad_scores, p.default_bounds())
+
+
+#: name -> kernel, the standard set in spec order.
+KERNELS = {f.__name__: f for f in (spmm_sum, spmm_sum_backward, spmm_weight_backward, spmm_max, spmm_max_backward,
+                                   spmm_max_weight_backward, sddmm_dot, sddmm_add, edge_sum, edge_softmax,
+                                   edge_softmax_backward)}
+
+
+def _tiny_graph(index_dtype: Any) -> Graph:
+    # a hub, a self loop, a duplicate edge and an isolated node: every branch runs
+    src = np.array([1, 2, 3, 3, 0, 2, 1, 1])
+    dst = np.array([0, 0, 0, 0, 1, 1, 2, 3])
+    return Graph.from_edges(src, dst, 5, index_dtype)
+
+
+def warm_up(index_dtype: Any = np.int64, float_dtype: Any = np.float32) -> None:
+    """Compile (or load from numba's disk cache) every isplib kernel for one dtype pair.
+
+    Call it from ``prepare``; afterwards no kernel call compiles. Each
+    signature compiles once per machine (tens of seconds the first time, then
+    well under a second from the cache).
+
+    Args:
+        index_dtype: int32 or int64.
+        float_dtype: float32 or float64.
+    """
+    fdt = np.dtype(float_dtype)
+    g = _tiny_graph(index_dtype)
+    fwd, bwd = g.view(), g.view(transposed=True)
+    n, e = g.num_nodes, g.num_edges
+    rng = np.random.default_rng(0)
+    for H, D in ((1, 3), (2, 2)):
+        x = rng.standard_normal((n, H, D)).astype(fdt)
+        w = rng.standard_normal((e, H)).astype(fdt)
+        out = np.empty_like(x)
+        for weight in (None, w):
+            for reduce in ("sum", "mean"):
+                spmm_sum(fwd, x, weight, out, reduce=reduce)
+                spmm_sum_backward(bwd, x, weight, out, reduce=reduce)
+            argmax = np.empty(x.shape, dtype=np.int64)
+            spmm_max(fwd, x, weight, out, argmax)
+            spmm_max_backward(fwd, x, weight, argmax, np.zeros_like(x))
+        spmm_weight_backward(fwd, x, x, np.empty((e, H), fdt), reduce="mean")
+        spmm_max_weight_backward(fwd, x, x, argmax, np.zeros((e, H), fdt))
+        for view in (fwd, bwd):
+            sddmm_dot(view, x, x, np.empty((e, H), fdt))
+            sddmm_add(view, x[:, :, 0].copy(), x[:, :, 0].copy(), np.empty((e, H), fdt))
+            edge_sum(view, w, np.empty((n, H), fdt))
+        soft = np.empty_like(w)
+        edge_softmax(fwd, w, soft)
+        edge_softmax_backward(fwd, soft, w, np.empty_like(w))
+
+
+def warm_up_fixed(index_dtype: Any, float_dtype: Any, width: int) -> None:
+    """Compile or load the width-specialised SpMM for one width (prepare calls it for tuned widths)."""
+    from gnnbench.systems.isplib.variant import Dummies
+
+    fdt = np.dtype(float_dtype)
+    g = _tiny_graph(index_dtype)
+    view = g.view()
+    x = np.ones((g.num_nodes, width), dtype=fdt)
+    out = np.empty_like(x)
+    from gnnbench.systems.isplib.variant import Variant
+
+    run_variant(Variant(kernel="fixed"), np.array([0, g.num_nodes], dtype=np.int64), view.indptr, view.indices,
+                None, None, x, out, None, None, Dummies.make(index_dtype, fdt))
+
+
+# ---------------------------------------------------------------- hooks the spec names
+_TUNING_LINES: dict[str, str] = {}
+
+
+def prepare(view: GraphView):
+    """The spec's ``prepare`` hook: partitions and tuning lookup, then compilation, all outside epochs."""
+    from gnnbench.systems.isplib.prepared import describe_tuning
+    from gnnbench.systems.isplib.prepared import prepare as build
+
+    prepared = build(view)
+    if not view.transposed:
+        warm_up(view.index_dtype, np.float32)
+    _TUNING_LINES["transposed" if view.transposed else "forward"] = describe_tuning(prepared)
+    return prepared
+
+
+def report() -> dict:
+    """The spec's ``report`` hook: which SpMM variants the run used (tuned, or the default and why)."""
+    lines = [f"{orientation}: {line}" for orientation, line in sorted(_TUNING_LINES.items())]
+    return {"tuning": dict(_TUNING_LINES), "summary": lines}
+
+
+def tune(graph: Graph, widths, dtype: Any = np.float32):
+    """The spec's ``tune`` hook (``gnnbench tune --system isplib``)."""
+    from gnnbench.systems.isplib.tuning import tune as run_tuning
+
+    return run_tuning(graph, widths, dtype)

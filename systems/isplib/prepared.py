@@ -1,0 +1,208 @@
+"""What isplib builds once per graph orientation before training: :class:`IsplibGraph`.
+
+``prepare(view)`` runs outside the timed epochs. It computes the row blocks
+every kernel distributes over threads, the inverse degrees a mean needs, and
+loads this graph's entries from the tuning cache, so that a kernel call only
+does a dict lookup (Note [tuning lookup]).
+
+Note [balanced row blocks]
+    Block boundaries split the cumulative cost ``indptr[i] + i`` (one unit per
+    nonzero plus one per row for zeroing and writing the output row) into
+    equal parts: ``searchsorted(indptr + arange, linspace(0, total, B + 1))``.
+    On a power-law graph equal row counts can leave one thread with most hub
+    rows; equal cost cannot, up to the size of the largest single row.
+
+Note [tuning lookup]
+    Entries are keyed ``(orientation, width, dtype)`` with width ``H * D``
+    (the flattened feature width the SpMM loop sees). A miss is not an error:
+    the kernel uses :func:`~gnnbench.systems.isplib.variant.default_variant`
+    and ``tuned`` stays False so the harness can say so once
+    (:func:`describe_tuning`).
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from gnnbench.graph import GraphView
+from gnnbench.systems.isplib.variant import Dummies, Variant, default_variant
+
+__all__ = ["IsplibGraph", "prepare", "describe_tuning", "balanced_bounds", "row_bounds"]
+
+
+def balanced_bounds(indptr: np.ndarray, num_blocks: int) -> np.ndarray:
+    """Row block boundaries with equal ``nonzeros + rows`` per block (Note [balanced row blocks]).
+
+    Args:
+        indptr: ``[N + 1]`` CSR offsets.
+        num_blocks: ``B >= 1``.
+
+    Shapes:
+        returns int64 ``[B + 1]``, non-decreasing, from 0 to ``N``.
+    """
+    n = indptr.shape[0] - 1
+    cost = indptr.astype(np.int64) + np.arange(n + 1, dtype=np.int64)
+    targets = np.linspace(0, cost[-1], num_blocks + 1)
+    bounds = np.searchsorted(cost, targets, side="left").astype(np.int64)
+    bounds[0], bounds[-1] = 0, n
+    return np.maximum.accumulate(bounds)
+
+
+def row_bounds(num_rows: int, num_blocks: int) -> np.ndarray:
+    """Equal-row-count block boundaries, int64 ``[B + 1]``."""
+    return np.linspace(0, num_rows, num_blocks + 1).round().astype(np.int64)
+
+
+@dataclass(eq=False)
+class IsplibGraph:
+    """isplib's per-orientation state, built by :func:`prepare`.
+
+    Args:
+        orientation: ``"forward"`` or ``"transposed"``.
+        signature: ``Graph.signature()`` of the underlying graph.
+        num_rows: rows of the view.
+        indptr: the view's offsets (kept to build more block sets lazily).
+        variants: tuned choice per ``(width, dtype name)`` (Note [tuning lookup]).
+        tuned: whether the tuning cache had any entry for this orientation.
+        cache_path: the tuning cache file that was read.
+    """
+
+    orientation: str
+    signature: str
+    num_rows: int
+    indptr: np.ndarray = field(repr=False)
+    variants: dict[tuple[int, str], Variant] = field(default_factory=dict)
+    tuned: bool = False
+    cache_path: str = ""
+    _bounds: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
+    _inv_row: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _inv_col: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _dummies: dict[tuple[np.dtype, np.dtype], Dummies] = field(default_factory=dict, repr=False)
+    _lookup: dict[tuple[int, np.dtype], Variant] = field(default_factory=dict, repr=False)
+    row_degree: np.ndarray | None = field(default=None, repr=False)
+    col_degree: np.ndarray | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ lookups
+    def variant(self, width: int, dtype: np.dtype) -> Variant:
+        """The tuned variant for a flattened width and float dtype, or the default."""
+        key = (width, dtype)
+        v = self._lookup.get(key)
+        if v is None:
+            v = self._lookup[key] = self.variants.get((width, dtype.name), _DEFAULT)
+        return v
+
+    def set_variants(self, variants: dict[tuple[int, str], Variant]) -> None:
+        """Replace the tuned choices ``{(width, dtype name): Variant}`` (e.g. to force one in a test)."""
+        self.variants = dict(variants)
+        self.tuned = bool(variants)
+        self._lookup.clear()
+        for v in variants.values():
+            self.bounds_for(v)
+
+    def bounds(self, partition: str, num_blocks: int) -> np.ndarray:
+        """Row blocks for a partition kind, computed once per (kind, count)."""
+        key = ("rows" if partition == "rows" else "nnz", num_blocks)
+        b = self._bounds.get(key)
+        if b is None:
+            b = (row_bounds(self.num_rows, num_blocks) if key[0] == "rows"
+                 else balanced_bounds(self.indptr, num_blocks))
+            self._bounds[key] = b
+        return b
+
+    def bounds_for(self, variant: Variant) -> np.ndarray:
+        threads = numba.get_num_threads() if variant.threads <= 0 else min(variant.threads,
+                                                                            numba.get_num_threads())
+        return self.bounds(variant.partition, variant.num_blocks(threads))
+
+    def default_bounds(self) -> np.ndarray:
+        """Nonzero-balanced blocks, 4 per thread, for the non-SpMM kernels (Note [edge kernel blocks])."""
+        return self.bounds("nnz", 4 * numba.get_num_threads())
+
+    def inv_row_degree(self, dtype: np.dtype) -> np.ndarray:
+        """``1 / max(row_degree, 1)`` in ``dtype`` (the mean's row scale)."""
+        a = self._inv_row.get(dtype.name)
+        if a is None:
+            a = self._inv_row[dtype.name] = (1.0 / np.maximum(self.row_degree.astype(np.float64), 1.0)).astype(dtype)
+        return a
+
+    def inv_col_degree(self, dtype: np.dtype) -> np.ndarray:
+        """``1 / max(col_degree, 1)`` in ``dtype`` (the mean backward's gathered-row scale)."""
+        a = self._inv_col.get(dtype.name)
+        if a is None:
+            a = self._inv_col[dtype.name] = (1.0 / np.maximum(self.col_degree.astype(np.float64), 1.0)).astype(dtype)
+        return a
+
+    def dummies(self, index_dtype: np.dtype, float_dtype: np.dtype) -> Dummies:
+        key = (index_dtype, float_dtype)
+        d = self._dummies.get(key)
+        if d is None:
+            d = self._dummies[key] = Dummies.make(index_dtype, float_dtype)
+        return d
+
+
+_DEFAULT = default_variant()
+
+
+def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
+    """Build :class:`IsplibGraph` for one orientation (called once, outside the timed epochs).
+
+    Computes the default row blocks, loads the tuning entries of this graph
+    and CPU, and loads (from numba's disk cache) any width-specialised kernel
+    a tuned entry names, so no compilation happens inside an epoch.
+
+    Args:
+        view: the forward or transposed :class:`~gnnbench.graph.GraphView`.
+        cache_path: tuning cache file (default: ``$GNNBENCH_CACHE`` or
+            ``~/.cache/gnnbench``, ``isplib-tuning.json``).
+    """
+    from gnnbench.systems.isplib import tuning
+
+    orientation = "transposed" if view.transposed else "forward"
+    signature = view.graph.signature()
+    path = tuning.cache_file(cache_path)
+    entries = tuning.lookup(signature, orientation, path)
+    prepared = IsplibGraph(orientation, signature, view.num_rows, np.asarray(view.indptr),
+                           variants=entries, tuned=bool(entries), cache_path=str(path),
+                           row_degree=np.asarray(view.row_degree), col_degree=np.asarray(view.col_degree))
+    prepared.default_bounds()
+    for (width, _dtype), v in entries.items():
+        prepared.bounds_for(v)
+        if v.kernel == "fixed":
+            from gnnbench.systems.isplib.kernels import warm_up_fixed
+
+            warm_up_fixed(view.index_dtype, np.dtype(_dtype), width)
+    return prepared
+
+
+def describe_tuning(prepared: IsplibGraph | None) -> str:
+    """One line saying which SpMM variants a prepared graph will use.
+
+    Returns e.g. ``"isplib: no tuning cache entry for this graph; using default
+    variant generic/u4/pf16/nnz/tmax (run `gnnbench tune --system isplib --dataset D`)"``.
+    """
+    if prepared is None:
+        return "isplib: graph not prepared; using the default SpMM variant"
+    if not prepared.tuned:
+        return (f"isplib: no tuning cache entry for this graph ({prepared.signature}, {prepared.orientation}) "
+                f"in {prepared.cache_path}; using default variant {_DEFAULT.label} "
+                f"(run `gnnbench tune --system isplib --dataset D`)")
+    chosen = ", ".join(f"F={w} {dt}: {v.label}" for (w, dt), v in sorted(prepared.variants.items()))
+    return f"isplib: tuned variants for {prepared.orientation} graph {prepared.signature}: {chosen}"
+
+
+def _as_prepared(view: GraphView) -> IsplibGraph:
+    """``view.prepared`` if it is ours, else a state built once per view object (not timed apart)."""
+    p = view.prepared
+    if isinstance(p, IsplibGraph):
+        return p
+    p = _FALLBACK.get(view)
+    if p is None:
+        p = _FALLBACK[view] = prepare(view)
+    return p
+
+
+# views that reached a kernel without prepare() (tests, ad-hoc calls)
+_FALLBACK: "weakref.WeakKeyDictionary[GraphView, IsplibGraph]" = weakref.WeakKeyDictionary()

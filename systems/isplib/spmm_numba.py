@@ -1,0 +1,221 @@
+"""The tunable SpMM-sum kernels of isplib, in numba.
+
+One row of the CSR view is one output row::
+
+    out[i, :] = row_scale[i] * sum_{p in row i} w[eid(p)] * col_scale[j] * x[j, :],   j = indices[p]
+
+where every factor is optional (``row_scale`` is ``1/max(deg, 1)`` for a mean,
+``col_scale`` the same for the backward of a mean, ``eid(p)`` is ``p`` on the
+forward view and ``eids[p]`` on the transposed one).
+
+Note [variant knobs]
+    Every knob of :class:`~gnnbench.systems.isplib.variant.Variant` except the
+    width specialisation is a *runtime* argument of one compiled function, so
+    each (index dtype, float dtype) pair costs one compilation and the tuner
+    can switch variants for free:
+
+    * ``unroll`` (1, 4 or 8): edges consumed per inner iteration. Summing
+      4 gathered rows before touching ``out`` quarters the load/store traffic
+      on the output row and gives the core 4 independent gathers to overlap.
+    * ``dist``: software prefetch distance in edges (Note [software prefetch]).
+    * ``bounds``: the row blocks that ``prange`` distributes, equal rows or
+      equal nonzeros (see :mod:`~gnnbench.systems.isplib.prepared`).
+
+    The width specialisation (``fixed``) compiles the same loop with the
+    feature width as a compile-time constant (a closure constant), so LLVM
+    emits straight-line code: exactly ``F // V`` vector operations and an
+    exact remainder. The generic loop, with ``F`` known only at run time, is a
+    16-float vector body, a 4-float epilogue and a scalar tail behind
+    trip-count tests on every group of edges (iSpLib instead falls back to
+    a scalar loop whenever ``F`` is not a multiple of its vector width).
+
+Note [fastmath]
+    The sums use ``reassoc``/``contract``/``nsz`` only: reordering a sum and
+    fusing multiply-adds are what make it vectorise, while the ``nnan``/``ninf``
+    flags of full fastmath could silently drop NaNs that must reach the loss.
+"""
+from __future__ import annotations
+
+from numba import njit, prange
+
+from gnnbench.systems.isplib.intrinsics import prefetch_row
+
+__all__ = ["spmm_rows", "spmm_rows_fixed", "spmm_heads", "FASTMATH"]
+
+#: Note [fastmath]
+FASTMATH = {"reassoc", "contract", "nsz"}
+
+
+@njit(fastmath=FASTMATH, inline="always")
+def _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one):
+    """``w[eid(p), 0] * col_scale[indices[p]]`` with absent factors equal to one."""
+    c = one
+    if has_w:
+        c = w[eids[p] if has_eids else p, 0]
+    if has_cs:
+        c = c * col_scale[indices[p]]
+    return c
+
+
+@njit(fastmath=FASTMATH, inline="always")
+def _prefetch_rows(indices, q, k, x, F, line):
+    """Prefetch the rows gathered by edges ``q .. q+k-1`` (Note [software prefetch])."""
+    for u in range(k):
+        jj = indices[q + u]
+        for c in range(0, F, line):
+            prefetch_row(x, jj, c)
+
+
+@njit(fastmath=FASTMATH, inline="always")
+def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
+         col_scale, has_cs, unroll, dist, line, one):
+    """Compute output row ``i`` (the shared body of the generic and fixed kernels)."""
+    E = indices.shape[0]
+    s = indptr[i]
+    e = indptr[i + 1]
+    for f in range(F):
+        out[i, f] = 0
+    p = s
+    if not (has_w or has_cs):
+        # plain sum: no coefficient, adds only
+        if unroll >= 8:
+            while p + 8 <= e:
+                if dist > 0 and p + dist + 8 <= E:
+                    _prefetch_rows(indices, p + dist, 8, x, F, line)
+                j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
+                j4 = indices[p + 4]; j5 = indices[p + 5]; j6 = indices[p + 6]; j7 = indices[p + 7]  # noqa: E702
+                for f in range(F):
+                    out[i, f] += (((x[j0, f] + x[j1, f]) + (x[j2, f] + x[j3, f]))
+                                  + ((x[j4, f] + x[j5, f]) + (x[j6, f] + x[j7, f])))
+                p += 8
+        if unroll >= 4:
+            while p + 4 <= e:
+                if dist > 0 and p + dist + 4 <= E:
+                    _prefetch_rows(indices, p + dist, 4, x, F, line)
+                j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
+                for f in range(F):
+                    out[i, f] += (x[j0, f] + x[j1, f]) + (x[j2, f] + x[j3, f])
+                p += 4
+        while p < e:
+            if dist > 0 and p + dist < E:
+                _prefetch_rows(indices, p + dist, 1, x, F, line)
+            j0 = indices[p]
+            for f in range(F):
+                out[i, f] += x[j0, f]
+            p += 1
+    else:
+        if unroll >= 4:
+            while p + 4 <= e:
+                if dist > 0 and p + dist + 4 <= E:
+                    _prefetch_rows(indices, p + dist, 4, x, F, line)
+                j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
+                c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+                c1 = _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+                c2 = _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+                c3 = _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+                for f in range(F):
+                    out[i, f] += (c0 * x[j0, f] + c1 * x[j1, f]) + (c2 * x[j2, f] + c3 * x[j3, f])
+                p += 4
+        while p < e:
+            if dist > 0 and p + dist < E:
+                _prefetch_rows(indices, p + dist, 1, x, F, line)
+            j0 = indices[p]
+            c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            for f in range(F):
+                out[i, f] += c0 * x[j0, f]
+            p += 1
+    if has_rs:
+        r = row_scale[i]
+        for f in range(F):
+            out[i, f] *= r
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def spmm_rows(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
+              col_scale, has_cs, bounds, unroll, dist, line, one):
+    """SpMM sum over row blocks, feature width known at run time.
+
+    Args:
+        indptr, indices: the CSR view (int32 or int64).
+        eids: canonical edge id per position (a dummy when ``has_eids`` is False).
+        w: ``[E, >=1]`` edge weights, column 0 used (a dummy when ``has_w`` is False).
+        x: ``[num_cols, F]`` features; out: ``[num_rows, F]``, fully written.
+        row_scale: ``[num_rows]`` factor per output row (mean).
+        col_scale: ``[num_cols]`` factor per gathered row (mean backward).
+        bounds: ``[B + 1]`` row block boundaries; block ``b`` is rows
+            ``bounds[b] .. bounds[b+1]-1``.
+        unroll: 1, 4 or 8 (Note [variant knobs]).
+        dist: prefetch distance in edges, 0 for none.
+        line: elements per 64-byte cache line (16 for float32, 8 for float64).
+        one: ``1`` in the float dtype (fixes the type of the coefficients).
+    """
+    F = x.shape[1]
+    for b in prange(bounds.shape[0] - 1):
+        for i in range(bounds[b], bounds[b + 1]):
+            _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
+                 col_scale, has_cs, unroll, dist, line, one)
+
+
+_FIXED: dict[int, object] = {}
+
+
+def spmm_rows_fixed(F: int):
+    """:func:`spmm_rows` compiled with the feature width ``F`` a compile-time constant.
+
+    Returns a kernel with the signature of :func:`spmm_rows`. ``F`` is a
+    closure constant, so each width compiles once per process and numba's
+    disk cache keys the machine code on it (Note [variant knobs]); a
+    ``numba.literally`` argument would re-run type inference on every call.
+    """
+    F = int(F)
+    kernel = _FIXED.get(F)
+    if kernel is None:
+        @njit(parallel=True, fastmath=FASTMATH, cache=True)
+        def spmm_fixed(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
+                       col_scale, has_cs, bounds, unroll, dist, line, one):
+            for b in prange(bounds.shape[0] - 1):
+                for i in range(bounds[b], bounds[b + 1]):
+                    _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
+                         col_scale, has_cs, unroll, dist, line, one)
+
+        kernel = _FIXED[F] = spmm_fixed
+    return kernel
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def spmm_heads(indptr, indices, eids, has_eids, w, x, out, row_scale, has_rs,
+               col_scale, has_cs, bounds, dist, line, one):
+    """SpMM sum with one weight per (edge, head): ``out[i,h,:] = sum w[e,h] x[j,h,:]``.
+
+    Used when ``H > 1`` and a weight is given (attention aggregation); the
+    other cases flatten ``[N, H, D]`` to ``[N, H*D]`` and use :func:`spmm_rows`.
+
+    Shapes:
+        w ``[E, H]``; x ``[num_cols, H, D]``; out ``[num_rows, H, D]``.
+    """
+    H = x.shape[1]
+    D = x.shape[2]
+    E = indices.shape[0]
+    for b in prange(bounds.shape[0] - 1):
+        for i in range(bounds[b], bounds[b + 1]):
+            for h in range(H):
+                for d in range(D):
+                    out[i, h, d] = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                if dist > 0 and p + dist < E:
+                    jj = indices[p + dist]
+                    for h in range(H):
+                        for c in range(0, D, line):
+                            prefetch_row(x[jj], h, c)
+                j = indices[p]
+                eid = eids[p] if has_eids else p
+                cs = col_scale[j] if has_cs else one
+                for h in range(H):
+                    c = w[eid, h] * cs
+                    for d in range(D):
+                        out[i, h, d] += c * x[j, h, d]
+            if has_rs:
+                r = row_scale[i]
+                for h in range(H):
+                    for d in range(D):
+                        out[i, h, d] *= r

@@ -1,0 +1,170 @@
+"""One SpMM kernel variant: which loop, how rows are split, how many threads.
+
+A :class:`Variant` names a point of the space the auto-tuner searches
+(Note [variant knobs] in :mod:`~gnnbench.systems.isplib.spmm_numba`), and
+:func:`run_variant` executes it. The default variant is what a kernel uses when
+the tuning cache has no entry for its graph, width and dtype.
+
+Note [thread count per call]
+    ``numba.set_num_threads`` is per calling thread and sticky, and the
+    harness may have limited the thread count for a run (``--threads``). A
+    variant's ``threads`` is therefore an upper bound: a call uses
+    ``min(variant.threads, numba.get_num_threads())`` and restores the previous
+    value afterwards, so a tuned choice never oversubscribes a limited run.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+__all__ = ["Variant", "default_variant", "run_variant", "ThreadScope", "Dummies", "PARTITIONS", "KERNELS"]
+
+#: How rows are cut into the blocks that ``prange`` hands out.
+#: ``rows``: equal row counts, one block per thread (OpenMP static);
+#: ``nnz``: equal nonzeros (+1 per row), one block per thread;
+#: ``nnz-dynamic``: equal nonzeros, 8 blocks per thread handed out one at a time.
+PARTITIONS = ("rows", "nnz", "nnz-dynamic")
+#: ``generic``: width known at run time; ``fixed``: width compiled in.
+KERNELS = ("generic", "fixed")
+_BLOCKS_PER_THREAD = {"rows": 1, "nnz": 1, "nnz-dynamic": 8}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A point of the SpMM tuning space.
+
+    Args:
+        kernel: ``"generic"`` or ``"fixed"`` (width specialised at compile time).
+        unroll: edges per inner iteration, 1, 4 or 8.
+        prefetch: software prefetch distance in edges, 0 for none.
+        partition: one of :data:`PARTITIONS`.
+        threads: upper bound on threads (Note [thread count per call]).
+    """
+
+    kernel: str = "generic"
+    unroll: int = 4
+    prefetch: int = 16
+    partition: str = "nnz"
+    threads: int = 0  # 0: all that numba may use
+
+    def __post_init__(self) -> None:
+        if self.kernel not in KERNELS:
+            raise ValueError(f"Variant.kernel must be one of {KERNELS} (got {self.kernel!r})")
+        if self.unroll not in (1, 4, 8):
+            raise ValueError(f"Variant.unroll must be 1, 4 or 8 (got {self.unroll!r})")
+        if self.partition not in PARTITIONS:
+            raise ValueError(f"Variant.partition must be one of {PARTITIONS} (got {self.partition!r})")
+        if self.prefetch < 0 or self.threads < 0:
+            raise ValueError(f"Variant.prefetch and threads must be >= 0 (got {self.prefetch}, {self.threads})")
+
+    @property
+    def label(self) -> str:
+        """A short stable name, e.g. ``generic/u4/pf16/nnz/t2``."""
+        return f"{self.kernel}/u{self.unroll}/pf{self.prefetch}/{self.partition}/t{self.threads or 'max'}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Variant":
+        return cls(**{k: d[k] for k in ("kernel", "unroll", "prefetch", "partition", "threads") if k in d})
+
+    def num_blocks(self, threads: int) -> int:
+        return max(1, threads) * _BLOCKS_PER_THREAD[self.partition]
+
+
+def default_variant() -> Variant:
+    """The untuned choice: width-generic, 4-edge unroll, prefetch 16 edges ahead, nonzero-balanced, all threads.
+
+    From the tuner's timings in ``benchmarks/bench_spmm.py`` (2-core Sapphire
+    Rapids, R-MAT and uniform graphs, F = 32/64/128): the 4-edge unroll is
+    1.3-1.9x faster than one edge at a time on every case, and prefetching 16
+    edges ahead gains 10-20 % on 5 of 6 cases. It must be width-generic:
+    a width-specialised kernel compiles per width, which only ``prepare``
+    may do (for the widths a tuning entry names).
+    """
+    return Variant()
+
+
+def _effective_threads(variant: Variant) -> int:
+    current = numba.get_num_threads()
+    return current if variant.threads <= 0 else min(variant.threads, current)
+
+
+def run_variant(variant: Variant, bounds: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
+                eids: np.ndarray | None, w: np.ndarray | None, x: np.ndarray, out: np.ndarray,
+                row_scale: np.ndarray | None, col_scale: np.ndarray | None, dummies: "Dummies") -> None:
+    """Run :func:`~gnnbench.systems.isplib.spmm_numba.spmm_rows` (or its fixed twin) as ``variant`` says.
+
+    Args:
+        variant: the choice.
+        bounds: row blocks for ``variant.partition`` at the effective thread count.
+        indptr, indices, eids: the CSR view (``eids`` None on the forward view).
+        w: ``[E, 1]`` weights or None.
+        x, out: ``[num_cols, F]`` and ``[num_rows, F]``, same float dtype.
+        row_scale, col_scale: optional per-row / per-gathered-row factors.
+        dummies: typed empty arrays standing in for absent optionals.
+    """
+    from gnnbench.systems.isplib.spmm_numba import spmm_rows, spmm_rows_fixed
+
+    kernel = spmm_rows_fixed(x.shape[1]) if variant.kernel == "fixed" else spmm_rows
+    line = 64 // x.dtype.itemsize
+    with ThreadScope(variant):
+        kernel(indptr, indices,
+               dummies.index if eids is None else eids, eids is not None,
+               dummies.weight if w is None else w, w is not None,
+               x, out,
+               dummies.vector if row_scale is None else row_scale, row_scale is not None,
+               dummies.vector if col_scale is None else col_scale, col_scale is not None,
+               bounds, variant.unroll, variant.prefetch, line, dummies.one)
+
+
+class ThreadScope:
+    """Context manager applying a variant's thread count and schedule, then restoring both."""
+
+    __slots__ = ("threads", "dynamic", "_prev_threads", "_prev_chunk")
+
+    def __init__(self, variant: Variant):
+        self.threads = _effective_threads(variant)
+        self.dynamic = variant.partition == "nnz-dynamic"
+
+    def __enter__(self) -> "ThreadScope":
+        self._prev_threads = numba.get_num_threads()
+        if self.threads != self._prev_threads:
+            numba.set_num_threads(self.threads)
+        self._prev_chunk = numba.set_parallel_chunksize(1) if self.dynamic else None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._prev_chunk is not None:
+            numba.set_parallel_chunksize(self._prev_chunk)
+        if self.threads != self._prev_threads:
+            numba.set_num_threads(self._prev_threads)
+
+
+@dataclass(frozen=True)
+class Dummies:
+    """Typed empty arrays passed for absent optional arguments (one numba signature for all cases).
+
+    Args:
+        index: ``[0]`` of the index dtype (stands in for ``eids``).
+        weight: ``[0, 1]`` of the float dtype (stands in for ``w``).
+        vector: ``[0]`` of the float dtype (stands in for the scales).
+        one: ``1`` as a scalar of the float dtype.
+    """
+
+    index: np.ndarray
+    weight: np.ndarray
+    vector: np.ndarray
+    one: Any
+
+    @classmethod
+    def make(cls, index_dtype: Any, float_dtype: Any) -> "Dummies":
+        fdt = np.dtype(float_dtype)
+        index = np.empty(0, dtype=index_dtype)
+        # read-only like GraphView.edge_ids, so both share one numba signature
+        index.setflags(write=False)
+        return cls(index, np.empty((0, 1), dtype=fdt), np.empty(0, dtype=fdt), fdt.type(1))

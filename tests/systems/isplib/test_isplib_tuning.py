@@ -1,0 +1,112 @@
+"""isplib.tune: times variants on a tiny graph, writes the JSON cache, prepare() reads it back."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gnnbench.graph import Graph
+from gnnbench.errors import UserError
+from gnnbench.systems import isplib
+from gnnbench.systems.isplib import kernels as K
+from gnnbench.systems.isplib import tuning
+from gnnbench.systems.isplib.variant import Variant, default_variant
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def _graph(symmetric: bool) -> Graph:
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, 40, 300), rng.integers(0, 40, 300)
+    if symmetric:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    return Graph.from_edges(src, dst, 41, np.int64)
+
+
+def test_prepare_without_cache_entry_uses_default(cache_dir):
+    g = _graph(symmetric=True)
+    p = isplib.prepare(g.view())
+    assert not p.tuned and p.variant(16, np.dtype(np.float32)) == default_variant()
+    text = isplib.describe_tuning(p)
+    assert "no tuning cache entry" in text and "gnnbench tune --system isplib" in text
+    assert default_variant().label in text
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_tune_writes_cache_and_prepare_reads_it(cache_dir, symmetric):
+    g = _graph(symmetric)
+    result = isplib.tune(g, widths=[3, 8], dtype=np.float32, reps=1)
+    path = cache_dir / tuning.CACHE_NAME
+    assert result.cache_path == str(path) and path.exists()
+    assert result.wall_time_s > 0 and result.signature == g.signature()
+    assert set(result.choices) == {(o, w) for o in ("forward", "transposed") for w in (3, 8)}
+    for key, variant in result.choices.items():
+        assert variant.label in result.times_ms[key]  # the winner was measured
+        best = min(result.times_ms[key].values())
+        # the fastest variant wins unless it is within 2 % of the default
+        assert result.times_ms[key][variant.label] == best or (
+            variant == default_variant() and result.default_ms[key] <= best / 0.98)
+        assert len(result.times_ms[key]) > 10  # both stages ran
+        assert result.speedup(*key) > 0
+
+    data = json.loads(path.read_text())
+    entries = data["machines"][tuning.cpu_fingerprint()][g.signature()]
+    assert set(entries) == {f"{o}:{w}:float32" for o in ("forward", "transposed") for w in (3, 8)}
+
+    for transposed in (False, True):
+        p = isplib.prepare(g.view(transposed=transposed))
+        orient = "transposed" if transposed else "forward"
+        assert p.tuned
+        assert p.variant(8, np.dtype(np.float32)) == result.choices[(orient, 8)]
+        assert p.variant(5, np.dtype(np.float32)) == default_variant()  # untuned width
+        assert "tuned variants" in isplib.describe_tuning(p)
+
+    # the tuned variants compute the same SpMM
+    fwd = g.view().with_prepared(isplib.prepare(g.view()))
+    x = np.random.default_rng(0).standard_normal((g.num_nodes, 1, 8)).astype(np.float32)
+    out, ref = np.empty_like(x), np.zeros_like(x, dtype=np.float64)
+    K.spmm_sum(fwd, x, None, out, reduce="sum")
+    src, dst = g.edges()
+    np.add.at(ref, dst, x[src])
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    assert json.loads(json.dumps(result.as_dict()))["choices"]
+
+
+def test_cache_merges_graphs_and_ignores_other_machines(cache_dir, monkeypatch):
+    a, b = _graph(True), _graph(False)
+    tuning._store(tuning.cache_file(), a.signature(), {"forward:4:float32": {"variant": Variant(unroll=1).as_dict()}})
+    tuning._store(tuning.cache_file(), b.signature(), {"forward:4:float64": {"variant": Variant(unroll=8).as_dict()}})
+    assert tuning.lookup(a.signature(), "forward") == {(4, "float32"): Variant(unroll=1)}
+    assert tuning.lookup(b.signature(), "forward") == {(4, "float64"): Variant(unroll=8)}
+    assert tuning.lookup(b.signature(), "transposed") == {}
+    assert not list(cache_dir.glob("*.tmp"))  # atomic replace left no temp file
+    monkeypatch.setattr(tuning, "cpu_fingerprint", lambda: "another cpu|64 cores|numba 0")
+    assert tuning.lookup(a.signature(), "forward") == {}
+
+
+def test_tune_rejects_bad_arguments(cache_dir):
+    g = _graph(True)
+    with pytest.raises(UserError, match="float32 or float64"):
+        isplib.tune(g, [8], dtype=np.int32)
+    with pytest.raises(UserError, match="positive feature widths"):
+        isplib.tune(g, [])
+
+
+def test_corrupt_cache_is_a_user_error(cache_dir):
+    (cache_dir / tuning.CACHE_NAME).write_text("{not json")
+    with pytest.raises(UserError, match="unreadable"):
+        tuning.lookup("0" * 16, "forward")
+
+
+def test_variant_validation_and_round_trip():
+    v = Variant("fixed", 8, 16, "nnz-dynamic", 1)
+    assert Variant.from_dict(v.as_dict()) == v and v.label == "fixed/u8/pf16/nnz-dynamic/t1"
+    with pytest.raises(ValueError, match="unroll must be 1, 4 or 8"):
+        Variant(unroll=3)
+    with pytest.raises(ValueError, match="partition must be one of"):
+        Variant(partition="cols")
