@@ -456,6 +456,11 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
 
     info = system_info(system)
     sys_glue, ref_glue = load_system(system, framework, device), load_system("reference")
+    # Note [verification options]: a system whose default mode is approximate by design (pim's
+    # int32 quantisation) names, as VERIFY_OPTIONS in its kernels module, the exact mode to check.
+    options = getattr(sys_glue.module, "VERIFY_OPTIONS", None) or {}
+    if options and sys_glue.hook("configure") is not None:
+        sys_glue.hook("configure")(**options)
     dtype = dtype or system_float_dtype(info.spec_path)
     guard = guard and guard_supported(sys_glue)
     tol, settings = TOLERANCES[dtype], PROFILES[profile]
@@ -500,7 +505,7 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
                                            for quantity, text in problems)
                     del result.failures[max_failures:]
         result.seconds = time.perf_counter() - start
-    return results, {"dtype": dtype, "tolerance": str(tol), "profile": profile, "guard": guard,
+    return results, {"dtype": dtype, "tolerance": str(tol), "profile": profile, "guard": guard, "options": options,
                      "device": device, "framework": framework}
 
 

@@ -11,6 +11,17 @@ from gnnbench.glue import OperatorImpl, SystemGlue
 from gnnbench.systems.dgnn.kernels import (
     gat_fused as _gat_fused_fn,
     gat_fused_backward as _gat_fused_backward_fn,
+    spmm_sum as _spmm_sum_fn,
+    spmm_sum_backward as _spmm_sum_backward_fn,
+    spmm_weight_backward as _spmm_weight_backward_fn,
+    spmm_max as _spmm_max_fn,
+    spmm_max_backward as _spmm_max_backward_fn,
+    spmm_max_weight_backward as _spmm_max_weight_backward_fn,
+    sddmm_dot as _sddmm_dot_fn,
+    sddmm_add as _sddmm_add_fn,
+    edge_sum as _edge_sum_fn,
+    edge_softmax as _edge_softmax_fn,
+    edge_softmax_backward as _edge_softmax_backward_fn,
 )
 
 _ARRAYS = 'numpy'
@@ -59,6 +70,156 @@ _gat_fused_backward = KernelDecl(
     attrs={'negative_slope': 'float'},
 )
 
+_spmm_sum = KernelDecl(
+    system='dgnn',
+    name='spmm_sum',
+    fn=_spmm_sum_fn,
+    inputs=(
+        arg('x', 'float[N, H, D]'),
+        arg('weight', 'float[E, H]', optional=True),
+    ),
+    outputs=(
+        arg('out', 'float[N, H, D]'),
+    ),
+    attrs={'reduce': ('sum', 'mean')},
+)
+
+_spmm_sum_backward = KernelDecl(
+    system='dgnn',
+    name='spmm_sum_backward',
+    fn=_spmm_sum_backward_fn,
+    inputs=(
+        arg('grad_out', 'float[N, H, D]'),
+        arg('weight', 'float[E, H]', optional=True),
+    ),
+    outputs=(
+        arg('grad_x', 'float[N, H, D]'),
+    ),
+    attrs={'reduce': ('sum', 'mean')},
+)
+
+_spmm_weight_backward = KernelDecl(
+    system='dgnn',
+    name='spmm_weight_backward',
+    fn=_spmm_weight_backward_fn,
+    inputs=(
+        arg('x', 'float[N, H, D]'),
+        arg('grad_out', 'float[N, H, D]'),
+    ),
+    outputs=(
+        arg('grad_weight', 'float[E, H]'),
+    ),
+    attrs={'reduce': ('sum', 'mean')},
+)
+
+_spmm_max = KernelDecl(
+    system='dgnn',
+    name='spmm_max',
+    fn=_spmm_max_fn,
+    inputs=(
+        arg('x', 'float[N, H, D]'),
+        arg('weight', 'float[E, H]', optional=True),
+    ),
+    outputs=(
+        arg('out', 'float[N, H, D]'),
+    ),
+    saves=(
+        arg('argmax', 'i64[N, H, D]'),
+    ),
+    attrs={'reduce': ('max',)},
+)
+
+_spmm_max_backward = KernelDecl(
+    system='dgnn',
+    name='spmm_max_backward',
+    fn=_spmm_max_backward_fn,
+    inputs=(
+        arg('grad_out', 'float[N, H, D]'),
+        arg('weight', 'float[E, H]', optional=True),
+        arg('argmax', 'i64[N, H, D]', indexes='E'),
+    ),
+    outputs=(
+        arg('grad_x', 'float[N, H, D]', zero=True),
+    ),
+)
+
+_spmm_max_weight_backward = KernelDecl(
+    system='dgnn',
+    name='spmm_max_weight_backward',
+    fn=_spmm_max_weight_backward_fn,
+    inputs=(
+        arg('x', 'float[N, H, D]'),
+        arg('grad_out', 'float[N, H, D]'),
+        arg('argmax', 'i64[N, H, D]', indexes='E'),
+    ),
+    outputs=(
+        arg('grad_weight', 'float[E, H]', zero=True),
+    ),
+)
+
+_sddmm_dot = KernelDecl(
+    system='dgnn',
+    name='sddmm_dot',
+    fn=_sddmm_dot_fn,
+    inputs=(
+        arg('src', 'float[N, H, D]'),
+        arg('dst', 'float[N, H, D]'),
+    ),
+    outputs=(
+        arg('out', 'float[E, H]'),
+    ),
+)
+
+_sddmm_add = KernelDecl(
+    system='dgnn',
+    name='sddmm_add',
+    fn=_sddmm_add_fn,
+    inputs=(
+        arg('src', 'float[N, H]'),
+        arg('dst', 'float[N, H]'),
+    ),
+    outputs=(
+        arg('out', 'float[E, H]'),
+    ),
+)
+
+_edge_sum = KernelDecl(
+    system='dgnn',
+    name='edge_sum',
+    fn=_edge_sum_fn,
+    inputs=(
+        arg('values', 'float[E, H]'),
+    ),
+    outputs=(
+        arg('out', 'float[N, H]'),
+    ),
+)
+
+_edge_softmax = KernelDecl(
+    system='dgnn',
+    name='edge_softmax',
+    fn=_edge_softmax_fn,
+    inputs=(
+        arg('scores', 'float[E, H]'),
+    ),
+    outputs=(
+        arg('out', 'float[E, H]'),
+    ),
+)
+
+_edge_softmax_backward = KernelDecl(
+    system='dgnn',
+    name='edge_softmax_backward',
+    fn=_edge_softmax_backward_fn,
+    inputs=(
+        arg('out', 'float[E, H]'),
+        arg('grad_out', 'float[E, H]'),
+    ),
+    outputs=(
+        arg('grad_scores', 'float[E, H]'),
+    ),
+)
+
 
 # ---------------------------------------------------------------- autograd bridges
 
@@ -86,6 +247,131 @@ class GatFusedFunction(torch.autograd.Function):
         return None, None, grad_x, grad_score_src, grad_score_dst
 
 
+class SpmmSumFunction(torch.autograd.Function):
+    """spmm by kernel `spmm_sum`.
+
+    backward:
+        x = spmm_sum_backward(grad_out, weight) transposed
+        weight = spmm_weight_backward(x, grad_out)"""
+
+    @staticmethod
+    def forward(ctx, graph, attrs, x, weight):
+        out, = _run(_spmm_sum, graph.view(), (x, weight,), attrs, _ARRAYS)
+        ctx.graph, ctx.attrs = graph, attrs
+        ctx.save_for_backward(x, weight)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight, = ctx.saved_tensors
+        grad_out = grad_out.contiguous()
+        grad_x = grad_weight = None
+        if ctx.needs_input_grad[2]:
+            grad_x, = _run(_spmm_sum_backward, ctx.graph.view(transposed=True), (grad_out, weight,), {'reduce': ctx.attrs['reduce']}, _ARRAYS)
+        if ctx.needs_input_grad[3]:
+            grad_weight, = _run(_spmm_weight_backward, ctx.graph.view(), (x, grad_out,), {'reduce': ctx.attrs['reduce']}, _ARRAYS)
+        return None, None, grad_x, grad_weight
+
+
+class SpmmMaxFunction(torch.autograd.Function):
+    """spmm by kernel `spmm_max`.
+
+    backward:
+        x = spmm_max_backward(grad_out, weight, argmax)
+        weight = spmm_max_weight_backward(x, grad_out, argmax)"""
+
+    @staticmethod
+    def forward(ctx, graph, attrs, x, weight):
+        out, argmax, = _run(_spmm_max, graph.view(), (x, weight,), attrs, _ARRAYS)
+        ctx.graph, ctx.attrs = graph, attrs
+        ctx.save_for_backward(x, weight, argmax)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight, argmax, = ctx.saved_tensors
+        grad_out = grad_out.contiguous()
+        grad_x = grad_weight = None
+        if ctx.needs_input_grad[2]:
+            grad_x, = _run(_spmm_max_backward, ctx.graph.view(), (grad_out, weight, argmax,), {}, _ARRAYS)
+        if ctx.needs_input_grad[3]:
+            grad_weight, = _run(_spmm_max_weight_backward, ctx.graph.view(), (x, grad_out, argmax,), {}, _ARRAYS)
+        return None, None, grad_x, grad_weight
+
+
+class SddmmDotFunction(torch.autograd.Function):
+    """sddmm by kernel `sddmm_dot`.
+
+    backward:
+        src = spmm_sum(dst, grad_out, reduce=sum) transposed
+        dst = spmm_sum(src, grad_out, reduce=sum)"""
+
+    @staticmethod
+    def forward(ctx, graph, attrs, src, dst):
+        out, = _run(_sddmm_dot, graph.view(), (src, dst,), attrs, _ARRAYS)
+        ctx.graph, ctx.attrs = graph, attrs
+        ctx.save_for_backward(src, dst)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        src, dst, = ctx.saved_tensors
+        grad_out = grad_out.contiguous()
+        grad_src = grad_dst = None
+        if ctx.needs_input_grad[2]:
+            grad_src, = _run(_spmm_sum, ctx.graph.view(transposed=True), (dst, grad_out,), {'reduce': 'sum'}, _ARRAYS)
+        if ctx.needs_input_grad[3]:
+            grad_dst, = _run(_spmm_sum, ctx.graph.view(), (src, grad_out,), {'reduce': 'sum'}, _ARRAYS)
+        return None, None, grad_src, grad_dst
+
+
+class SddmmAddFunction(torch.autograd.Function):
+    """sddmm by kernel `sddmm_add`.
+
+    backward:
+        src = edge_sum(grad_out) transposed
+        dst = edge_sum(grad_out)"""
+
+    @staticmethod
+    def forward(ctx, graph, attrs, src, dst):
+        out, = _run(_sddmm_add, graph.view(), (src, dst,), attrs, _ARRAYS)
+        ctx.graph, ctx.attrs = graph, attrs
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        grad_out = grad_out.contiguous()
+        grad_src = grad_dst = None
+        if ctx.needs_input_grad[2]:
+            grad_src, = _run(_edge_sum, ctx.graph.view(transposed=True), (grad_out,), {}, _ARRAYS)
+        if ctx.needs_input_grad[3]:
+            grad_dst, = _run(_edge_sum, ctx.graph.view(), (grad_out,), {}, _ARRAYS)
+        return None, None, grad_src, grad_dst
+
+
+class EdgeSoftmaxFunction(torch.autograd.Function):
+    """edge_softmax by kernel `edge_softmax`.
+
+    backward:
+        scores = edge_softmax_backward(out, grad_out)"""
+
+    @staticmethod
+    def forward(ctx, graph, attrs, scores):
+        out, = _run(_edge_softmax, graph.view(), (scores,), attrs, _ARRAYS)
+        ctx.graph, ctx.attrs = graph, attrs
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        out, = ctx.saved_tensors
+        grad_out = grad_out.contiguous()
+        grad_scores = None
+        if ctx.needs_input_grad[2]:
+            grad_scores, = _run(_edge_softmax_backward, ctx.graph.view(), (out, grad_out,), {}, _ARRAYS)
+        return None, None, grad_scores
+
+
 SYSTEM = SystemGlue(
     name='dgnn',
     version='0.1',
@@ -95,6 +381,17 @@ SYSTEM = SystemGlue(
     operators={
         'gat_aggregate': [
             OperatorImpl('gat_aggregate', 'gat_fused', {'negative_slope': 'float'}, GatFusedFunction.apply),
+        ],
+        'spmm': [
+            OperatorImpl('spmm', 'spmm_sum', {'reduce': ('sum', 'mean')}, SpmmSumFunction.apply),
+            OperatorImpl('spmm', 'spmm_max', {'reduce': ('max',)}, SpmmMaxFunction.apply),
+        ],
+        'sddmm': [
+            OperatorImpl('sddmm', 'sddmm_dot', {'op': ('dot',)}, SddmmDotFunction.apply),
+            OperatorImpl('sddmm', 'sddmm_add', {'op': ('add',)}, SddmmAddFunction.apply),
+        ],
+        'edge_softmax': [
+            OperatorImpl('edge_softmax', 'edge_softmax', {}, EdgeSoftmaxFunction.apply),
         ],
     },
     hooks={'prepare': 'prepare'},

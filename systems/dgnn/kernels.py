@@ -322,14 +322,26 @@ def gat_fused_backward(graph: GraphView, x, score_src, score_dst, row_max, row_s
                   row_max, row_sum, grad_out, row_dot, grad_x, grad_score_src, slope)
 
 
-def prepare(view: GraphView) -> None:
-    """Compile (or load) the kernels for this graph's index dtype, so compile time is preparation.
+def prepare(view: GraphView):
+    """Compile (or load) the fused kernels, so compile time is preparation, and prepare isplib's.
 
-    Nothing else to build: the transposed view is cached by the :class:`Graph`.
+    The fused kernels need nothing else (the transposed view is cached by the
+    :class:`Graph`); the other operators reuse isplib's kernels (see the spec),
+    whose prepared partitions this returns.
     """
+    from gnnbench.systems.isplib import kernels as isplib
+
     if not view.transposed:
         warm_up(view.index_dtype, np.float32)
-    return None
+    return isplib.prepare(view)
+
+
+# The other operators of the system API: isplib's kernels, so that GCN, GIN and
+# GraphSAGE run on dgnn too and only GAT differs from isplib (see dgnn.gnn).
+from gnnbench.systems.isplib.kernels import (  # noqa: E402
+    edge_softmax, edge_softmax_backward, edge_sum, sddmm_add, sddmm_dot, spmm_max, spmm_max_backward,
+    spmm_max_weight_backward, spmm_sum, spmm_sum_backward, spmm_weight_backward,
+)
 
 
 def warm_up(index_dtype: Any, float_dtype: Any, device: str = "cpu") -> None:

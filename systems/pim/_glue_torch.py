@@ -31,11 +31,11 @@ _spmm_sum = KernelDecl(
     name='spmm_sum',
     fn=_spmm_sum_fn,
     inputs=(
-        arg('x', 'float[N, H, D]'),
-        arg('weight', 'float[E, H]', optional=True),
+        arg('x', 'f32[N, H, D]'),
+        arg('weight', 'f32[E, H]', optional=True),
     ),
     outputs=(
-        arg('out', 'float[N, H, D]'),
+        arg('out', 'f32[N, H, D]'),
     ),
     attrs={'reduce': ('sum', 'mean')},
 )
@@ -45,11 +45,11 @@ _spmm_sum_backward = KernelDecl(
     name='spmm_sum_backward',
     fn=_spmm_sum_backward_fn,
     inputs=(
-        arg('grad_out', 'float[N, H, D]'),
-        arg('weight', 'float[E, H]', optional=True),
+        arg('grad_out', 'f32[N, H, D]'),
+        arg('weight', 'f32[E, H]', optional=True),
     ),
     outputs=(
-        arg('grad_x', 'float[N, H, D]'),
+        arg('grad_x', 'f32[N, H, D]'),
     ),
     attrs={'reduce': ('sum', 'mean')},
 )
@@ -59,11 +59,11 @@ _spmm_weight_backward = KernelDecl(
     name='spmm_weight_backward',
     fn=_spmm_weight_backward_fn,
     inputs=(
-        arg('x', 'float[N, H, D]'),
-        arg('grad_out', 'float[N, H, D]'),
+        arg('x', 'f32[N, H, D]'),
+        arg('grad_out', 'f32[N, H, D]'),
     ),
     outputs=(
-        arg('grad_weight', 'float[E, H]'),
+        arg('grad_weight', 'f32[E, H]'),
     ),
     attrs={'reduce': ('sum', 'mean')},
 )
@@ -73,11 +73,11 @@ _spmm_max = KernelDecl(
     name='spmm_max',
     fn=_spmm_max_fn,
     inputs=(
-        arg('x', 'float[N, H, D]'),
-        arg('weight', 'float[E, H]', optional=True),
+        arg('x', 'f32[N, H, D]'),
+        arg('weight', 'f32[E, H]', optional=True),
     ),
     outputs=(
-        arg('out', 'float[N, H, D]'),
+        arg('out', 'f32[N, H, D]'),
     ),
     saves=(
         arg('argmax', 'i64[N, H, D]'),
@@ -90,12 +90,12 @@ _spmm_max_backward = KernelDecl(
     name='spmm_max_backward',
     fn=_spmm_max_backward_fn,
     inputs=(
-        arg('grad_out', 'float[N, H, D]'),
-        arg('weight', 'float[E, H]', optional=True),
+        arg('grad_out', 'f32[N, H, D]'),
+        arg('weight', 'f32[E, H]', optional=True),
         arg('argmax', 'i64[N, H, D]', indexes='E'),
     ),
     outputs=(
-        arg('grad_x', 'float[N, H, D]', zero=True),
+        arg('grad_x', 'f32[N, H, D]', zero=True),
     ),
 )
 
@@ -104,12 +104,12 @@ _spmm_max_weight_backward = KernelDecl(
     name='spmm_max_weight_backward',
     fn=_spmm_max_weight_backward_fn,
     inputs=(
-        arg('x', 'float[N, H, D]'),
-        arg('grad_out', 'float[N, H, D]'),
+        arg('x', 'f32[N, H, D]'),
+        arg('grad_out', 'f32[N, H, D]'),
         arg('argmax', 'i64[N, H, D]', indexes='E'),
     ),
     outputs=(
-        arg('grad_weight', 'float[E, H]', zero=True),
+        arg('grad_weight', 'f32[E, H]', zero=True),
     ),
 )
 
@@ -118,11 +118,11 @@ _sddmm_dot = KernelDecl(
     name='sddmm_dot',
     fn=_sddmm_dot_fn,
     inputs=(
-        arg('src', 'float[N, H, D]'),
-        arg('dst', 'float[N, H, D]'),
+        arg('src', 'f32[N, H, D]'),
+        arg('dst', 'f32[N, H, D]'),
     ),
     outputs=(
-        arg('out', 'float[E, H]'),
+        arg('out', 'f32[E, H]'),
     ),
 )
 
@@ -131,11 +131,11 @@ _sddmm_add = KernelDecl(
     name='sddmm_add',
     fn=_sddmm_add_fn,
     inputs=(
-        arg('src', 'float[N, H]'),
-        arg('dst', 'float[N, H]'),
+        arg('src', 'f32[N, H]'),
+        arg('dst', 'f32[N, H]'),
     ),
     outputs=(
-        arg('out', 'float[E, H]'),
+        arg('out', 'f32[E, H]'),
     ),
 )
 
@@ -144,10 +144,10 @@ _edge_sum = KernelDecl(
     name='edge_sum',
     fn=_edge_sum_fn,
     inputs=(
-        arg('values', 'float[E, H]'),
+        arg('values', 'f32[E, H]'),
     ),
     outputs=(
-        arg('out', 'float[N, H]'),
+        arg('out', 'f32[N, H]'),
     ),
 )
 
@@ -156,10 +156,10 @@ _edge_softmax = KernelDecl(
     name='edge_softmax',
     fn=_edge_softmax_fn,
     inputs=(
-        arg('scores', 'float[E, H]'),
+        arg('scores', 'f32[E, H]'),
     ),
     outputs=(
-        arg('out', 'float[E, H]'),
+        arg('out', 'f32[E, H]'),
     ),
 )
 
@@ -168,11 +168,11 @@ _edge_softmax_backward = KernelDecl(
     name='edge_softmax_backward',
     fn=_edge_softmax_backward_fn,
     inputs=(
-        arg('out', 'float[E, H]'),
-        arg('grad_out', 'float[E, H]'),
+        arg('out', 'f32[E, H]'),
+        arg('grad_out', 'f32[E, H]'),
     ),
     outputs=(
-        arg('grad_scores', 'float[E, H]'),
+        arg('grad_scores', 'f32[E, H]'),
     ),
 )
 

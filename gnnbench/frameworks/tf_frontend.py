@@ -1,0 +1,302 @@
+"""The frontend op set under TensorFlow: the same names and semantics as the PyTorch one.
+
+Models in ``gnnbench.models`` run unchanged on this class (see
+:class:`~gnnbench.frameworks.torch_frontend.TorchFrontend` for the contract).
+Graph operators go to the system's generated ``_glue_tensorflow.py``, whose
+``tf.custom_gradient`` functions call the same kernels as the PyTorch glue.
+
+Note [TensorFlow training step]
+    TensorFlow has no ``loss.backward()``: gradients come from a
+    ``tf.GradientTape`` that recorded the forward pass. The harness's loop is
+    ``zero_grad -> forward -> backward(loss) -> step``, so :meth:`zero_grad`
+    opens a tape (recording starts there, like torch's autograd graph being
+    built during the forward), :meth:`backward` closes it and computes the
+    gradients of every parameter (the tape replays the recorded ops
+    backwards: the *backward* phase), and :meth:`step` applies Adam. Each
+    phase does its own work, so the harness's forward / backward / optimizer
+    split means the same thing under both frameworks.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up banner is not a result
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.python.eager import context as _eager_context  # noqa: E402
+
+from ..errors import UnavailableError, UserError  # noqa: E402
+from ..glue import BoundGraph  # noqa: E402
+
+__all__ = ["TensorFlowFrontend", "Adam"]
+
+
+class Adam:
+    """Adam with L2 weight decay added to the gradient, as ``torch.optim.Adam`` computes it.
+
+    .. math::
+        g \\leftarrow g + \\lambda p, \\quad m \\leftarrow m + (1-\\beta_1)(g - m), \\quad
+        v \\leftarrow \\beta_2 v + (1-\\beta_2) g^2, \\\\
+        p \\leftarrow p - \\frac{\\eta}{1-\\beta_1^t} \\cdot
+            \\frac{m}{\\sqrt{v} / \\sqrt{1-\\beta_2^t} + \\epsilon}
+
+    written out by hand (not ``tf.keras.optimizers.Adam``, whose epsilon sits
+    elsewhere and whose weight decay is decoupled) so both frameworks train
+    with the same optimizer. A parameter without a gradient is skipped, as in
+    torch.
+
+    Args:
+        params: name -> ``tf.Variable``.
+        lr: learning rate :math:`\\eta`.
+        weight_decay: L2 coefficient :math:`\\lambda` (default: 0).
+        betas: :math:`(\\beta_1, \\beta_2)` (default: (0.9, 0.999)).
+        eps: :math:`\\epsilon` (default: 1e-8).
+    """
+
+    def __init__(self, params: dict[str, tf.Variable], lr: float, weight_decay: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.params = list(params.values())
+        self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
+        self.exp_avg = [tf.Variable(tf.zeros_like(p), trainable=False) for p in self.params]
+        self.exp_avg_sq = [tf.Variable(tf.zeros_like(p), trainable=False) for p in self.params]
+        # torch counts steps per parameter (one without a gradient keeps its count); float64 so
+        # that the bias corrections are computed in double precision, as torch does in Python
+        self.steps = [tf.Variable(0.0, dtype=tf.float64, trainable=False) for _ in self.params]
+        self.grads: list[Any] | None = None
+        self.tape: tf.GradientTape | None = None
+        # one traced function for every parameter: a handful of eager ops per parameter would
+        # cost more than the update itself; only the gradients are arguments (tracing cost)
+        self._update = tf.function(self._update_all, autograph=False)
+
+    def step(self) -> None:
+        if self.grads is None:
+            raise RuntimeError("Adam.step() before backward(loss): no gradients to apply")
+        self._update([None if g is None else tf.convert_to_tensor(g) for g in self.grads])
+
+    def _update_all(self, grads) -> None:
+        beta1, beta2 = self.betas
+        for p, g, m, v, t in zip(self.params, grads, self.exp_avg, self.exp_avg_sq, self.steps):
+            if g is None:
+                continue
+            t = t.assign_add(1.0)
+            step_size = tf.cast(self.lr / (1.0 - beta1 ** t), p.dtype)
+            bias_correction2_sqrt = tf.cast(tf.sqrt(1.0 - beta2 ** t), p.dtype)
+            if self.weight_decay:
+                g = g + self.weight_decay * p
+            m.assign_add((1 - beta1) * (g - m))
+            v.assign(v * beta2 + (1 - beta2) * g * g)
+            p.assign_sub(step_size * (m / (tf.sqrt(v) / bias_correction2_sqrt + self.eps)))
+
+
+class TensorFlowFrontend:
+    """TensorFlow implementation of the frontend op set.
+
+    Args:
+        device: ``"cpu"`` (or ``"cuda"`` with a GPU build of TensorFlow and a GPU).
+        dtype: float dtype of features and parameters (``"float32"`` or ``"float64"``).
+    """
+
+    name = "tensorflow"
+
+    def __init__(self, device: str = "cpu", dtype: str = "float32"):
+        if device == "cuda" and not tf.config.list_physical_devices("GPU"):
+            raise UnavailableError("TensorFlow sees no GPU here (tensorflow-cpu is CPU-only); "
+                                   "use --device cpu or install a GPU build of TensorFlow")
+        if device not in ("cpu", "cuda"):
+            raise UserError(f"unknown device '{device}'; choose one of: cpu, cuda")
+        self.device = device
+        self._device_name = "/GPU:0" if device == "cuda" else "/CPU:0"
+        self.dtype = tf.as_dtype(dtype)
+        self._seed, self._dropout_calls = 0, 0
+        self._recording: Adam | None = None
+        self._loss_indices: dict[tuple[int, int], tuple] = {}   # see nll_loss
+
+    @property
+    def version(self) -> str:
+        return tf.__version__
+
+    # ---------------------------------------------------------------- setup
+    def seed(self, seed: int) -> None:
+        """Seed TensorFlow and the dropout stream: dropout call ``k`` uses the stateless seed ``(seed, k)``."""
+        tf.random.set_seed(seed)
+        self._seed, self._dropout_calls = int(seed), 0
+
+    def set_threads(self, threads: int) -> None:
+        """Intra-op threads of TensorFlow and of torch, whose pool runs ``arrays torch`` systems' kernels.
+
+        TensorFlow fixes its pools when its runtime starts (before the first op).
+        torch is set too because under TensorFlow the kernels of ``arrays torch``
+        systems (reference, mkl) are torch ops: left at torch's default, their
+        OpenMP pool would compete with TensorFlow's for the same cores, which
+        the PyTorch frontend's ``torch.set_num_threads`` avoids.
+        """
+        import torch
+
+        torch.set_num_threads(threads)
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+        except RuntimeError:
+            current = tf.config.threading.get_intra_op_parallelism_threads()
+            if current != threads:
+                raise UserError(f"TensorFlow already runs with {current or 'default'} intra-op threads and "
+                                f"cannot switch to {threads} in this process; run the task in a fresh "
+                                "process (without --in-process)") from None
+
+    def tensor(self, array: np.ndarray) -> tf.Tensor:
+        array = np.ascontiguousarray(array)
+        with tf.device(self._device_name):
+            t = tf.constant(array)  # always a copy that TensorFlow owns
+            if t.dtype.is_floating and t.dtype != self.dtype:
+                t = tf.cast(t, self.dtype)
+        return t
+
+    def parameter(self, array: np.ndarray) -> tf.Variable:
+        return tf.Variable(self.tensor(array), trainable=True)
+
+    def graph_tensor(self, graph: BoundGraph, name: str, array: np.ndarray) -> tf.Tensor:
+        """A constant derived from the graph (e.g. GCN edge weights), created once per graph."""
+        key = (self.name, name)
+        if key not in graph.tensors:
+            graph.tensors[key] = self.tensor(array)
+        return graph.tensors[key]
+
+    def sync(self) -> None:
+        """Wait for pending ops (eager CPU ops already ran when they returned; async executors did not)."""
+        _eager_context.async_wait()
+
+    # ---------------------------------------------------------------- dense ops
+    def matmul(self, x, w):
+        return tf.matmul(x, w)
+
+    def add(self, a, b):
+        return a + b
+
+    def mul(self, a, b):
+        return a * b
+
+    def reshape(self, x, shape):
+        return tf.reshape(x, shape)
+
+    def sum(self, x, axis: int):
+        return tf.reduce_sum(x, axis)
+
+    def mean(self, x, axis: int):
+        return tf.reduce_mean(x, axis)
+
+    def relu(self, x):
+        return tf.nn.relu(x)
+
+    def elu(self, x):
+        return tf.nn.elu(x)
+
+    def leaky_relu(self, x, slope: float):
+        return tf.nn.leaky_relu(x, alpha=slope)
+
+    def dropout(self, x, p: float, training: bool):
+        """Inverted dropout (kept values scaled by ``1 / (1 - p)``), seeded per call; see :meth:`seed`."""
+        if p <= 0 or not training:
+            return x
+        seed = tf.constant([self._seed, self._dropout_calls], dtype=tf.int64)
+        self._dropout_calls += 1
+        return tf.nn.experimental.stateless_dropout(x, rate=p, seed=seed)
+
+    def log_softmax(self, x):
+        return tf.nn.log_softmax(x, axis=-1)
+
+    def nll_loss(self, log_probs, labels, mask):
+        """Mean of ``-log_probs[i, labels[i]]`` over the nodes in ``mask``.
+
+        The ``(i, labels[i])`` pairs of a (labels, mask) pair are computed once:
+        ``tf.boolean_mask`` costs some 40 eager ops forward and backward, a
+        cached ``gather_nd`` three, and per-op dispatch dominates small graphs.
+        """
+        key = (id(labels), id(mask))
+        cached = self._loss_indices.get(key)
+        if cached is None or cached[0] is not labels or cached[1] is not mask:
+            rows = tf.where(mask)[:, 0]
+            pairs = tf.stack([rows, tf.cast(tf.gather(labels, rows), tf.int64)], axis=1)
+            cached = self._loss_indices[key] = (labels, mask, pairs)
+        return -tf.reduce_mean(tf.gather_nd(log_probs, cached[2]))
+
+    def accuracy(self, logits, labels, mask) -> float:
+        if not int(tf.reduce_sum(tf.cast(mask, tf.int64))):
+            return float("nan")
+        pred = tf.argmax(tf.boolean_mask(logits, mask), axis=-1, output_type=labels.dtype)
+        return float(tf.reduce_mean(tf.cast(pred == tf.boolean_mask(labels, mask), tf.float32)))
+
+    def to_float(self, x) -> float:
+        return float(x.numpy())
+
+    # ---------------------------------------------------------------- training
+    def optimizer(self, params: dict[str, Any], lr: float, weight_decay: float) -> Adam:
+        """Adam with L2 weight decay added to the gradient (``torch.optim.Adam`` semantics)."""
+        return Adam(params, lr=lr, weight_decay=weight_decay)
+
+    def zero_grad(self, optimizer: Adam) -> None:
+        """Drop the last gradients and start recording the forward pass (Note [TensorFlow training step])."""
+        self._close_tape()
+        optimizer.grads = None
+        optimizer.tape = tf.GradientTape()
+        optimizer.tape.__enter__()
+        self._recording = optimizer
+
+    def backward(self, loss) -> None:
+        """Gradients of ``loss`` for the parameters of the optimizer whose tape recorded it."""
+        optimizer = self._recording
+        if optimizer is None or optimizer.tape is None:
+            raise RuntimeError("backward(loss) needs the forward recorded: call zero_grad(optimizer) before "
+                               "the forward pass (see Note [TensorFlow training step])")
+        tape = optimizer.tape
+        self._close_tape()
+        optimizer.grads = tape.gradient(loss, optimizer.params)
+
+    def step(self, optimizer: Adam) -> None:
+        optimizer.step()
+
+    def no_grad(self):
+        """Pause the open tape, if any: nothing inside is recorded."""
+        tape = self._recording.tape if self._recording is not None else None
+        return tape.stop_recording() if tape is not None else contextlib.nullcontext()
+
+    def _close_tape(self) -> None:
+        if self._recording is not None and self._recording.tape is not None:
+            self._recording.tape.__exit__(None, None, None)
+            self._recording.tape = None
+        self._recording = None
+
+    # ---------------------------------------------------------------- graph ops
+    def _impl(self, graph: BoundGraph, operator: str, attrs: dict):
+        impl = graph.system.find(operator, attrs)
+        if impl is None:
+            shown = ", ".join(f"{k}={v}" for k, v in attrs.items())
+            raise UnavailableError(
+                f"system '{graph.system.name}' does not implement {operator}({shown}); it implements: "
+                f"{', '.join(graph.system.implemented())}")
+        return impl
+
+    def spmm(self, graph: BoundGraph, x, weight=None, reduce: str = "sum"):
+        """``out[i] = reduce_{j->i} w_ij x_j``; ``x`` is ``[N, F]`` or ``[N, H, D]``, ``weight`` ``[E]`` or ``[E, H]``."""
+        flat = len(x.shape) == 2
+        x3 = tf.expand_dims(x, 1) if flat else x
+        w = tf.expand_dims(weight, 1) if weight is not None and len(weight.shape) == 1 else weight
+        out = self._impl(graph, "spmm", {"reduce": reduce}).apply(graph, {"reduce": reduce}, x3, w)
+        return tf.squeeze(out, 1) if flat else out
+
+    def sddmm(self, graph: BoundGraph, src, dst, op: str = "dot"):
+        return self._impl(graph, "sddmm", {"op": op}).apply(graph, {"op": op}, src, dst)
+
+    def edge_softmax(self, graph: BoundGraph, scores):
+        return self._impl(graph, "edge_softmax", {}).apply(graph, {}, scores)
+
+    def gat_aggregate(self, graph: BoundGraph, x, score_src, score_dst, negative_slope: float = 0.2):
+        """Softmax-attention aggregation; composed from sddmm/edge_softmax/spmm unless the system fuses it."""
+        attrs = {"negative_slope": float(negative_slope)}
+        impl = graph.system.find("gat_aggregate", attrs)
+        if impl is not None:
+            return impl.apply(graph, attrs, x, score_src, score_dst)
+        scores = self.leaky_relu(self.sddmm(graph, score_src, score_dst, op="add"), negative_slope)
+        alpha = self.edge_softmax(graph, scores)
+        return self.spmm(graph, x, alpha, reduce="sum")

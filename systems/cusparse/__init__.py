@@ -1,0 +1,2 @@
+"""The `cusparse` kernel system: the `mkl` kernels on CUDA, where torch.sparse calls cuSPARSE."""
+__all__: list[str] = []

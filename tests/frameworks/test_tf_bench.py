@@ -1,0 +1,41 @@
+"""benchmarks/bench_frameworks.py renders both frameworks side by side (no TensorFlow import, no runs)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_frameworks.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_frameworks", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(framework, ms, mib, status="ok", system="reference"):
+    return {"status": status, "error": None if status == "ok" else "boom", "system": system, "model": "gcn",
+            "dataset": "sbm", "framework": framework, "epoch_time_median_s": ms / 1e3,
+            "epoch_time_iqr_s": ms / 1e3 * 0.2, "peak_memory_bytes": mib * 2**20, "test_accuracy": 0.8}
+
+
+def test_render_puts_both_frameworks_on_one_line_with_the_ratio():
+    bench = _bench()
+    meta = {"versions": {"torch": "2.13", "tensorflow": "2.21"}, "epochs": 10, "warmup": 2, "threads": 1,
+            "seed": 0, "cpu": "test cpu"}
+    rows = [_row("torch", 10.0, 20.0), _row("tensorflow", 15.0, 30.0),
+            _row("torch", 5.0, 1.0, system="mkl"), _row("tensorflow", 0.0, 0.0, status="crashed", system="mkl")]
+    text = bench.render(rows, meta)
+    assert "| sbm | gcn | reference | 10.0 (! 20%) | 15.0 (! 20%) | 1.50 | 20.0 | 30.0 | 0.800 | 0.800 |" in text
+    assert "| sbm | gcn | mkl | 5.0 (! 20%) | crashed | - | 1.0 | - | 0.800 | - |" in text
+    assert "- sbm gcn mkl tensorflow: crashed: boom" in text
+
+
+def test_models_run_only_on_systems_implementing_their_operators():
+    bench = _bench()
+
+    class Info:
+        operators = ("gat_aggregate",)
+
+    assert bench.runs_model(Info, "gat") and not bench.runs_model(Info, "gcn")

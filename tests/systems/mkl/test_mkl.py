@@ -1,0 +1,45 @@
+"""The `mkl` system: conformance in float32 (float64 runs in tests/test_conformance.py) and its CSR format."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from gnnbench.conformance import adversarial_graphs, run_suite
+from gnnbench.frameworks.torch_frontend import TorchFrontend
+from gnnbench.glue import BoundGraph
+from gnnbench.registry import load_system
+
+
+@pytest.mark.parametrize("operator", ["spmm", "sddmm", "edge_softmax"])
+def test_conformance_float32(operator):
+    results, settings = run_suite("mkl", operator, profile="fast", dtype="float32", threads=1)
+    assert settings["dtype"] == "float32"
+    assert all(r.status == "passed" for r in results), [f for r in results for f in r.failures]
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_prepare_keeps_mkl_indices_int32(index_dtype):
+    # Note [int32 indices for MKL]: int64 CSR indices would be converted on every call
+    from gnnbench.systems.mkl.kernels import prepare
+
+    graph = adversarial_graphs(index_dtype)["hub"]
+    for transposed in (False, True):
+        csr = prepare(graph.view(transposed))
+        assert csr.crow.dtype == csr.col.dtype == torch.int32
+        assert csr.offsets.dtype == torch.int64
+        assert (csr.edge_ids is None) != transposed
+
+
+def test_max_uses_the_csr_reduce_kernel_and_reports_it():
+    system = load_system("mkl")
+    graph = adversarial_graphs()["duplicates"]
+    x = torch.arange(graph.num_nodes * 2, dtype=torch.float64).reshape(-1, 1, 2)
+    out = TorchFrontend(dtype="float64").spmm(BoundGraph(graph, system), x, None, reduce="max")
+    src, dst = graph.edges()
+    expected = np.zeros((graph.num_nodes, 1, 2))
+    np.maximum.at(expected, dst, x.numpy()[src])          # x >= 0, so 0 is the right start for empty rows
+    np.testing.assert_array_equal(out.numpy(), expected)
+    report = system.hook("report")()
+    assert report["paths"]["spmm_max"] == "torch.sparse.mm(csr, reduce=amax)"
+    assert report["mkl_available"] is torch.backends.mkl.is_available()
