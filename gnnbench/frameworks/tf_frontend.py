@@ -26,6 +26,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up bann
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+# torch is a core dependency and the array type of `arrays torch` systems: imported with the
+# frontend, as under PyTorch, so that its import never lands in a run's timed `prepare`
+import torch  # noqa: E402
 from tensorflow.python.eager import context as _eager_context  # noqa: E402
 
 from ..errors import UnavailableError, UserError  # noqa: E402
@@ -133,8 +136,6 @@ class TensorFlowFrontend:
         OpenMP pool would compete with TensorFlow's for the same cores, which
         the PyTorch frontend's ``torch.set_num_threads`` avoids.
         """
-        import torch
-
         torch.set_num_threads(threads)
         try:
             tf.config.threading.set_intra_op_parallelism_threads(threads)
