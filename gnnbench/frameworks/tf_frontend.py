@@ -200,9 +200,12 @@ class TensorFlowFrontend:
         """Inverted dropout (kept values scaled by ``1 / (1 - p)``), seeded per call; see :meth:`seed`."""
         if p <= 0 or not training:
             return x
-        seed = tf.constant([self._seed, self._dropout_calls], dtype=tf.int64)
+        from .dropout import dropout_mask  # Note [framework-neutral dropout]: the torch frontend's masks
+
+        dtype = np.float64 if x.dtype == tf.float64 else np.float32
+        mask = dropout_mask(self._seed, self._dropout_calls, tuple(x.shape), p, dtype)
         self._dropout_calls += 1
-        return tf.nn.experimental.stateless_dropout(x, rate=p, seed=seed)
+        return x * tf.convert_to_tensor(mask)
 
     def log_softmax(self, x):
         return tf.nn.log_softmax(x, axis=-1)

@@ -15,6 +15,7 @@ import torch.nn.functional as TF
 
 from ..errors import UnavailableError
 from ..glue import BoundGraph
+from .dropout import dropout_mask
 
 __all__ = ["TorchFrontend"]
 
@@ -32,6 +33,7 @@ class TorchFrontend:
     def __init__(self, device: str = "cpu", dtype: str = "float32"):
         self.device = torch.device(device)
         self.dtype = getattr(torch, dtype)
+        self._seed, self._dropout_calls = 0, 0
 
     @property
     def version(self) -> str:
@@ -39,7 +41,9 @@ class TorchFrontend:
 
     # ---------------------------------------------------------------- setup
     def seed(self, seed: int) -> None:
+        """Seed torch and the dropout stream (Note [framework-neutral dropout] in ``dropout.py``)."""
         torch.manual_seed(seed)
+        self._seed, self._dropout_calls = int(seed), 0
 
     def set_threads(self, threads: int) -> None:
         torch.set_num_threads(threads)
@@ -96,7 +100,13 @@ class TorchFrontend:
         return TF.leaky_relu(x, slope)
 
     def dropout(self, x, p: float, training: bool):
-        return TF.dropout(x, p, training) if p > 0 else x
+        """Inverted dropout with the framework-neutral mask of this call (see :meth:`seed`)."""
+        if p <= 0 or not training:
+            return x
+        dtype = np.float64 if x.dtype == torch.float64 else np.float32
+        mask = dropout_mask(self._seed, self._dropout_calls, tuple(x.shape), p, dtype)
+        self._dropout_calls += 1
+        return x * torch.from_numpy(mask).to(x.device)
 
     def log_softmax(self, x):
         return TF.log_softmax(x, dim=-1)
