@@ -67,6 +67,13 @@ def _prefetch_rows(indices, q, k, x, F, line):
 
 
 @njit(fastmath=FASTMATH, inline="always")
+def _prefetch_weights(eids, q, k, w):
+    """Prefetch the weights ``w[eids[q .. q+k-1]]`` of the transposed view (Note [permuted weights])."""
+    for u in range(k):
+        prefetch_row(w, eids[q + u], 0)
+
+
+@njit(fastmath=FASTMATH, inline="always")
 def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
          col_scale, has_cs, unroll, dist, line, one):
     """Compute output row ``i`` (the shared body of the generic and fixed kernels)."""
@@ -108,6 +115,8 @@ def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has
             while p + 4 <= e:
                 if dist > 0 and p + dist + 4 <= E:
                     _prefetch_rows(indices, p + dist, 4, x, F, line)
+                    if has_w and has_eids:
+                        _prefetch_weights(eids, p + dist, 4, w)
                 j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
                 c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
                 c1 = _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
@@ -119,6 +128,8 @@ def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has
         while p < e:
             if dist > 0 and p + dist < E:
                 _prefetch_rows(indices, p + dist, 1, x, F, line)
+                if has_w and has_eids:
+                    _prefetch_weights(eids, p + dist, 1, w)
             j0 = indices[p]
             c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
             for f in range(F):
