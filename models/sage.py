@@ -3,8 +3,11 @@
 .. math::
     x_i' = W_r x_i + W_n \\,\\mathrm{mean}_{j \\in N(i)} x_j + b
 
-Aggregation is ``spmm(reduce=mean)`` over A, before the neighbour transform
-(PyG's ``SAGEConv`` order); no normalisation of the output.
+Aggregation is ``spmm(reduce=mean)`` over A at the narrower of the two
+widths: the mean is linear, so ``mean(x) W_n = mean(x W_n)``, and when the
+layer narrows (``out < in``) the neighbour transform runs first, as in DGL's
+``SAGEConv`` and this package's GCN; otherwise it aggregates first (PyG's
+``SAGEConv`` order). No normalisation of the output.
 
 Defaults (common node-classification settings): 2 layers, hidden 64,
 dropout 0.5, lr 0.01, weight decay 5e-4.
@@ -20,9 +23,11 @@ class SAGE(GNN):
 
     def conv(self, index, in_dim, out_dim):
         def forward(F, p, graph, x):
-            mean = F.spmm(graph, x, None, reduce="mean")
-            out = F.add(F.matmul(x, p["weight_root"]), F.matmul(mean, p["weight_neigh"]))
-            return F.add(out, p["bias"])
+            if out_dim < in_dim:
+                neigh = F.spmm(graph, F.matmul(x, p["weight_neigh"]), None, reduce="mean")
+            else:
+                neigh = F.matmul(F.spmm(graph, x, None, reduce="mean"), p["weight_neigh"])
+            return F.add(F.add(F.matmul(x, p["weight_root"]), neigh), p["bias"])
 
         return Conv({
             "weight_root": ((in_dim, out_dim), glorot),
