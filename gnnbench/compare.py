@@ -279,6 +279,7 @@ def _warnings(rows: list[Mapping[str, Any]]) -> list[str]:
     """Why the compared rows may not be comparable with each other."""
     out = []
     for name, what in (("cpu_model", "CPUs"), ("device", "devices"), ("threads", "thread counts"),
+                       ("allocator", "memory allocators"),
                        ("git_commit", "gnnbench commits")):
         counts = _distinct(rows, name)
         if len(counts) > 1:

@@ -4,7 +4,9 @@ Note [peak memory]
     On Linux, writing ``5`` to ``/proc/self/clear_refs`` resets the process's
     peak resident set (``VmHWM``), so the peak of the training loop alone is
     ``VmHWM`` after training minus ``VmRSS`` before it, whatever the data
-    loading did earlier. Elsewhere the fallback is ``ru_maxrss`` (which cannot
+    loading did earlier, once the allocator has handed the memory it keeps for
+    reuse back to the kernel (Note [allocator] in :mod:`gnnbench.allocator`).
+    Elsewhere the fallback is ``ru_maxrss`` (which cannot
     be reset, so it may under-count) and the row says which method was used.
 """
 from __future__ import annotations
@@ -87,6 +89,9 @@ class PeakMemory:
         self.method = "none"
 
     def start(self) -> None:
+        from .allocator import release_free_memory
+
+        release_free_memory()  # a caching allocator's kept blocks would hide reuse from the peak
         try:
             with open("/proc/self/clear_refs", "w") as fh:
                 fh.write("5")

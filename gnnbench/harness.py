@@ -23,13 +23,16 @@ Note [model selection]
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
+from .allocator import loaded_allocator
 from .environment import PeakMemory, cpu_model, git_commit, machine_info
 from .errors import UserError
+from .kernel_clock import measuring
 from .measurement import Measurement
 
 __all__ = ["TaskSpec", "train", "resolve_hyperparameters", "stored_hyperparameters"]
@@ -56,6 +59,7 @@ class TaskSpec:
     index_dtype: str = "int64"
     selection: str = "best_val"
     system_options: tuple[tuple[str, str], ...] = ()
+    allocator: str = "auto"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -92,7 +96,14 @@ class _Phases:
     backward: list[float] = field(default_factory=list)
     optimizer: list[float] = field(default_factory=list)
     epoch: list[float] = field(default_factory=list)
+    kernel: list[float] = field(default_factory=list)
+    kernel_by_name: list[dict[str, float]] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
+
+    def kernel_breakdown(self) -> dict[str, float]:
+        """Median seconds per epoch of each kernel (0 in epochs that did not call it)."""
+        names = sorted({name for epoch in self.kernel_by_name for name in epoch})
+        return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
 
 
 def _configure(system, spec: TaskSpec) -> None:
@@ -166,26 +177,31 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     best: dict[str, float] | None = None
     best_epoch = -1
     phases = _Phases()
+    time_kernels = info.kind == "kernel" and spec.device == "cpu"  # Note [kernel time]
     memory = PeakMemory()
     memory.start()
     for epoch in range(hyper.epochs):
         F.zero_grad(optimizer)
-        t0 = clock()
-        loss = F.nll_loss(F.log_softmax(forward(True)), labels, masks["train"])
-        F.sync()
-        t1 = clock()
-        F.backward(loss)
-        F.sync()
-        t2 = clock()
-        F.step(optimizer)
-        F.sync()
-        t3 = clock()
+        with measuring() if time_kernels else nullcontext() as kernels:
+            t0 = clock()
+            loss = F.nll_loss(F.log_softmax(forward(True)), labels, masks["train"])
+            F.sync()
+            t1 = clock()
+            F.backward(loss)
+            F.sync()
+            t2 = clock()
+            F.step(optimizer)
+            F.sync()
+            t3 = clock()
         phases.losses.append(F.to_float(loss))
         if epoch >= spec.warmup:
             phases.forward.append(t1 - t0)
             phases.backward.append(t2 - t1)
             phases.optimizer.append(t3 - t2)
             phases.epoch.append(t3 - t0)
+            if kernels is not None:
+                phases.kernel.append(kernels.total)
+                phases.kernel_by_name.append(dict(kernels.seconds))
         if spec.selection == "best_val" and epoch < hyper.epochs - 1:
             current = evaluate()
             if best is None or current["val"] > best["val"]:
@@ -203,6 +219,8 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         if report is not None:
             extra["system_report"] = report()
     extra["memory_method"] = memory.method
+    if phases.kernel_by_name:
+        extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
     epoch_m = Measurement(tuple(phases.epoch))
     described = dataset.describe()
     return {
@@ -221,6 +239,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         "device": spec.device,
         "seed": spec.seed,
         "threads": spec.threads,
+        "allocator": loaded_allocator(),
         "epochs": hyper.epochs,
         "warmup": spec.warmup,
         "epoch_time_median_s": epoch_m.median,
@@ -228,6 +247,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         "forward_median_s": Measurement(tuple(phases.forward)).median,
         "backward_median_s": Measurement(tuple(phases.backward)).median,
         "optimizer_median_s": Measurement(tuple(phases.optimizer)).median,
+        "kernel_median_s": Measurement(tuple(phases.kernel)).median if phases.kernel else None,
         "prepare_time_s": prepare_s,
         "peak_memory_bytes": peak,
         "train_accuracy": accuracy["train"],
@@ -239,6 +259,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         "forward_times": phases.forward,
         "backward_times": phases.backward,
         "optimizer_times": phases.optimizer,
+        "kernel_times": phases.kernel or None,
         "cpu_model": cpu_model(),
         "machine": machine_info(),
         "git_commit": git_commit(),

@@ -17,15 +17,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .allocator import resolve_allocator
 from .harness import TaskSpec, train
 from .store import utc_now
 
 __all__ = ["run_task", "failure_row", "worker_env"]
 
 
-def worker_env(threads: int | None) -> dict[str, str]:
-    """The environment of a worker: thread pools pinned before any library starts them."""
-    env = dict(os.environ)
+def worker_env(threads: int | None, allocator: str = "auto") -> dict[str, str]:
+    """The environment of a worker: thread pools pinned before any library starts them, and the
+    memory allocator preloaded (Note [allocator] in :mod:`gnnbench.allocator`).
+
+    Raises:
+        UserError: ``allocator`` is unknown or not installed on this machine.
+    """
+    env = resolve_allocator(allocator).environment(dict(os.environ))
     if threads:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS"):
@@ -75,7 +81,7 @@ def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = Non
         if memory_limit_bytes:
             cmd += ["--memory-limit", str(int(memory_limit_bytes))]
         try:
-            proc = subprocess.run(cmd, env=worker_env(spec.threads), capture_output=True, text=True,
+            proc = subprocess.run(cmd, env=worker_env(spec.threads, spec.allocator), capture_output=True, text=True,
                                   timeout=timeout_s)
         except subprocess.TimeoutExpired as err:
             stderr = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else (err.stderr or "")

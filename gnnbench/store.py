@@ -40,7 +40,7 @@ __all__ = [
     "VERIFIED", "ResultsStore", "default_results_path", "schema_markdown", "utc_now",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("ok", "failed", "skipped", "timeout", "oom", "crashed")
 VERIFIED = ("passed", "failed", "unverified")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -102,6 +102,13 @@ RUN_FIELDS: tuple[Field, ...] = (
     _F("git_commit", "TEXT", "gnnbench git commit the run was made from."),
     _F("extra", "JSON", "Object of system-specific figures (tuned parameters, counters)."),
     _F("stderr", "TEXT", "Captured stderr of the run, kept for runs that did not succeed."),
+    # added in schema 3 (appended, so an upgraded table has the columns of a new one)
+    _F("kernel_median_s", "REAL", "Median seconds per epoch spent inside the system's kernels (forward, backward "
+                                  "and optimizer phases); null for native baselines and non-CPU devices. "
+                                  "See Note [kernel time]."),
+    _F("kernel_times", "JSON", "List of floats: kernel seconds of every timed epoch (null when not measured)."),
+    _F("allocator", "TEXT", "Memory allocator the run's process used: `tcmalloc`, `jemalloc` or `system` (the C "
+                            "library's malloc); null for runs stored before schema 3. See Note [allocator]."),
 )
 VERIFICATION_FIELDS: tuple[Field, ...] = (
     _F("id", "INTEGER", "Row id, assigned on insert."),
@@ -155,7 +162,14 @@ def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX verifications_system ON verifications (system, system_hash)")
 
 
-_UPGRADES = {1: _upgrade_1_to_2}  # from version -> step to version + 1
+def _upgrade_2_to_3(conn: sqlite3.Connection) -> None:
+    """Adds ``runs.kernel_median_s``, ``runs.kernel_times`` (time inside the system's kernels) and
+    ``runs.allocator`` (the memory allocator of the run's process); null for older runs."""
+    for column, sqltype in (("kernel_median_s", "REAL"), ("kernel_times", "TEXT"), ("allocator", "TEXT")):
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {sqltype}")
+
+
+_UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3}  # from version -> step to version + 1
 
 
 def _encode(name: str, kind: str, value: Any) -> Any:

@@ -21,7 +21,7 @@ Note [provenance]
     Two runs are the same configuration when the fields in
     :data:`PROVENANCE_FIELDS` agree: system, system_hash (spec + glue +
     kernels), model, dataset (canonical name), framework, device, seed,
-    threads, hyperparameters (resolved from the model's defaults, with warmup,
+    threads, allocator (as resolved on this machine), hyperparameters (resolved from the model's defaults, with warmup,
     dtypes and system options), epochs and git_commit. :func:`provenance`
     hashes exactly those fields of a row, and :func:`identity` computes them
     for a task before it runs. The sweep stamps them on every row it stores,
@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .allocator import ALLOCATORS, resolve_allocator
 from .errors import UserError
 from .harness import TaskSpec
 
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 PROVENANCE_FIELDS = ("system", "system_hash", "model", "dataset", "framework", "device", "seed", "threads",
-                     "hyperparameters", "epochs", "git_commit")
+                     "allocator", "hyperparameters", "epochs", "git_commit")
 _FAILED = ("failed", "timeout", "oom", "crashed")
 
 
@@ -96,6 +97,7 @@ class Matrix:
     heads: int | None = None
     lr: float | None = None
     threads: int | None = None
+    allocator: str = "auto"
     dtype: str = "float32"
     index_dtype: str = "int64"
     selection: str = "best_val"
@@ -219,7 +221,8 @@ def identity(spec: TaskSpec, _hashes: dict[str, str] | None = None) -> dict[str,
     hyperparameters = stored_hyperparameters(spec, hyper)
     return {"system": spec.system, "system_hash": hashes[spec.system], "model": spec.model,
             "dataset": spec.dataset, "framework": spec.framework, "device": spec.device, "seed": spec.seed,
-            "threads": spec.threads, "hyperparameters": json.loads(json.dumps(hyperparameters)),
+            "threads": spec.threads, "allocator": resolve_allocator(spec.allocator).name,
+            "hyperparameters": json.loads(json.dumps(hyperparameters)),
             "epochs": hyper.epochs, "warmup": spec.warmup, "git_commit": git_commit()}
 
 
@@ -261,7 +264,7 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
 
 _SWEEP_KEYS = ("name", "results", "executor", "ray_address", "repeat", "retry_failed", "matrix")
 _MATRIX_KEYS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
-                "hidden", "heads", "lr", "threads", "dtype", "index_dtype", "selection", "options", "data_dir",
+                "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "options", "data_dir",
                 "timeout", "memory_limit")
 
 
@@ -307,7 +310,8 @@ def _matrix(data: Mapping[str, Any], where: str) -> Matrix:
     if not isinstance(options, Mapping):
         raise UserError(f"{where}: 'options' must be a table of key = value (got {options!r})")
     timeout = _number(data.get("timeout", 1800.0), "timeout", where, float, 0)
-    choices_of = {"dtype": ("float32", "float64"), "index_dtype": ("int64", "int32"), "selection": ("best_val", "last")}
+    choices_of = {"allocator": ALLOCATORS, "dtype": ("float32", "float64"), "index_dtype": ("int64", "int32"),
+                  "selection": ("best_val", "last")}
     for key, choices in choices_of.items():
         if data.get(key, choices[0]) not in choices:
             raise UserError(f"{where}: '{key}' must be one of {', '.join(choices)} (got {data[key]!r})")
@@ -321,7 +325,8 @@ def _matrix(data: Mapping[str, Any], where: str) -> Matrix:
         warmup=_number(data.get("warmup", 5), "warmup", where, int, 0),
         hidden=_number(data.get("hidden"), "hidden", where, int, 1),
         heads=_number(data.get("heads"), "heads", where, int, 1), lr=_number(data.get("lr"), "lr", where, float, 0),
-        threads=_number(data.get("threads"), "threads", where, int, 1), dtype=data.get("dtype", "float32"),
+        threads=_number(data.get("threads"), "threads", where, int, 1), allocator=data.get("allocator", "auto"),
+        dtype=data.get("dtype", "float32"),
         index_dtype=data.get("index_dtype", "int64"), selection=data.get("selection", "best_val"),
         options=tuple((str(k), str(v)) for k, v in options.items()),
         data_dir=str(Path(data_dir).resolve()) if data_dir else None,
@@ -415,7 +420,7 @@ def _expand(campaign: Campaign) -> list[Task]:
                 range(m.rounds), enumerate(m.seeds), m.datasets, m.models, m.frameworks, m.systems):
             spec = TaskSpec(system=system, model=model, dataset=canonical_name(label), framework=framework,
                             device=m.device, data_dir=m.data_dir, epochs=m.epochs, warmup=m.warmup, hidden=m.hidden,
-                            heads=m.heads, lr=m.lr, seed=seed, threads=m.threads, dtype=m.dtype,
+                            heads=m.heads, lr=m.lr, seed=seed, threads=m.threads, allocator=m.allocator, dtype=m.dtype,
                             index_dtype=m.index_dtype, selection=m.selection, system_options=m.options)
             if (spec, rep) in seen:  # two blocks, or two spellings of one dataset, name the same run
                 continue

@@ -28,7 +28,7 @@ ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install '
 # Fields that depend on when and how fast a run went, not on what it computed.
 _VOLATILE = {"id", "timestamp", "epoch_time_median_s", "epoch_time_iqr_s", "forward_median_s", "backward_median_s",
              "optimizer_median_s", "prepare_time_s", "tune_time_s", "peak_memory_bytes", "epoch_times",
-             "forward_times", "backward_times", "optimizer_times", "stderr"}
+             "forward_times", "backward_times", "optimizer_times", "kernel_median_s", "kernel_times", "stderr"}
 
 
 def _free_port() -> int:
@@ -93,6 +93,8 @@ def _comparable(rows: list[dict]) -> dict[tuple, dict]:
     out = {}
     for row in rows:
         kept = {k: v for k, v in row.items() if k not in _VOLATILE}
+        if isinstance(kept.get("extra"), dict):  # per-kernel times are timings too
+            kept["extra"] = {k: v for k, v in kept["extra"].items() if k != "kernel_median_s_by_kernel"}
         out[(row["system"], row["model"], row["seed"])] = kept
     return out
 

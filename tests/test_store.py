@@ -167,18 +167,19 @@ def _columns(path: Path) -> dict[str, list[tuple]]:
 
 def test_upgrade_from_version_1(tmp_path):
     # A version-1 file as gnnbench 0.1 wrote it: meta and runs, no verifications.
-    # The runs table of version 1 is the one RUN_FIELDS still describes.
+    # The runs table of version 1 is RUN_FIELDS without the columns later versions appended.
     old = tmp_path / "v1.sqlite"
     conn = sqlite3.connect(old)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    conn.execute(store_mod._table_sql("runs", RUN_FIELDS))
+    conn.execute(store_mod._table_sql("runs", [f for f in RUN_FIELDS if f.name not in ("kernel_median_s", "kernel_times", "allocator")]))
     conn.execute("INSERT INTO runs (system, status, epoch_times) VALUES ('old', 'ok', '[0.5]')")
     conn.commit()
     conn.close()
 
     with ResultsStore(old) as store:
         assert store.rows()[0]["system"] == "old" and store.rows()[0]["epoch_times"] == [0.5]
+        assert store.rows()[0]["allocator"] is None
         store.record_verification("old", "1", "h", "passed")
         assert store.latest_verification("old")["status"] == "passed"
     conn = sqlite3.connect(old)

@@ -134,9 +134,23 @@ def test_provenance_of_a_plan_equals_that_of_the_row_the_harness_stores():
     from gnnbench.datasets.registry import canonical_name
     from gnnbench.harness import train
 
-    spec = TaskSpec(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3)
+    # in this process: the C library's malloc, which an isolated run asks for with allocator="system"
+    spec = TaskSpec(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3,
+                    allocator="system")
     assert provenance(train(spec)) == provenance(identity(spec))
     assert provenance(identity(spec)) != provenance(identity(TaskSpec(**{**spec.as_dict(), "epochs": 7})))
+
+
+def test_provenance_of_an_isolated_run_names_the_allocator_it_resolved():
+    from gnnbench.allocator import resolve_allocator
+    from gnnbench.datasets.registry import canonical_name
+    from gnnbench.runner import run_task
+
+    spec = TaskSpec(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3)
+    row = run_task(spec, timeout_s=300)
+    assert row["status"] == "ok", row.get("stderr")
+    assert row["allocator"] == resolve_allocator("auto").name
+    assert provenance(row) == provenance(identity(spec))
 
 
 @pytest.mark.parametrize("text, expected", [("4G", 4 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29),

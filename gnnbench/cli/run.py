@@ -1,6 +1,7 @@
 """``gnnbench run``: train one model on one system, print a summary and store the row."""
 from __future__ import annotations
 
+from gnnbench.allocator import ALLOCATORS
 from gnnbench.errors import UserError
 
 from ._common import add_results_option, open_store, parse_options, print_json
@@ -22,6 +23,9 @@ def add_arguments(p) -> None:
     p.add_argument("--lr", type=float, default=None, help="learning rate (default: the model's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=_positive, default=None, help="threads for the framework and kernels")
+    p.add_argument("--allocator", default="auto", choices=ALLOCATORS,
+                   help="memory allocator of the run's process: auto (tcmalloc, else jemalloc, if installed; "
+                        "else the C library's), system, tcmalloc or jemalloc (default: auto)")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     p.add_argument("--index-dtype", default="int64", choices=("int32", "int64"))
     p.add_argument("--selection", default="best_val", choices=("best_val", "last"),
@@ -88,10 +92,16 @@ def _check_dataset(name: str, data_dir: str | None) -> None:
 def run(spec, isolate: bool = True, timeout_s: float | None = None, store_path: str | None = None,
         store: bool = True) -> dict:
     """Validate, run and store one task; return the stored row."""
+    from gnnbench.allocator import resolve_allocator
     from gnnbench.runner import run_task
     from gnnbench.verify_status import verification_status
 
     validate(spec)
+    if isolate:
+        resolve_allocator(spec.allocator)  # a named allocator that is not installed: exit 2 before the worker
+    elif spec.allocator not in ("auto", "system"):
+        raise UserError(f"--allocator {spec.allocator} needs an isolated run: an --in-process run keeps this "
+                        f"process's allocator (drop --in-process or --allocator)")
     row = run_task(spec, isolate=isolate, timeout_s=timeout_s)
     if store:
         with open_store(store_path) as db:
@@ -107,7 +117,7 @@ def main(args) -> int:
                     device=args.device, data_dir=args.data_dir, epochs=args.epochs, warmup=args.warmup,
                     hidden=args.hidden, heads=args.heads, lr=args.lr, seed=args.seed, threads=args.threads,
                     dtype=args.dtype, index_dtype=args.index_dtype, selection=args.selection,
-                    system_options=parse_options(args.option, "--option"))
+                    system_options=parse_options(args.option, "--option"), allocator=args.allocator)
     row = run(spec, isolate=not args.in_process, timeout_s=args.timeout, store_path=args.results,
               store=not args.no_store)
     if args.json:
@@ -129,8 +139,10 @@ def summary(row: dict) -> str:
         f"over {len(row['epoch_times'])} timed epochs ({row['warmup']} warm-up excluded)",
         f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
         f"optimizer {ms(row['optimizer_median_s'])}",
+        *_kernel_lines(row),
         f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)",
-        f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline",
+        f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline "
+        f"({row.get('allocator') or 'unknown'} allocator)",
         f"  accuracy   train {row['train_accuracy']:.3f}, val {row['val_accuracy']:.3f}, test {row['test_accuracy']:.3f}",
     ]
     report = (row.get("extra") or {}).get("system_report")
@@ -144,6 +156,19 @@ def summary(row: dict) -> str:
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")
     return "\n".join(lines)
+
+
+def _kernel_lines(row: dict) -> list[str]:
+    """The system's share of the epoch (Note [kernel time]), its three costliest kernels named."""
+    kernel = row.get("kernel_median_s")
+    if kernel is None:
+        return []
+    share = kernel / row["epoch_time_median_s"] if row["epoch_time_median_s"] else 0.0
+    by_kernel = (row.get("extra") or {}).get("kernel_median_s_by_kernel") or {}
+    top = sorted(by_kernel.items(), key=lambda kv: -kv[1])[:3]
+    named = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in top)
+    return [f"  kernels    {kernel * 1e3:.2f} ms median ({share:.0%} of the epoch) inside {row['system']}'s kernels"
+            + (f"; {named} ms" if named else "")]
 
 
 def _flatten(report: dict, prefix: str = ""):

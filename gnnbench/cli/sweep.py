@@ -6,6 +6,7 @@ import sys
 from dataclasses import replace
 from typing import Any, TextIO
 
+from gnnbench.allocator import ALLOCATORS
 from gnnbench.errors import UserError
 
 from ._common import add_results_option, parse_options, print_json
@@ -14,7 +15,7 @@ HELP = "run systems x models x datasets x frameworks x seeds (or a TOML campaign
 
 # flags that define the matrix: given either here or in the campaign file, never both
 _MATRIX_FLAGS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
-                 "hidden", "heads", "lr", "threads", "dtype", "index_dtype", "selection", "option", "data_dir", "timeout",
+                 "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "option", "data_dir", "timeout",
                  "memory_limit")
 
 
@@ -37,6 +38,8 @@ def add_arguments(p) -> None:
     p.add_argument("--heads", type=_positive)
     p.add_argument("--lr", type=float)
     p.add_argument("--threads", type=_positive, help="threads per run (and CPUs asked of Ray per task)")
+    p.add_argument("--allocator", choices=ALLOCATORS,
+                   help="memory allocator of every run's process (default: auto; see `gnnbench run --help`)")
     p.add_argument("--dtype", choices=("float32", "float64"))
     p.add_argument("--index-dtype", choices=("int32", "int64"))
     p.add_argument("--selection", choices=("best_val", "last"),

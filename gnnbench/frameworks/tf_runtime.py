@@ -36,6 +36,7 @@ from tensorflow.python.eager import record as _record
 from ..boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
 from ..errors import BoundaryError
 from ..graph import GraphView
+from ..kernel_clock import call_kernel
 
 __all__ = ["run", "facts", "to_view", "allocate", "data_pointer", "GradContext"]
 
@@ -176,7 +177,7 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
     in_views = [None if t is None else to_view(t, arrays, writable=True, kernel=kernel, name=decl.name)
                 for decl, t in zip(kernel.inputs, inputs)]
     kwargs = {name: attrs[name] for name in kernel.attrs}
-    kernel.fn(view, *in_views, *args, **kwargs)
+    call_kernel(kernel.name, kernel.fn, view, *in_views, *args, **kwargs)  # Note [kernel time]
     keep = len(kernel.outputs) + len(kernel.saves)
     return tuple(results[:keep])
 

@@ -14,6 +14,7 @@ import torch
 from ..boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
 from ..errors import BoundaryError
 from ..graph import GraphView
+from ..kernel_clock import call_kernel
 
 __all__ = ["run", "facts", "to_view"]
 
@@ -69,6 +70,6 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
         args.append(to_view(t, arrays))
     in_views = [None if t is None else to_view(t, arrays) for t in inputs]
     kwargs = {name: attrs[name] for name in kernel.attrs}
-    kernel.fn(view, *in_views, *args, **kwargs)
+    call_kernel(kernel.name, kernel.fn, view, *in_views, *args, **kwargs)  # Note [kernel time]
     keep = len(kernel.outputs) + len(kernel.saves)
     return tuple(results[:keep])

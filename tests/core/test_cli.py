@@ -49,6 +49,10 @@ def test_run_json_in_a_subprocess_is_stored(tmp_path):
     (["run", "--system", "reference", "--model", "gcn", "--epochs", "0"],
      "gnnbench run: error: argument --epochs: expected a positive integer, got '0'"),
     (["run", "--system", "reference", "--model", "gcn", "-o", "bad"], "gnnbench run: --option expects KEY=VALUE"),
+    (["run", "--system", "reference", "--model", "gcn", "--allocator", "mimalloc"],
+     "gnnbench run: error: argument --allocator: invalid choice"),
+    (["run", "--system", "reference", "--model", "gcn", "--allocator", "jemalloc", "--in-process"],
+     "gnnbench run: --allocator jemalloc needs an isolated run"),
 ])
 def test_bad_input_is_one_line_and_status_2(args, message, capsys, tmp_path):
     with pytest.raises(SystemExit) if "error:" in message else _nothing():
