@@ -62,6 +62,11 @@ def _sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.nda
                              dummies.vector if col_scale is None else col_scale, col_scale is not None,
                              bounds, variant.prefetch, 64 // fdt.itemsize, dummies.one)
         return
+    if (weight is not None and graph.transposed and row_scale is None and col_scale is None
+            and fdt == np.float32):
+        factors = p.gcn_factors(weight)  # Note [factorised weights]
+        if factors is not None:
+            weight, row_scale, col_scale = None, factors.row, factors.col
     # without a weight the edge ids are never read
     eids = graph.edge_ids if weight is not None else None
     run_variant(variant, bounds, graph.indptr, graph.indices, eids, weight, _flat(x), _flat(out),

@@ -116,6 +116,41 @@ def test_spmm_sum_and_backward(idx, fdt, H, D):
     np.testing.assert_allclose(out, ref_spmm(dst, src, x, w, "sum", N), **tol(fdt))
 
 
+@pytest.mark.parametrize("idx", [np.int32, np.int64])
+def test_gcn_norm_weights_are_factorised_on_the_transposed_view_only(idx, monkeypatch):
+    """Note [factorised weights]: exact check, node scales instead of the gathered weights, same result."""
+    from gnnbench.systems.isplib.prepared import IsplibGraph
+
+    factorised = []
+    real = IsplibGraph.gcn_factors
+
+    def spy(self, weight):
+        found = real(self, weight)
+        factorised.append((self.orientation, found is not None))
+        return found
+
+    monkeypatch.setattr(IsplibGraph, "gcn_factors", spy)
+    g = graph_of(idx).with_self_loops()
+    fwd, bwd = g.view(), g.view(transposed=True)
+    fwd, bwd = fwd.with_prepared(prepare(fwd)), bwd.with_prepared(prepare(bwd))
+    src, dst = g.edges()
+    grad = np.random.default_rng(3).standard_normal((N, 1, 17)).astype(np.float32)
+    norm = g.gcn_norm().reshape(-1, 1).copy()
+    almost = norm.copy()
+    almost[-1] *= 1.5  # one edge off: must take the weighted path
+    for w, expect in ((norm, True), (almost, False)):
+        gx = np.full_like(grad, np.nan)
+        K.spmm_sum_backward(bwd, grad, w, gx, reduce="sum")
+        np.testing.assert_allclose(gx, ref_spmm(dst, src, grad, w, "sum", N), **tol(np.float32))
+        assert factorised.pop() == ("transposed", expect)
+    out = np.full_like(grad, np.nan)
+    K.spmm_sum(fwd, grad, norm, out, reduce="sum")  # the forward view reads weights in order: no check
+    np.testing.assert_allclose(out, ref_spmm(src, dst, grad, norm, "sum", N), **tol(np.float32))
+    g64 = grad.astype(np.float64)
+    K.spmm_sum_backward(bwd, g64, norm.astype(np.float64), np.empty_like(g64), reduce="sum")
+    assert factorised == []  # float64 is never factorised
+
+
 @pytest.mark.parametrize("idx,fdt", DTYPES)
 @pytest.mark.parametrize("H,D", SHAPES)
 def test_spmm_weight_backward(idx, fdt, H, D):
