@@ -264,8 +264,8 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
 
 _SWEEP_KEYS = ("name", "results", "executor", "ray_address", "repeat", "retry_failed", "matrix")
 _MATRIX_KEYS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
-                "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "options", "data_dir",
-                "timeout", "memory_limit")
+                "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "options",
+                "data_dir", "timeout", "memory_limit")
 
 
 def _names(value: Any, key: str, where: str) -> tuple[str, ...]:

@@ -179,6 +179,12 @@ def test_campaign_files_parse_and_name_unknown_keys(tmp_path):
     bad.write_text('systems = ["reference"]\n[[matrix]]\nmodels = ["gcn"]\n')
     with pytest.raises(UserError, match=r"\[\[matrix\]\] #1: missing datasets"):
         load_campaign(bad)
+    bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nallocator = "mimalloc"\n')
+    with pytest.raises(UserError, match=r"'allocator' must be one of auto, system, tcmalloc, jemalloc "
+                                        r"\(got 'mimalloc'\)"):
+        load_campaign(bad)
+    bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nallocator = "system"\n')
+    assert load_campaign(bad).matrices[0].allocator == "system"
 
 
 def test_unknown_names_fail_before_anything_runs(tmp_path):

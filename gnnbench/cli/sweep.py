@@ -15,8 +15,8 @@ HELP = "run systems x models x datasets x frameworks x seeds (or a TOML campaign
 
 # flags that define the matrix: given either here or in the campaign file, never both
 _MATRIX_FLAGS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
-                 "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "option", "data_dir", "timeout",
-                 "memory_limit")
+                 "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "option",
+                 "data_dir", "timeout", "memory_limit")
 
 
 def add_arguments(p) -> None:
