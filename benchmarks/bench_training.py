@@ -12,7 +12,7 @@ here, so the targets' ratios are set against the best ratio that bound allows.
 A last block reruns GCN on isplib and dgl-native under the C library's malloc.
 Writes results/bench_training.{md,json}.
 
-    python benchmarks/bench_training.py [--quick] [--epochs 5] [--no-tune]
+    python benchmarks/bench_training.py [--quick] [--epochs 12] [--no-tune]
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _ms(seconds) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--epochs", type=int, default=5, help="epochs per run, 2 of them untimed warm-ups")
+    parser.add_argument("--epochs", type=int, default=12, help="epochs per run, 2 of them untimed warm-ups")
     parser.add_argument("--timeout", type=float, default=1200)
     parser.add_argument("--no-tune", action="store_true", help="measure isplib's default variant")
     parser.add_argument("--out", default="results/bench_training")
@@ -110,23 +110,29 @@ def main() -> None:
               "the same loop with every SpMM replaced by isplib's unweighted row mean on the same view (each "
               "gathered row read once, each output row written and scaled once, numbers wrong on purpose), so its "
               "epoch is the least "
-              "any kernel system can take here; dividing a peer's epoch by it gives the largest ratio any system "
-              "could show.", "",
-              "| model | isplib ms | floor ms | dgl-native ms | isplib vs dgl | best possible vs dgl | pyg-native ms "
-              "| isplib vs pyg | best possible vs pyg |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "any kernel system can take here. The bound is the smaller of that epoch and isplib's rest plus "
+              "floor's kernel time (the same framework share with the cheapest SpMMs); a peer's epoch divided by "
+              "it is the largest ratio any system could show in this loop.", "",
+              "| model | isplib ms | floor ms | bound ms | dgl-native ms | isplib vs dgl | best possible vs dgl "
+              "| pyg-native ms | isplib vs pyg | best possible vs pyg |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     bounds = {}
     for model in MODELS:
         isplib, floor = find(model, "isplib"), find(model, "floor")
         dgl, pyg = find(model, "dgl-native"), find(model, "pyg-native")
         if not (isplib and floor):
             continue
-        cells = [model, _ms(isplib["epoch_time_median_s"]), _ms(floor["epoch_time_median_s"])]
+        bound = floor["epoch_time_median_s"]
+        if isplib.get("kernel_median_s") is not None and floor.get("kernel_median_s") is not None:
+            rest = isplib["epoch_time_median_s"] - isplib["kernel_median_s"]
+            bound = min(bound, rest + floor["kernel_median_s"])
+        cells = [model, _ms(isplib["epoch_time_median_s"]), _ms(floor["epoch_time_median_s"]), _ms(bound)]
         for peer, row in (("dgl-native", dgl), ("pyg-native", pyg)):
             if row is None:
                 cells += ["-", "-", "-"]
                 continue
             actual = row["epoch_time_median_s"] / isplib["epoch_time_median_s"]
-            best = row["epoch_time_median_s"] / floor["epoch_time_median_s"]
+            best = row["epoch_time_median_s"] / bound
             bounds[f"{model}/{peer}"] = {"actual": actual, "best_possible": best, "target": TARGETS[peer]}
             cells += [_ms(row["epoch_time_median_s"]), f"{actual:.2f}x", f"{best:.2f}x"]
         lines.append("| " + " | ".join(cells) + " |")

@@ -181,6 +181,19 @@ class TuneResult:
         key = (orientation, width)
         return self.default_ms[key] / self.times_ms[key][self.choices[key].label]
 
+    def __str__(self) -> str:
+        """One line per (orientation, width): the winner, its time and its gain over the default."""
+        lines = [f"isplib tuning of graph {self.signature} ({self.dtype}) on {self.fingerprint}"]
+        for (orientation, width), v in sorted(self.choices.items()):
+            ms, default = self.times_ms[(orientation, width)][v.label], self.default_ms[(orientation, width)]
+            lines.append(f"  {orientation:<10} F={width:<5} {v.label:<28} {ms:8.2f} ms  "
+                         f"(default {default:.2f} ms, {default / ms:.2f}x)")
+        if self.busy:
+            lines.append(f"  load average {self.load_avg:.1f} while tuning: other work competed for the cores, "
+                         "so these choices may not hold on a quiet machine")
+        lines.append(f"  cached in {self.cache_path}")
+        return "\n".join(lines)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "signature": self.signature, "fingerprint": self.fingerprint, "dtype": self.dtype,

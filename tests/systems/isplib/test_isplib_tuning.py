@@ -75,6 +75,9 @@ def test_tune_writes_cache_and_prepare_reads_it(cache_dir, symmetric):
     np.add.at(ref, dst, x[src])
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     assert json.loads(json.dumps(result.as_dict()))["choices"]
+    shown = str(result).splitlines()  # what `gnnbench tune` prints
+    assert shown[0].startswith(f"isplib tuning of graph {g.signature()} (float32)")
+    assert len([line for line in shown if " F=" in line]) == 4 and shown[-1] == f"  cached in {path}"
 
 
 def test_cache_merges_graphs_and_ignores_other_machines(cache_dir, monkeypatch):
