@@ -1,6 +1,6 @@
 """SpMM-sum micro-benchmark: isplib (auto-tuned numba) against PyTorch, PyG and DGL on the CPU.
 
-    python benchmarks/bench_spmm.py [--quick] [--rounds R] [--widths 32,64,128]
+    python benchmarks/bench_spmm.py [--quick] [--rounds R] [--widths 32,64,128] [--allocator auto]
 
 Graphs: R-MAT with 2^17 nodes and 4M directed edges (``gnnbench.datasets``
 ``rmat``, power law) and a uniform random graph with 200k nodes and ~4M
@@ -269,7 +269,8 @@ def markdown(report: dict) -> str:
     bw = report["bandwidth"]
     lines = ["# SpMM-sum benchmark (CPU, float32, unweighted)", "",
              f"Machine: {report['machine']['cpu']}; numba threads {report['machine']['numba_threads']}, "
-             f"torch threads {report['machine']['torch_threads']}.",
+             f"torch threads {report['machine']['torch_threads']}; allocator "
+             f"{report['machine'].get('allocator', 'system')} (every system allocates under it).",
              f"Load: start `{report['machine']['uptime_start']}`, end `{report['machine']['uptime_end']}` "
              "(the cores are shared; times are medians of interleaved rounds).", "",
              f"Bounds measured in this run: STREAM triad {bw['triad_GBps']:.1f} GB/s "
@@ -304,10 +305,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", default="32,64,128", help="comma-separated feature widths")
     parser.add_argument("--graphs", default="rmat,uniform", help="comma-separated: rmat, uniform")
     parser.add_argument("--out", default=str(ROOT / "results" / "bench_spmm"), help="output path without suffix")
+    parser.add_argument("--allocator", default="auto",
+                        help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
+                             "every call, isplib writes into a given one, so glibc's page faults would tax the peers")
     args = parser.parse_args(argv)
+    from gnnbench.allocator import run_under
+
+    allocator = run_under(args.allocator)
     rounds = args.rounds or (3 if args.quick else 15)
     widths = [int(w) for w in args.widths.split(",")]
     machine = machine_info()
+    machine["allocator"] = allocator
     uptime = machine.pop("_uptime")
     from gnnbench.systems import isplib
 

@@ -28,13 +28,14 @@ from __future__ import annotations
 import ctypes
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from .errors import UserError
 
-__all__ = ["ALLOCATORS", "Allocator", "resolve_allocator", "loaded_allocator", "release_free_memory"]
+__all__ = ["ALLOCATORS", "Allocator", "resolve_allocator", "loaded_allocator", "release_free_memory", "run_under"]
 
 #: Choices of ``--allocator``; ``auto`` picks the first caching allocator found.
 ALLOCATORS = ("auto", "system", "tcmalloc", "jemalloc")
@@ -61,10 +62,15 @@ class Allocator:
     def environment(self, base: dict[str, str]) -> dict[str, str]:
         """``base`` with the variables that make a new process use this allocator."""
         env = dict(base)
-        if self.library is None:
-            return env
-        preload = [p for p in env.get("LD_PRELOAD", "").split() if p]
-        env["LD_PRELOAD"] = " ".join([self.library, *(p for p in preload if p != self.library)])
+        # an allocator preloaded into this process must not follow into one that asked for another
+        preload = [p for p in env.get("LD_PRELOAD", "").split()
+                   if p and not any(f"lib{name}" in Path(p).name for name in _LIBRARIES)]
+        if self.library is not None:
+            preload.insert(0, self.library)
+        if preload:
+            env["LD_PRELOAD"] = " ".join(preload)
+        else:
+            env.pop("LD_PRELOAD", None)
         if self.name == "jemalloc":
             env["MALLOC_CONF"] = ",".join(p for p in (_JEMALLOC_CONF, env.get("MALLOC_CONF", "")) if p)
         return env
@@ -120,6 +126,22 @@ def resolve_allocator(choice: str) -> Allocator:
         raise UserError(f"allocator '{choice}' is not installed here (looked for {', '.join(_LIBRARIES[choice])}); "
                         f"install it (Debian: apt-get install {_PACKAGES[choice]}) or use --allocator system")
     return Allocator(choice, library)
+
+
+def run_under(choice: str) -> str:
+    """Make this program run under allocator ``choice``, re-executing it once if it does not; returns the name.
+
+    For benchmark scripts that measure in their own process (a worker gets
+    its allocator from :func:`gnnbench.runner.worker_env` instead).
+    """
+    wanted = resolve_allocator(choice)
+    if loaded_allocator() == wanted.name or os.environ.get("GNNBENCH_ALLOCATOR_REEXEC") == wanted.name:
+        return loaded_allocator()
+    env = wanted.environment(dict(os.environ))
+    env["GNNBENCH_ALLOCATOR_REEXEC"] = wanted.name  # tried once: never loop if the preload does not take
+    sys.stdout.flush()
+    os.execve(sys.executable, sys.orig_argv, env)  # orig_argv keeps -m/-c and the interpreter's own flags
+    raise AssertionError("unreachable")
 
 
 def loaded_allocator() -> str:

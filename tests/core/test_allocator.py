@@ -35,10 +35,12 @@ def test_auto_prefers_tcmalloc_then_jemalloc_then_the_c_library(monkeypatch):
     assert resolve_allocator("auto") == Allocator("system")
 
 
-def test_environment_preloads_first_and_keeps_what_was_preloaded():
-    env = Allocator("tcmalloc", "/lib/t.so").environment({"LD_PRELOAD": "/lib/other.so /lib/t.so", "X": "1"})
-    assert env["LD_PRELOAD"] == "/lib/t.so /lib/other.so" and env["X"] == "1"
-    assert Allocator("system").environment({"X": "1"}) == {"X": "1"}
+def test_environment_preloads_first_keeps_other_preloads_and_drops_other_allocators():
+    base = {"LD_PRELOAD": "/lib/other.so /usr/lib/libjemalloc.so.2", "X": "1"}
+    env = Allocator("tcmalloc", "/lib/libtcmalloc_minimal.so.4").environment(base)
+    assert env["LD_PRELOAD"] == "/lib/libtcmalloc_minimal.so.4 /lib/other.so" and env["X"] == "1"
+    assert Allocator("system").environment(base) == {"LD_PRELOAD": "/lib/other.so", "X": "1"}
+    assert Allocator("system").environment({"LD_PRELOAD": "/x/libtcmalloc.so.4"}) == {}
 
 
 def test_jemalloc_is_told_never_to_purge_and_keeps_the_users_settings():
@@ -82,3 +84,17 @@ def test_a_worker_environment_loads_the_allocator_and_release_returns_its_cache(
 def test_this_process_reports_what_it_runs_under():
     assert loaded_allocator() in ("system", "tcmalloc", "jemalloc")
     alloc.release_free_memory()  # never raises, whatever the allocator
+
+
+@pytest.mark.parametrize("start,wanted", [("system", "tcmalloc"), ("tcmalloc", "system")])
+def test_a_script_re_executes_itself_once_under_the_allocator_it_asks_for(start, wanted):
+    if not INSTALLED["tcmalloc"]:
+        pytest.skip("tcmalloc is not installed on this machine (Debian: apt-get install libtcmalloc-minimal4)")
+    from gnnbench.runner import worker_env
+
+    script = ("import sys; from gnnbench.allocator import run_under, loaded_allocator; "
+              f"print('start', flush=True); run_under({wanted!r}); print(loaded_allocator())")
+    env = resolve_allocator(start).environment(worker_env(None, "system"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["start", "start", wanted]  # the first process printed once, then became the second
