@@ -1,4 +1,4 @@
-"""LLVM intrinsics that numba does not expose: a software prefetch.
+"""LLVM features that numba does not expose: a software prefetch and a stack row.
 
 Note [software prefetch]
     SpMM gathers rows ``x[indices[p]]`` in an order only the index array
@@ -15,7 +15,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["prefetch_row"]
+__all__ = ["prefetch_row", "stack_row"]
 
 
 @intrinsic
@@ -48,5 +48,25 @@ def prefetch_row(typingctx, array, row, col):
         builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
                           ir.Constant(i32, 1)])
         return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def stack_row(typingctx, like, size):
+    """A pointer to ``size`` uninitialised elements of ``like``'s dtype on the stack (Note [stack accumulator]).
+
+    ``size`` must be a compile-time constant (a closure constant of a
+    width-specialised kernel); wrap the result with ``numba.carray(ptr,
+    (size,))``. The space lives in the entry block of the compiled function,
+    so a call inside a loop does not grow the stack.
+    """
+    if not (isinstance(like, types.Array) and isinstance(size, types.IntegerLiteral)):
+        return None
+    n = size.literal_value
+    sig = types.CPointer(like.dtype)(like, size)
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, context.get_value_type(signature.args[0].dtype), size=n)
 
     return sig, codegen

@@ -110,8 +110,8 @@ def run_variant(variant: Variant, bounds: np.ndarray, indptr: np.ndarray, indice
     """
     from gnnbench.systems.isplib.spmm_numba import spmm_rows, spmm_rows_fixed
 
-    kernel = spmm_rows_fixed(x.shape[1]) if variant.kernel == "fixed" else spmm_rows
     line = 64 // x.dtype.itemsize
+    kernel = spmm_rows_fixed(x.shape[1], line) if variant.kernel == "fixed" else spmm_rows
     with ThreadScope(variant):
         kernel(indptr, indices,
                dummies.index if eids is None else eids, eids is not None,
