@@ -54,27 +54,29 @@ def _chunks_equal(a, b, chunks, ok):
 
 
 class GcnFactors:
-    """What one view needs to recognise and factorise GCN's normalisation (built once, lazily).
+    """What one view needs to recognise and factorise GCN's normalisation, built in ``prepare``.
 
     ``row`` scales output rows and ``col`` gathered rows: on the forward
     view (rows are destinations) ``deg_in^-1/2`` and ``deg_out^-1/2``, on the
-    transposed view the other way round.
+    transposed view the other way round. The normalisation itself is the
+    Graph's own cached array (``Graph.gcn_norm()``), fetched at the first
+    check: by then the model has asked the Graph for it, and a model that
+    never passes weights never makes the Graph compute it.
     """
 
-    __slots__ = ("norm", "row", "col", "_chunks")
+    __slots__ = ("graph", "row", "col", "_ok")
 
     def __init__(self, graph, transposed: bool, chunks: int):
-        self.norm = graph.gcn_norm()  # the Graph's own cached array: nothing new to hold
-        self._chunks = chunks
+        self.graph = graph
         din = 1.0 / np.sqrt(np.maximum(np.asarray(graph.in_degree, dtype=np.float64), 1.0))
         dout = 1.0 / np.sqrt(np.maximum(np.asarray(graph.out_degree, dtype=np.float64), 1.0))
         din, dout = din.astype(np.float32), dout.astype(np.float32)
         self.row, self.col = (dout, din) if transposed else (din, dout)
+        self._ok = np.zeros(chunks, dtype=np.bool_)  # one flag per parallel chunk of the check
 
     def matches(self, w: np.ndarray) -> bool:
         """Whether ``w`` (``[E, 1]`` float32, canonical edge order) is ``graph.gcn_norm()``, edge for edge."""
-        if w.dtype != np.float32 or w.shape != (self.norm.shape[0], 1) or not w.flags.c_contiguous:
+        if w.dtype != np.float32 or w.shape != (self.graph.num_edges, 1) or not w.flags.c_contiguous:
             return False
-        ok = np.zeros(self._chunks, dtype=np.bool_)
-        _chunks_equal(w.reshape(-1), self.norm, self._chunks, ok)
-        return bool(ok.all())
+        _chunks_equal(w.reshape(-1), self.graph.gcn_norm(), self._ok.shape[0], self._ok)
+        return bool(self._ok.all())

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from gnnbench.graph import Graph, GraphView
+from gnnbench.graph import GraphView
 from gnnbench.systems.isplib.factorised import GcnFactors
 from gnnbench.systems.isplib.variant import Dummies, Variant, default_variant
 
@@ -85,7 +85,6 @@ class IsplibGraph:
     _lookup: dict[tuple[int, np.dtype], Variant] = field(default_factory=dict, repr=False)
     row_degree: np.ndarray | None = field(default=None, repr=False)
     col_degree: np.ndarray | None = field(default=None, repr=False)
-    graph: Graph | None = field(default=None, repr=False)
     _gcn: GcnFactors | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
@@ -140,11 +139,7 @@ class IsplibGraph:
 
     def gcn_factors(self, weight: np.ndarray) -> GcnFactors | None:
         """This view's scales if ``weight`` is its graph's GCN normalisation, else None (Note [factorised weights])."""
-        if self.graph is None:
-            return None
-        if self._gcn is None:
-            self._gcn = GcnFactors(self.graph, self.orientation == "transposed", 4 * numba.get_num_threads())
-        return self._gcn if self._gcn.matches(weight) else None
+        return self._gcn if self._gcn is not None and self._gcn.matches(weight) else None
 
     def dummies(self, index_dtype: np.dtype, float_dtype: np.dtype) -> Dummies:
         key = (index_dtype, float_dtype)
@@ -177,8 +172,9 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     entries = tuning.lookup(signature, orientation, path)
     prepared = IsplibGraph(orientation, signature, view.num_rows, np.asarray(view.indptr),
                            variants=entries, tuned=bool(entries), cache_path=str(path),
-                           row_degree=np.asarray(view.row_degree), col_degree=np.asarray(view.col_degree),
-                           graph=view.graph)
+                           row_degree=np.asarray(view.row_degree), col_degree=np.asarray(view.col_degree))
+    if view.transposed:  # only the backward's view factorises (Note [factorised weights])
+        prepared._gcn = GcnFactors(view.graph, True, 4 * numba.get_num_threads())
     prepared.default_bounds()
     for (width, _dtype), v in entries.items():
         prepared.bounds_for(v)

@@ -83,3 +83,14 @@ def test_readme_quick_start_and_ci_run_the_same_test_command():
     blocks = [b.split("```", 1)[0].strip() for b in readme.split("```bash\n")[1:3]]
     ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m pip")]
     assert blocks[1] == ci[0].replace("python3 -m pip", "pip")
+
+
+def test_a_named_allocator_that_is_not_installed_is_one_line_and_status_2(monkeypatch, capsys, tmp_path):
+    from gnnbench import allocator
+
+    monkeypatch.setattr(allocator, "find_library", lambda name: None)
+    db = tmp_path / "r.sqlite"
+    assert main(["run", "--system", "reference", "--model", "gcn", "--allocator", "tcmalloc", "--results", str(db)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gnnbench run: allocator 'tcmalloc' is not installed here")
+    assert not db.exists()
