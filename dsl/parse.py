@@ -1,21 +1,28 @@
-"""Parse ``.gnn`` text into a checked :class:`~gnnbench.dsl.spec.SystemSpec`.
+"""Parse ``.gnn`` text into a checked :class:`~gnnbench.dsl.spec.SystemSpec` (or the :class:`ApiSpec`).
 
 Syntax errors carry ``file:line:col``, the offending line with a caret
-(``UnexpectedInput.get_context``) and, for known mistakes, a label chosen by
-``match_examples`` from :data:`_KNOWN_MISTAKES`.
+(``UnexpectedInput.get_context``), a "did you mean" for a misspelt keyword
+and, for known mistakes, a label chosen by ``match_examples`` from
+:data:`_KNOWN_MISTAKES`. Messages name what was expected in plain words,
+never a grammar terminal, and no Lark exception escapes: callers see
+:class:`SpecError` only.
 """
 from __future__ import annotations
 
 import ast
+import difflib
+import math
+from dataclasses import replace
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, v_args
-from lark.exceptions import VisitError
+from lark.exceptions import LarkError, VisitError
 
-from .check import check_spec
-from .spec import Attr, Call, CallArg, GradRule, KernelSpec, Location, Param, SpecError, SystemSpec
+from .check import check_api, check_spec, did_you_mean
+from .spec import (ROLES, ApiSpec, Attr, Call, CallArg, GradRule, KernelSpec, Location, OperatorSpec, Param,
+                   SpecError, SystemSpec)
 
-__all__ = ["parse_spec", "load_spec", "grammar"]
+__all__ = ["parse_spec", "load_spec", "parse_api", "load_api", "grammar"]
 
 _parser: Lark | None = None
 
@@ -43,18 +50,21 @@ def _in_kernel(*bodies: str) -> list[str]:
 
 
 _KNOWN_MISTAKES = {
-    "a spec starts with `system NAME VERSION`, e.g. `system mysys 0.1`": [
+    "a spec starts with `system <name> <version>`, e.g. `system mysys 0.1`": [
         "kernel k\n", "system\n", "system s\n", "kernels m\n", "  kernels m\n",
     ],
-    "a tensor argument reads `ROLE NAME: DTYPE[SHAPE]`, e.g. `input x: float[N, F]`": _in_kernel(
+    "a system line lists names separated by commas, e.g. `frameworks torch, tensorflow`": [
+        "system s 1\n  frameworks a:b\n", "system s 1\n  devices a b\n", "system s 1\n  provides a.b\n",
+    ],
+    "a tensor argument reads `input <name>: <dtype>[<shape>]` (or output, saves, workspace), e.g. `input x: float[N, F]`": _in_kernel(
         "  input x float[N]\n", "  input x:\n", "  output : float[N]\n", "  input x: float N\n"),
     "a kernel body holds `attr`, `input`, `output`, `saves`, `workspace` and `grad` lines": _in_kernel(
         "  inputs x: float[N]\n", "  returns x\n"),
-    "an attribute reads `attr NAME in {a, b}` or `attr NAME: float`": _in_kernel(
+    "an attribute reads `attr <name> in {a, b}` or `attr <name>: float`": _in_kernel(
         "  attr reduce {sum}\n", "  attr reduce in sum\n"),
     "a backward rule reads `grad x = kernel(args) [transposed]`": _in_kernel(
         "  grad x kernel(y)\n", "  grad x = kernel\n", "  grad x = kernel(y) backwards\n"),
-    "a shape reads `[DIM, DIM, ...]` where a DIM is a symbol, an integer or a product like H*D": _in_kernel(
+    "a shape reads `[N, H*D, 4]`: symbols, integers or products of them, separated by commas": _in_kernel(
         "  input x: float[N,, F]\n", "  input x: float[N F]\n"),
 }
 
@@ -115,6 +125,23 @@ class _ToSpec(Transformer):
         return ("hook", (str(items[0]), str(items[1])))
 
     @v_args(meta=True)
+    def provides(self, meta, items):
+        return ("provides", (items[0], self._loc(meta)))
+
+    @v_args(meta=True)
+    def floats(self, meta, items):
+        return ("floats", (str(items[0]), self._loc(meta)))
+
+    @v_args(meta=True)
+    def api(self, meta, items):
+        name, version, *rest = items
+        fields = dict(rest)
+        if set(fields) - {"summary"}:
+            raise SpecError(f"the system API's header takes only `summary`; found `{sorted(set(fields) - {'summary'})[0]}`",
+                            self._loc(meta))
+        return ("api", dict(name=str(name), version=str(version), location=self._loc(meta), **fields))
+
+    @v_args(meta=True)
     def system(self, meta, items):
         name, version, *rest = items
         fields: dict = {"hooks": []}
@@ -159,7 +186,18 @@ class _ToSpec(Transformer):
         return CallArg(str(items[0]))
 
     def arg_attr(self, items):
-        return CallArg(str(items[0]), str(items[1]))
+        value = items[1]
+        if value.type != "SIGNED_NUMBER":
+            return CallArg(str(items[0]), str(value))
+        text = str(value)
+        number = int(text) if text.lstrip("+-").isdigit() else float(text)
+        if isinstance(number, float) and not math.isfinite(number):
+            raise SpecError(f"attribute value '{items[0]}={text}' is not a finite number; "
+                            "write a value a float can hold, e.g. 1e300", self._loc_of(value))
+        return CallArg(str(items[0]), number)
+
+    def _loc_of(self, token) -> Location:
+        return Location(self.path, getattr(token, "line", 0), getattr(token, "column", 0))
 
     @v_args(meta=True)
     def call(self, meta, items):
@@ -195,23 +233,73 @@ class _ToSpec(Transformer):
             location=self._loc(meta),
         )
 
+    @v_args(meta=True)
+    def operator(self, meta, items):
+        name, *body = items
+        pinned = ()
+        if body and isinstance(body[0], tuple) and body[0][0] == "pins":
+            pinned, body = body[0][1], body[1:]
+        grads = [i for i in body if isinstance(i, GradRule)]
+        if grads:
+            raise SpecError(f"operator {name} declares a backward rule; operators are signatures, and backward "
+                            "rules belong to the kernels that implement them", grads[0].location)
+        return OperatorSpec(str(name), pinned, attrs=tuple(i for i in body if isinstance(i, Attr)),
+                            params=tuple(i for i in body if isinstance(i, Param)), location=self._loc(meta))
+
     def start(self, items):
-        (_, fields), *kernels = items
-        return SystemSpec(kernels=tuple(kernels), path=self.path, **fields)
+        (kind, fields), *decls = items
+        return kind, fields, decls
 
 
-def _readable(terminal: str) -> str:
-    """``COLON`` -> ``':'``; named terminals (NAME, INT) stay as they are."""
+#: Grammar terminals in plain words (messages never show terminal names).
+_PLAIN = {
+    "NAME": "a name", "INT": "an integer", "SIGNED_NUMBER": "a number", "STRING": "a quoted string",
+    "VERSION": "a version such as 0.1", "_NL": "end of line", "$END": "end of file",
+    "OPTIONAL": "`?`",
+}
+#: Keywords a misspelt word is compared against, per terminal.
+_WORDS = {"ROLE": ROLES, "HOOK": ("prepare", "configure", "report", "tune"), "TRANSPOSED": ("transposed",)}
+
+
+def _terminal_words(terminal: str) -> tuple[str, ...]:
+    if terminal in _WORDS:
+        return _WORDS[terminal]
     try:
         pattern = grammar().get_terminal(terminal).pattern
-    except KeyError:
-        return terminal
-    return repr(pattern.value) if pattern.type == "str" else terminal
+    except (KeyError, LarkError):
+        return ()
+    return (pattern.value,) if pattern.type == "str" and pattern.value.isidentifier() else ()
+
+
+def _readable(terminal: str) -> tuple[str, ...]:
+    """``COLON`` -> ```:```, ``ROLE`` -> ```input``, ```output``, ...``; never a terminal name."""
+    if terminal in _WORDS:
+        return tuple(f"`{w}`" for w in _WORDS[terminal])
+    if terminal in _PLAIN:
+        return (_PLAIN[terminal],)
+    try:
+        pattern = grammar().get_terminal(terminal).pattern
+    except (KeyError, LarkError):
+        return ("something else",)
+    return (f"`{pattern.value}`",) if pattern.type == "str" else ("something else",)
+
+
+def _label(err: UnexpectedInput) -> str | None:
+    """The known mistake ``err`` matches, if any (Lark's ``match_examples``; it must never escape)."""
+    for use_accepts in (True, False):
+        try:
+            return err.match_examples(grammar().parse, _KNOWN_MISTAKES, use_accepts=use_accepts)
+        except Exception:  # noqa: BLE001 - Lark's own debug logging can raise TypeError; try without accepts
+            continue
+    return None
 
 
 def _syntax_error(err: UnexpectedInput, text: str, path: str) -> SpecError:
-    label = err.match_examples(grammar().parse, _KNOWN_MISTAKES, use_accepts=True)
+    label = _label(err)
     found = getattr(err, "token", None)
+    expected = sorted(getattr(err, "accepts", None) or getattr(err, "expected", None) or ())
+    expected = [e for e in expected if not e.startswith("__")]
+    suggestion = ""
     if isinstance(err, UnexpectedCharacters):
         what = f"unexpected character {text[err.pos_in_stream]!r}"
     elif found is not None and getattr(found, "type", "") == "$END":
@@ -219,39 +307,115 @@ def _syntax_error(err: UnexpectedInput, text: str, path: str) -> SpecError:
     elif found is not None:
         shown = "end of line" if found.type == "_NL" else repr(str(found))
         what = f"unexpected {shown}"
+        words = sorted({w for e in expected for w in _terminal_words(e)})
+        if str(found).isidentifier():
+            suggestion = did_you_mean(str(found), words)
     else:
         what = "syntax error"
-    expected = sorted(getattr(err, "accepts", None) or getattr(err, "expected", None) or ())
-    expected = [_readable(e) for e in expected if not e.startswith("__")]
-    message = what + (f"; {label}" if label else (f"; expected one of: {', '.join(expected)}" if expected else ""))
-    context = err.get_context(text).rstrip("\n")
-    return SpecError(message, Location(path, err.line, err.column), context)
+    readable = sorted({r for e in expected for r in _readable(e)})
+    message = what + suggestion
+    message += f"; {label}" if label else (f"; expected {', '.join(readable)}" if readable else "")
+    try:
+        context = err.get_context(text).rstrip("\n")
+    except Exception:  # noqa: BLE001 - the context is a courtesy; the message stands without it
+        context = ""
+    return SpecError(message, Location(path, getattr(err, "line", 0), getattr(err, "column", 0)), context)
 
 
-def parse_spec(text: str, path: str = "<string>", check: bool = True) -> SystemSpec:
-    """Parse (and by default check) spec text. Raises :class:`SpecError` only."""
+def _parse(text: str, path: str):
+    """``(kind, header fields, declarations)`` of spec text; raises :class:`SpecError` only."""
     if not text.endswith("\n"):
         text += "\n"
     try:
         tree = grammar().parse(text)
     except UnexpectedInput as err:
         raise _syntax_error(err, text, path) from None
+    except LarkError as err:  # no Lark exception escapes, whatever its kind
+        raise SpecError(f"cannot parse the spec: {err}", Location(path, 0, 0)) from None
     try:
-        spec = _ToSpec(path).transform(tree)
+        return _ToSpec(path).transform(tree), text
     except VisitError as err:
         if isinstance(err.orig_exc, SpecError):
             raise err.orig_exc from None
         raise
+
+
+def _standard_kernels(fields: dict, path: str, text: str) -> tuple[KernelSpec, ...]:
+    """The kernels ``provides`` takes from the system API, with ``floats`` applied."""
+    from .system_api import standard_kernels
+
+    provides, where = fields.pop("provides", ((), None))
+    floats, floats_at = fields.pop("floats", (None, None))
+    fields["provides"], fields["floats"] = provides, floats
+    if floats is not None and floats not in ("f32", "f64"):
+        raise SpecError(f"`floats {floats}`: a system's floats are f32 or f64 (did it mean `floats f32`?)", floats_at,
+                        _caret(text, floats_at))
+    return standard_kernels(provides, floats, where, text)
+
+
+def _caret(text: str, location: Location | None) -> str:
+    lines = text.splitlines()
+    if location is None or not 0 < location.line <= len(lines):
+        return ""
+    return f"{lines[location.line - 1]}\n{' ' * max(location.column - 1, 0)}^"
+
+
+def parse_spec(text: str, path: str = "<string>", check: bool = True) -> SystemSpec:
+    """Parse (and by default check) a system's spec text. Raises :class:`SpecError` only."""
+    (kind, fields, decls), text = _parse(text, path)
+    if kind == "api":
+        raise SpecError("this file declares the system API (`api ...`); a system spec starts with "
+                        "`system NAME VERSION`", fields["location"], _caret(text, fields["location"]))
+    operators = [d for d in decls if isinstance(d, OperatorSpec)]
+    if operators:
+        raise SpecError(f"a system spec cannot declare operators (found `operator {operators[0].name}`); the "
+                        "operators are the system API's, in gnnbench/api.gnn: write `kernel <name> implements "
+                        "<operator>` or `provides <operator>`", operators[0].location, _caret(text, operators[0].location))
+    standard = _standard_kernels(fields, path, text)
+    own = [d for d in decls if isinstance(d, KernelSpec)]
+    floats = fields["floats"]
+    if floats:
+        own = [_with_floats(k, floats) for k in own]
+    # a kernel the system declares replaces the standard kernel of that name (floor: a zero weight gradient)
+    replaced = {k.name for k in own}
+    standard = tuple(k for k in standard if k.name not in replaced)
+    spec = SystemSpec(kernels=(*standard, *own), path=path, **fields)
     if check:
         check_spec(spec, text)
     return spec
 
 
-def load_spec(path: str | Path, check: bool = True) -> SystemSpec:
-    """Read and parse a ``.gnn`` file."""
-    path = Path(path)
+def _with_floats(k: KernelSpec, floats: str) -> KernelSpec:
+    return replace(k, params=tuple(replace(p, dtype=floats) if p.dtype == "float" else p for p in k.params))
+
+
+def parse_api(text: str, path: str = "<string>", check: bool = True) -> ApiSpec:
+    """Parse (and by default check) the system API's text (``gnnbench/api.gnn``)."""
+    (kind, fields, decls), text = _parse(text, path)
+    if kind != "api":
+        raise SpecError("the system API file starts with `api NAME VERSION`", fields["location"])
+    api = ApiSpec(operators=tuple(d for d in decls if isinstance(d, OperatorSpec)),
+                  kernels=tuple(replace(d, standard=True) for d in decls if isinstance(d, KernelSpec)),
+                  path=path, **fields)
+    if check:
+        check_api(api, text)
+    return api
+
+
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise SpecError(f"cannot read spec: {err}", Location(str(path), 0, 0)) from None
-    return parse_spec(text, str(path), check)
+
+
+def load_spec(path: str | Path, check: bool = True) -> SystemSpec:
+    """Read and parse a system's ``.gnn`` file."""
+    path = Path(path)
+    return parse_spec(_read(path), str(path), check)
+
+
+def load_api(path: str | Path, check: bool = True) -> ApiSpec:
+    """Read and parse the system API's ``.gnn`` file."""
+    path = Path(path)
+    return parse_api(_read(path), str(path), check)

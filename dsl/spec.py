@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = ["Location", "SpecError", "Attr", "Param", "CallArg", "Call", "GradRule",
-           "KernelSpec", "SystemSpec", "DTYPES", "ROLES"]
+           "KernelSpec", "OperatorSpec", "SystemSpec", "ApiSpec", "DTYPES", "ROLES", "FLOAT_DTYPES"]
 
 #: dtype name -> NumPy dtype names it admits. ``float`` is a type variable.
 DTYPES = {
@@ -20,6 +20,8 @@ DTYPES = {
     "i64": ("int64",),
 }
 ROLES = ("input", "output", "saves", "workspace")
+#: dtypes a gradient may flow through.
+FLOAT_DTYPES = ("float", "f32", "f64")
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,14 @@ class Param:
 
 @dataclass(frozen=True)
 class CallArg:
-    """A positional reference (``grad_out``) or an attribute binding (``reduce=sum``)."""
+    """A positional reference (``grad_out``) or an attribute binding (``reduce=sum``, ``slope=0.2``).
+
+    A bound number is already an ``int`` or ``float`` (the parser converts it),
+    so nothing downstream reads numbers from text.
+    """
 
     name: str
-    value: str | None = None
+    value: str | int | float | None = None
 
     def __str__(self) -> str:
         return self.name if self.value is None else f"{self.name}={self.value}"
@@ -122,7 +128,7 @@ class Call:
         return tuple(a.name for a in self.args if a.value is None)
 
     @property
-    def attr_bindings(self) -> dict[str, str]:
+    def attr_bindings(self) -> dict[str, str | int | float]:
         return {a.name: a.value for a in self.args if a.value is not None}
 
     def __str__(self) -> str:
@@ -143,12 +149,20 @@ class GradRule:
 
 @dataclass(frozen=True)
 class KernelSpec:
+    """A kernel: the operator it implements (if any), its arguments and its backward rules.
+
+    ``standard`` marks a kernel a system takes from the system API with
+    ``provides``: it is declared in ``gnnbench/api.gnn``, not in the system's
+    own file, and ``str()`` of the system leaves it out.
+    """
+
     name: str
     implements: str | None
     attrs: tuple[Attr, ...] = ()
     pinned: tuple[tuple[str, str], ...] = ()
     params: tuple[Param, ...] = ()
     grads: tuple[GradRule, ...] = ()
+    standard: bool = False
     location: Location | None = _loc()
 
     def role(self, role: str) -> tuple[Param, ...]:
@@ -192,8 +206,76 @@ class KernelSpec:
 
 
 @dataclass(frozen=True)
+class OperatorSpec:
+    """An operator's signature in the system API: ``operator sddmm(op=dot)`` and its arguments.
+
+    An operator whose shapes depend on an attribute value is declared once
+    per value (``pinned``); together they make up the operator.
+    """
+
+    name: str
+    pinned: tuple[tuple[str, str], ...] = ()
+    attrs: tuple[Attr, ...] = ()
+    params: tuple[Param, ...] = ()
+    location: Location | None = _loc()
+
+    @property
+    def inputs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.role == "input")
+
+    @property
+    def outputs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.role == "output")
+
+    def __str__(self) -> str:
+        pins = ", ".join(f"{k}={v}" for k, v in self.pinned)
+        head = f"operator {self.name}" + (f"({pins})" if pins else "")
+        return "\n".join([head] + ["    " + str(x) for x in (*self.attrs, *self.params)])
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    """``gnnbench/api.gnn``: the operators and the standard kernels."""
+
+    name: str
+    version: str
+    summary: str = ""
+    operators: tuple[OperatorSpec, ...] = ()
+    kernels: tuple[KernelSpec, ...] = ()
+    path: str = field(default="<string>", compare=False)
+    location: Location | None = _loc()
+
+    def kernel(self, name: str) -> KernelSpec | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+    def operator(self, name: str) -> tuple[OperatorSpec, ...]:
+        """Every declaration of operator ``name`` (one per pinned attribute value, or one)."""
+        return tuple(o for o in self.operators if o.name == name)
+
+    def operator_attrs(self, name: str) -> dict[str, tuple[str, ...] | str]:
+        """Attribute -> allowed values (a tuple) or a type name, over all declarations of ``name``."""
+        out: dict[str, tuple[str, ...] | str] = {}
+        for o in self.operator(name):
+            for k, v in o.pinned:
+                out[k] = (*out.get(k, ()), v)
+            for a in o.attrs:
+                out[a.name] = a.values if a.values is not None else a.type
+        return out
+
+    def __str__(self) -> str:
+        head = [f"api {self.name} {self.version}"] + ([f"    summary {_quote(self.summary)}"] if self.summary else [])
+        return "\n\n".join(["\n".join(head)] + [str(o) for o in self.operators]
+                            + [str(k) for k in self.kernels]) + "\n"
+
+
+@dataclass(frozen=True)
 class SystemSpec:
-    """A whole ``.gnn`` file."""
+    """A whole ``.gnn`` file of a system.
+
+    ``kernels`` holds every kernel the system has: the standard kernels its
+    ``provides`` line takes from the system API (``floats`` applied, marked
+    ``standard``) and the kernels it declares itself.
+    """
 
     name: str
     version: str
@@ -206,6 +288,8 @@ class SystemSpec:
     formats: tuple[str, ...] = ("csr",)
     hooks: tuple[tuple[str, str], ...] = ()
     hint: str = ""
+    provides: tuple[str, ...] = ()
+    floats: str | None = None
     kernels: tuple[KernelSpec, ...] = ()
     path: str = field(default="<string>", compare=False)
     location: Location | None = _loc()
@@ -230,7 +314,12 @@ class SystemSpec:
         lines += [f"    {hook} {fn}" for hook, fn in self.hooks]
         if self.hint:
             lines.append(f"    hint {_quote(self.hint)}")
-        return "\n\n".join(["\n".join(lines)] + [str(k) for k in self.kernels]) + "\n"
+        if self.provides:
+            lines.append(f"    provides {', '.join(self.provides)}")
+        if self.floats:
+            lines.append(f"    floats {self.floats}")
+        own = [str(k) for k in self.kernels if not k.standard]
+        return "\n\n".join(["\n".join(lines)] + own) + "\n"
 
 
 def _quote(text: str) -> str:

@@ -150,7 +150,7 @@ def test_system_float_dtype_reads_the_spec(tmp_path):
     spec = (DEMO_SYSTEMS / "demo_zero_backward" / "demo_zero_backward.gnn").read_text()
     path = tmp_path / "only32" / "only32.gnn"
     path.parent.mkdir()
-    path.write_text(spec.replace("demo_zero_backward", "only32").replace("float[", "f32[", 1))
+    path.write_text(spec.replace("demo_zero_backward", "only32").replace("    provides", "    floats f32\n    provides", 1))
     assert system_float_dtype(str(path)) == "float32"
     assert system_float_dtype(str(DEMO_SYSTEMS / "demo_zero_backward" / "demo_zero_backward.gnn")) == "float64"
 

@@ -1,9 +1,12 @@
-"""Runs one kernel call under TensorFlow: check, allocate, hand out DLPack views, call.
+"""Runs kernels under TensorFlow: one ``tf.custom_gradient`` bridge for every operator, and one kernel call.
 
-Generated ``_glue_tensorflow.py`` files call :func:`run` from their
-``tf.custom_gradient`` functions, and use :class:`GradContext` for what
-``torch.autograd.Function`` gives the PyTorch glue (``needs_input_grad``,
-absent optional inputs). See Note [producer-only] in :mod:`gnnbench.boundary`.
+A generated ``_glue_tensorflow.py`` calls :func:`bind_system`; each operator
+it implements then runs through :func:`_bridge`, driven by the kernel's
+:class:`~gnnbench.glue.KernelPlan` like the PyTorch runtime's, with
+:class:`GradContext` for what ``torch.autograd.Function`` gives that one
+(``needs_input_grad``, absent optional inputs). Every kernel call goes through
+:func:`run`: check, allocate, hand out DLPack views, call. See Note
+[producer-only] in :mod:`gnnbench.boundary`.
 
 Note [TensorFlow buffers]
     TensorFlow tensors are immutable to TensorFlow: it may hand one buffer to
@@ -35,10 +38,11 @@ from tensorflow.python.eager import record as _record
 
 from ..boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
 from ..errors import BoundaryError
+from ..glue import OperatorCall, bind_system as _bind_system
 from ..graph import GraphView
 from ..kernel_clock import call_kernel
 
-__all__ = ["run", "facts", "to_view", "allocate", "data_pointer", "GradContext"]
+__all__ = ["run", "facts", "to_view", "allocate", "data_pointer", "GradContext", "bind_system"]
 
 _TF_DTYPES = {"float32": tf.float32, "float64": tf.float64, "int32": tf.int32, "int64": tf.int64}
 
@@ -224,3 +228,40 @@ class GradContext:
     def dense(grad: Any) -> Any:
         """An upstream gradient as a dense tensor (a gather's gradient arrives as ``tf.IndexedSlices``)."""
         return _as_tensor(grad)
+
+
+def _bridge(call: OperatorCall, graph, attrs: dict[str, Any], inputs: Sequence[Any]):
+    """The operator's kernel as a ``tf.custom_gradient`` function; its backward runs the gradient rules."""
+    plan = call.plan
+    ctx = GradContext(graph, attrs, inputs)
+
+    @tf.custom_gradient
+    def forward(*present):
+        full = ctx.inputs(present)
+        results = call.run(plan.decl, graph.view(), full, attrs)
+        named = plan.tensors(full, results)
+        outputs = results[:len(plan.decl.outputs)]
+
+        def backward(*grad_outputs):
+            tensors = dict(named)
+            tensors.update((f"grad_{n}", ctx.dense(g)) for n, g in zip(plan.output_names, grad_outputs))
+            needs = ctx.needs_input_grad[2:]
+            grads: list[Any] = [None] * len(needs)
+            for rule in plan.rules:
+                if any(needs[i] for i in rule.targets):
+                    results = call.run(rule.callee, ctx.graph.view(rule.transposed),
+                                       tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
+                    for i, r in zip(rule.targets, results):
+                        grads[i] = r
+            for i in plan.ungradable:
+                if needs[i]:
+                    raise plan.no_gradient(i)
+            return ctx.present_grads(*grads)
+
+        return (outputs[0] if len(outputs) == 1 else tuple(outputs)), backward
+
+    return forward(*ctx.present)
+
+
+#: What a generated ``_glue_tensorflow.py`` calls: :func:`gnnbench.glue.bind_system` for TensorFlow.
+bind_system = functools.partial(_bind_system, framework="tensorflow", bridge=_bridge)

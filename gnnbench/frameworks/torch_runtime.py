@@ -1,11 +1,14 @@
-"""Runs one kernel call under PyTorch: check, allocate, hand out views, call.
+"""Runs kernels under PyTorch: one autograd bridge for every operator, and one kernel call.
 
-Generated ``_glue_torch.py`` files call :func:`run` from their
-``torch.autograd.Function`` classes. See Note [producer-only] in
-:mod:`gnnbench.boundary`.
+A generated ``_glue_torch.py`` calls :func:`bind_system`; each operator it
+implements then runs through :class:`_Bridge`, a ``torch.autograd.Function``
+driven by the kernel's :class:`~gnnbench.glue.KernelPlan` (its backward rules
+as data), and every kernel call goes through :func:`run`: check, allocate,
+hand out views, call. See Note [producer-only] in :mod:`gnnbench.boundary`.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -13,10 +16,11 @@ import torch
 
 from ..boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
 from ..errors import BoundaryError
+from ..glue import OperatorCall, bind_system as _bind_system
 from ..graph import GraphView
 from ..kernel_clock import call_kernel
 
-__all__ = ["run", "facts", "to_view"]
+__all__ = ["run", "facts", "to_view", "bind_system"]
 
 _NUMPY_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32",
                 torch.int64: "int64", torch.float16: "float16", torch.bfloat16: "bfloat16",
@@ -73,3 +77,47 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
     call_kernel(kernel.name, kernel.fn, view, *in_views, *args, **kwargs)  # Note [kernel time]
     keep = len(kernel.outputs) + len(kernel.saves)
     return tuple(results[:keep])
+
+
+class _Bridge(torch.autograd.Function):
+    """Forward: the operator's kernel. Backward: its gradient rules, each a kernel call."""
+
+    @staticmethod
+    def forward(ctx, call: OperatorCall, graph, attrs, *inputs):
+        plan = call.plan
+        results = call.run(plan.decl, graph.view(), inputs, attrs)
+        ctx.call, ctx.graph, ctx.attrs = call, graph, attrs
+        if plan.saved:
+            named = plan.tensors(inputs, results)
+            ctx.save_for_backward(*(named[n] for n in plan.saved))
+        outputs = results[:len(plan.decl.outputs)]
+        integer = plan.integer_outputs(outputs)
+        if integer:
+            ctx.mark_non_differentiable(*integer)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        call, plan = ctx.call, ctx.call.plan
+        tensors = dict(zip(plan.saved, ctx.saved_tensors))
+        tensors.update((f"grad_{n}", g.contiguous()) for n, g in zip(plan.output_names, grad_outputs))
+        needs = ctx.needs_input_grad[3:]
+        grads: list[Any] = [None] * len(needs)
+        for rule in plan.rules:
+            if any(needs[i] for i in rule.targets):
+                results = call.run(rule.callee, ctx.graph.view(rule.transposed),
+                                   tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
+                for i, r in zip(rule.targets, results):
+                    grads[i] = r
+        for i in plan.ungradable:
+            if needs[i]:
+                raise plan.no_gradient(i)
+        return (None, None, None, *grads)
+
+
+def _bridge(call: OperatorCall, graph, attrs: dict[str, Any], inputs: Sequence[Any]):
+    return _Bridge.apply(call, graph, attrs, *inputs)
+
+
+#: What a generated ``_glue_torch.py`` calls: :func:`gnnbench.glue.bind_system` for PyTorch.
+bind_system = functools.partial(_bind_system, framework="torch", bridge=_bridge)

@@ -64,7 +64,7 @@ def test_pinned_attributes_round_trip_and_dispatch():
 MISTAKES = {
     "unknown dtype": (
         TINY.replace("input  x: float[N, H, D]", "input  x: f16[N, H, D]"),
-        "tiny.gnn:6:5: unknown dtype 'f16'; expected one of: float, f32, f64, i32, i64"),
+        "tiny.gnn:6:5: unknown dtype 'f16' (did you mean `f64`?); expected one of: float, f32, f64, i32, i64"),
     "undefined shape symbol": (
         TINY.replace("output out: float[N, H, D]", "output out: float[N, H, K]"),
         "tiny.gnn:8:5: output 'out' of kernel 'spmm_sum' uses the undefined shape symbol 'K'; defined here: "
@@ -78,8 +78,8 @@ MISTAKES = {
         "tiny.gnn:17:1: duplicate kernel 'spmm_sum_backward' (first declared at tiny.gnn:11:1)"),
     "backward names unknown kernel": (
         TINY.replace("grad   x = spmm_sum_backward", "grad   x = spmm_sum_bwd"),
-        "tiny.gnn:9:5: backward of 'spmm_sum' calls unknown kernel 'spmm_sum_bwd'; kernels in this spec: "
-        "spmm_sum, spmm_sum_backward"),
+        "tiny.gnn:9:5: backward of 'spmm_sum' calls unknown kernel 'spmm_sum_bwd' (did you mean "
+        "`spmm_sum_backward`?); kernels in this spec: spmm_sum, spmm_sum_backward"),
     "operator implemented twice": (
         TINY + "\nkernel other implements spmm(reduce=sum)\n    input x: float[N, H, D]\n"
                "    input weight: float[E, H]?\n    output out: float[N, H, D]\n",
@@ -90,24 +90,24 @@ MISTAKES = {
     "python keyword as name": (
         TINY.replace("input  x: float[N, H, D]\n    input  weight", "input  class: float[N, H, D]\n    input  weight"),
         "tiny.gnn:6:5: argument name 'class' is not a usable Python identifier (letters, digits and _, "
-        "not a keyword, no leading __)"),
+        "not a keyword)"),
     "code injected through a name": (
         TINY.replace("kernels tiny.kernels", "kernels tiny.kernels; import os"),
         "tiny.gnn:2:25: unexpected character ';'"),
     "unknown operator": (
         TINY.replace("implements spmm", "implements spmv"),
-        "tiny.gnn:4:1: kernel 'spmm_sum' implements unknown operator 'spmv'; the system API has: "
-        "spmm, sddmm, edge_softmax, gat_aggregate"),
+        "tiny.gnn:4:1: kernel 'spmm_sum' implements unknown operator 'spmv' (did you mean `spmm`?); the "
+        "system API has: spmm, sddmm, edge_softmax, gat_aggregate"),
     "gradient of something that is not an input": (
         TINY.replace("grad   x =", "grad   y ="),
         "tiny.gnn:9:5: 'grad y': 'y' is not a float input of kernel 'spmm_sum'; its float inputs: weight, x"),
     "missing colon": (
         TINY.replace("input  x: float[N, H, D]", "input  x float[N, H, D]"),
-        "tiny.gnn:6:14: unexpected 'float'; a tensor argument reads `ROLE NAME: DTYPE[SHAPE]`, "
-        "e.g. `input x: float[N, F]`"),
+        "tiny.gnn:6:14: unexpected 'float'; a tensor argument reads `input <name>: <dtype>[<shape>]` "
+        "(or output, saves, workspace), e.g. `input x: float[N, F]`"),
     "no system line": (
         TINY.replace("system tiny 0.1\n", ""),
-        "tiny.gnn:1:5: unexpected 'kernels'; a spec starts with `system NAME VERSION`, e.g. `system mysys 0.1`"),
+        "tiny.gnn:1:5: unexpected 'kernels'; a spec starts with `system <name> <version>`, e.g. `system mysys 0.1`"),
     "callee attribute left unbound": (
         TINY.replace("kernel spmm_sum implements spmm\n    attr   reduce in {sum}\n",
                      "kernel spmm_sum implements spmm(reduce=sum)\n").replace(
