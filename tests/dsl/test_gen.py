@@ -23,12 +23,28 @@ def test_checked_in_glue_matches_its_specs():
 def test_glue_carries_a_header_naming_template_and_spec():
     spec = load_spec(systems_root() / "reference" / "reference.gnn")
     files = {path.name: text for path, text in generate(spec).items()}
-    assert "_glue_torch.py" in files
+    assert sorted(files) == ["_glue_tensorflow.py", "_glue_torch.py"]
     for name, text in files.items():
-        template = name.removeprefix("_glue_").removesuffix(".py") + "_glue.py.j2"
-        assert text.splitlines()[0] == (f"{GENERATED_MARK} from {template} and "
-                                        "systems/reference/reference.gnn; do not edit")
+        assert text.splitlines()[0] == (f"{GENERATED_MARK} from glue.py.j2 and "
+                                        "'systems/reference/reference.gnn'; do not edit")
         compile(text, name, "exec")
+
+
+def test_glue_holds_only_what_is_particular_to_its_system():
+    """A system that only provides standard kernels gets a table of its functions and nothing else."""
+    spec = load_spec(systems_root() / "mkl" / "mkl.gnn")
+    text = generate(spec)[systems_root() / "mkl" / "_glue_torch.py"]
+    assert "'spmm_sum': _kernels.spmm_sum,  # spmm(reduce=sum|mean)" in text
+    assert "KernelSpec" not in text and "arg(" not in text and "float[" not in text
+    assert len(text.splitlines()) <= 35
+
+
+def test_all_generated_glue_is_at_most_a_quarter_of_what_it_was():
+    root = systems_root().parent
+    folders = ("systems", "tests/demo_systems", "tests/sweep_systems", "benchmarks/bound_systems")
+    files = [p for folder in folders for p in (root / folder).glob("*/_glue_*.py")]
+    assert len(files) >= 22
+    assert sum(len(p.read_text().splitlines()) for p in files) <= 6370 // 4
 
 
 def _copy_reference(tmp_path):
