@@ -33,7 +33,7 @@ DTYPE_SETS = {
 
 
 class ArgDecl(NamedTuple):
-    """One tensor argument as its spec declares it (see ``dsl/spec.py``)."""
+    """One tensor argument as its spec declares it (see ``dsl/spec.py``); ``shape`` is already parsed."""
 
     name: str
     dtype: str
@@ -45,7 +45,11 @@ class ArgDecl(NamedTuple):
 
 def arg(name: str, declared: str, optional: bool = False, zero: bool = False,
         indexes: str | None = None) -> ArgDecl:
-    """Build an :class:`ArgDecl` from its spec text, e.g. ``arg("x", "float[N, H*D]")``."""
+    """Build an :class:`ArgDecl` from its spec text, e.g. ``arg("x", "float[N, H*D]")``.
+
+    A shorthand for tests and hand-built declarations. Generated glue never
+    calls it: systems' declarations come already parsed (``gnnbench.glue.bind_system``).
+    """
     dtype, _, dims = declared.partition("[")
     shape = tuple(
         tuple(int(f) if f.strip().isdigit() else f.strip() for f in dim.split("*"))
