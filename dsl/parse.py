@@ -365,7 +365,7 @@ def parse_spec(text: str, path: str = "<string>", check: bool = True) -> SystemS
     (kind, fields, decls), text = _parse(text, path)
     if kind == "api":
         raise SpecError("this file declares the system API (`api ...`); a system spec starts with "
-                        "`system NAME VERSION`", fields["location"], _caret(text, fields["location"]))
+                        "`system <name> <version>`", fields["location"], _caret(text, fields["location"]))
     operators = [d for d in decls if isinstance(d, OperatorSpec)]
     if operators:
         raise SpecError(f"a system spec cannot declare operators (found `operator {operators[0].name}`); the "
@@ -393,7 +393,7 @@ def parse_api(text: str, path: str = "<string>", check: bool = True) -> ApiSpec:
     """Parse (and by default check) the system API's text (``gnnbench/api.gnn``)."""
     (kind, fields, decls), text = _parse(text, path)
     if kind != "api":
-        raise SpecError("the system API file starts with `api NAME VERSION`", fields["location"])
+        raise SpecError("the system API file starts with `api <name> <version>`", fields["location"])
     api = ApiSpec(operators=tuple(d for d in decls if isinstance(d, OperatorSpec)),
                   kernels=tuple(replace(d, standard=True) for d in decls if isinstance(d, KernelSpec)),
                   path=path, **fields)

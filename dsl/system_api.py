@@ -26,10 +26,18 @@ def _api_path() -> Path:
 
 @lru_cache(maxsize=None)
 def system_api() -> ApiSpec:
-    """The parsed, checked system API (cached: parsed once per process)."""
-    from .parse import load_api
+    """The parsed, checked system API (cached: parsed once per process).
 
-    return load_api(_api_path())
+    Its locations read ``gnnbench/api.gnn:LINE:COL`` wherever the package lives.
+    """
+    from .parse import parse_api
+
+    path = _api_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise SpecError(f"cannot read the system API: {err}", Location(str(path), 0, 0)) from None
+    return parse_api(text, "gnnbench/api.gnn")
 
 
 @lru_cache(maxsize=None)

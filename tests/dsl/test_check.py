@@ -215,3 +215,26 @@ def test_the_system_api_declares_each_operator_of_gnnbench_api():
             assert tuple(p.name + ("?" if p.optional else "") for p in decl.inputs) == op.inputs
             assert tuple(p.name for p in decl.outputs) == op.outputs
         assert api.operator_attrs(name) == op.attrs
+
+
+def test_the_system_api_round_trips_and_is_checked_like_a_spec():
+    from gnnbench.dsl.parse import parse_api
+    from gnnbench.dsl.system_api import _api_path
+
+    api = system_api()
+    assert parse_api(str(api), api.path) == api
+    text = _api_path().read_text().replace("    output grad_weight: float[E, H]\n", "    output grad_weight: float[E]\n", 1)
+    with pytest.raises(SpecError) as info:
+        parse_api(text, "gnnbench/api.gnn")
+    assert str(info.value).splitlines()[0] == (
+        "gnnbench/api.gnn:53:5: backward of 'spmm_sum' (`grad weight = spmm_weight_backward(...)`): output "
+        "'grad_weight' of 'spmm_weight_backward' is float[E], but the gradient of 'weight' must be float[E, H] "
+        "like 'weight'")
+
+
+def test_a_system_spec_is_not_the_system_api():
+    with pytest.raises(SpecError) as info:
+        parse_spec("api gnnbench 1.0\n", "tiny.gnn")
+    assert str(info.value).splitlines()[0] == (
+        "tiny.gnn:1:1: this file declares the system API (`api ...`); a system spec starts with "
+        "`system <name> <version>`")
