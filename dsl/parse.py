@@ -10,7 +10,6 @@ never a grammar terminal, and no Lark exception escapes: callers see
 from __future__ import annotations
 
 import ast
-import difflib
 import math
 from dataclasses import replace
 from pathlib import Path
