@@ -95,8 +95,8 @@ def find_operator(graph: BoundGraph, operator: str, attrs: dict[str, Any]) -> tu
             f"{_label(operator, attrs)}; they implement: {', '.join(graph.system.implemented())} and "
             f"{', '.join(lent.system.implemented())}")
     raise UnavailableError(
-        f"system '{graph.system.name}' does not implement {_label(operator, attrs)}; it implements: "
-        f"{', '.join(graph.system.implemented())} (run with `--fallback reference` to borrow the missing operators)")
+        f"system '{graph.system.name}' does not implement {_label(operator, attrs)} (add `--fallback reference` "
+        f"to borrow the operators it lacks); it implements: {', '.join(graph.system.implemented())}")
 
 
 def check_fallback(system: str, fallback: str | None, framework: str = "torch", device: str = "cpu") -> None:
