@@ -128,3 +128,29 @@ def test_sweep_campaign_lends_to_kernel_systems_only(extsp):
     assert fallbacks == {extsp: "reference", "reference": None}
     with pytest.raises(UserError, match="'fallback' must be a system name"):
         campaign_from_mapping({"systems": [extsp], "models": ["gat"], "datasets": ["karate"], "fallback": 3})
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_each_frontend_borrows_what_the_system_lacks(framework):
+    from gnnbench.fallback import FallbackGraph
+    from gnnbench.frameworks import framework_available, get_frontend
+    from gnnbench.glue import BoundGraph, SystemGlue
+    from gnnbench.graph import Graph
+    from gnnbench.registry import load_system
+
+    if framework_available(framework):
+        pytest.skip(framework_available(framework))
+    F = get_frontend(framework, dtype="float64")
+    rng = np.random.default_rng(0)
+    graph = Graph.from_edges(np.array([0, 1, 2, 2, 3]), np.array([1, 2, 0, 3, 0]), 4)
+    lender = load_system("reference", framework)
+    nothing = SystemGlue("nothing", "0", framework, "json", "", {})  # implements no operator at all
+    src, dst = F.tensor(rng.random((4, 2))), F.tensor(rng.random((4, 2)))
+    borrowing, alone = FallbackGraph(graph, nothing, lender), BoundGraph(graph, lender)
+    got = F.edge_softmax(borrowing, F.sddmm(borrowing, src, dst, op="add"))
+    want = F.edge_softmax(alone, F.sddmm(alone, src, dst, op="add"))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+    assert borrowing.borrowed == {"sddmm(op=add)", "edge_softmax"}
+    with pytest.raises(UnavailableError, match="neither system 'nothing' nor its fallback 'reference' implements "
+                                               r"sddmm\(op=nope\)"):
+        F.sddmm(borrowing, src, dst, op="nope")
