@@ -99,18 +99,25 @@ def _one_line(err: BaseException) -> str:
 def _module_missing(module: str, folder: Path) -> bool:
     """Whether the kernels module ``module`` cannot be found, without importing it.
 
-    A module inside the system's own folder (``<name>.kernels``, Note [external
-    systems] in ``dsl/gen.py``) is looked for as a file, since that folder's
-    parent joins ``sys.path`` only when the system is loaded.
+    A module in gnnbench's ``systems/`` (``gnnbench.systems.<name>.kernels``) or
+    in the system's own folder (``<name>.kernels``, Note [external systems] in
+    ``dsl/gen.py``) is looked for as a file: that folder's parent joins
+    ``sys.path`` only when the system is loaded, and importing a package's
+    ``__init__`` here would make listing slow. Any other module is looked up.
     """
-    head, *rest = module.split(".")
-    if head == folder.name:
-        base = folder.joinpath(*rest)
-        return not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file())
-    try:
-        return importlib.util.find_spec(module) is None
-    except (ImportError, ValueError):
-        return True
+    from .dsl.gen import systems_root
+
+    parts = module.split(".")
+    if parts[:2] == ["gnnbench", "systems"] and len(parts) > 2:
+        base = systems_root().joinpath(*parts[2:])
+    elif parts[0] == folder.name:
+        base = folder.parent.joinpath(*parts)
+    else:
+        try:
+            return importlib.util.find_spec(module) is None
+        except (ImportError, ValueError):
+            return True
+    return not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file())
 
 
 @lru_cache(maxsize=None)
