@@ -204,14 +204,16 @@ def spec_source(name: str) -> SystemSource:
     """Where kernel system ``name`` comes from, without reading its spec.
 
     Raises:
-        UserError: no system has that name, or two have.
+        UserError: no kernel system has that name (a native baseline has no spec), or two have.
     """
+    if name in NATIVE_SYSTEMS:
+        raise UserError(f"'{name}' is a native baseline (the peer's own models): it has no spec; "
+                        f"choose a kernel system (see `gnnbench systems`)")
     sources = [s for s in _sources() if s.name == name]
     if len(sources) > 1:
         raise UserError(_duplicate_error(name, sources))
     if not sources:
-        hint = "" if name in NATIVE_SYSTEMS else _did_you_mean(name)
-        raise UserError(f"unknown system '{name}'{hint}; choose one of: {', '.join(system_names())} "
+        raise UserError(f"unknown system '{name}'; choose one of: {', '.join(system_names())}{_did_you_mean(name)} "
                         f"(systems outside gnnbench are found through GNNBENCH_SYSTEMS_PATH or the "
                         f"'{ENTRY_POINT_GROUP}' entry point; see docs/out-of-tree.md)")
     return sources[0]
@@ -221,7 +223,7 @@ def _did_you_mean(name: str) -> str:
     import difflib
 
     close = difflib.get_close_matches(name, system_names(), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def system_info(name: str) -> SystemInfo:
