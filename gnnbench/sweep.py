@@ -138,7 +138,7 @@ class Task:
     def describe(self) -> str:
         s = self.spec
         text = f"{s.system} {s.model} {self.label} {s.framework} seed={s.seed}"
-        return text + (f" round={self.round}" if self.round else "")
+        return text + (f" round={self.round}" if self.round else "") + (f" fallback={s.fallback}" if s.fallback else "")
 
 
 @dataclass
