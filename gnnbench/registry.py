@@ -135,7 +135,10 @@ def _describe(source: SystemSource, _stamp: tuple[int, int]) -> SystemInfo:
     try:
         spec = load_spec(source.spec_path)
     except Exception as err:  # Note [discovery one system at a time]: whatever a spec does, it breaks only itself
-        return replace(broken, error=_one_line(err))
+        from .dsl.spec import SpecError
+
+        where = "" if isinstance(err, SpecError) else f"{source.spec_path}: cannot be read: "
+        return replace(broken, error=where + _one_line(err))
     if spec.name != source.name:
         return replace(broken, error=f"{source.spec_path} declares `system {spec.name}`, but it was found as "
                                      f"'{source.name}' ({source.origin}); make the two names agree")
