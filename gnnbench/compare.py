@@ -18,7 +18,9 @@ Note [marks]
     As in asv ``compare``: ``-`` faster and ``+`` slower when the speedup is
     beyond ``factor`` (either way) and its confidence interval excludes 1
     (significant); ``~`` when beyond ``factor`` but not significant; ``!`` a run
-    that did not succeed. A time cell gets ``(! XX%)`` when IQR/median > 10%
+    that did not succeed; ``f`` a run that borrowed operators from a fallback
+    system (Note [fallback accounting] in :mod:`gnnbench.fallback`): its epoch
+    holds the lender's kernel time, so no speedup is credited to the system. A time cell gets ``(! XX%)`` when IQR/median > 10%
     (torch ``Measurement``), a sign the machine was noisy.
 """
 from __future__ import annotations
@@ -85,7 +87,8 @@ class SystemResult:
         speedup, ci_low, ci_high: baseline median / this median and its CI;
             ``None`` when no claim is made (``note`` says why).
         significant: the CI excludes 1 (``None`` with too few samples).
-        mark: ``-``, ``+``, ``~``, ``!`` or ``''`` (Note [marks]).
+        mark: ``-``, ``+``, ``~``, ``!``, ``f`` or ``''`` (Note [marks]).
+        fallback: the system that lent operators to this run, or ``None``.
         memory_ratio: peak memory / the baseline's.
         accuracy_diff: test accuracy minus ``reference``'s, as a fraction.
     """
@@ -107,6 +110,7 @@ class SystemResult:
     note: str | None = None
     memory_ratio: float | None = None
     accuracy_diff: float | None = None
+    fallback: str | None = None
 
     @property
     def noise(self) -> float | None:
@@ -245,6 +249,11 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
         out["accuracy_diff"] = row["test_accuracy"] - ref["test_accuracy"]
     if name == baseline:
         return SystemResult(**common, **out, note="baseline")
+    lent = ((row.get("extra") or {}).get("fallback") or {})
+    if lent.get("operators"):  # Note [marks]: the lender's time is in the epoch; claim nothing for the system
+        share = lent.get("kernel_share")
+        note = f"with fallback {lent['system']}" + (f" ({share:.0%} of kernel time)" if share is not None else "")
+        return SystemResult(**common, **out, mark="f", note=note, fallback=lent["system"])
     if common["verified"] != "passed" and not include_unverified:
         note = "unverified" if common["verified"] == "unverified" else "verify failed"
         return SystemResult(**common, **out, note=note)
@@ -304,7 +313,8 @@ def _footer(c: Comparison) -> list[str]:
         f"Marks: - faster, + slower (beyond {c.factor:g}x and CI excludes 1), "
         f"~ beyond {c.factor:g}x but not significant, ! run did not succeed.",
         f"Peak memory: system / {c.baseline}. Test accuracy: system - {REFERENCE}, in percentage points.",
-    ]
+    ] + (["f: the run borrowed operators from a fallback system, whose kernel time is in its epoch; "
+          "no speedup is credited to the system."] if any(r.mark == "f" for r in c.results) else [])
 
 
 def _fmt_number(v: float) -> str:

@@ -60,6 +60,7 @@ class TaskSpec:
     selection: str = "best_val"
     system_options: tuple[tuple[str, str], ...] = ()
     allocator: str = "auto"
+    fallback: str | None = None    # system lending the operators ``system`` lacks (gnnbench.fallback)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -87,7 +88,8 @@ def resolve_hyperparameters(spec: TaskSpec):
 def stored_hyperparameters(spec: TaskSpec, hyper) -> dict[str, Any]:
     """The ``hyperparameters`` column of a run of ``spec``: the one place that builds it."""
     return {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype, "index_dtype": spec.index_dtype,
-            "selection": spec.selection, "system_options": dict(spec.system_options)}
+            "selection": spec.selection, "system_options": dict(spec.system_options),
+            **({"fallback": spec.fallback} if spec.fallback else {})}  # absent unless set: older rows compare
 
 
 @dataclass
@@ -98,6 +100,7 @@ class _Phases:
     epoch: list[float] = field(default_factory=list)
     kernel: list[float] = field(default_factory=list)
     kernel_by_name: list[dict[str, float]] = field(default_factory=list)
+    lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
     losses: list[float] = field(default_factory=list)
 
     def kernel_breakdown(self) -> dict[str, float]:
@@ -152,12 +155,24 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         system = load_system(spec.system, spec.framework, spec.device)
         system.module  # noqa: B018 -- import the kernels now, not inside prepare
         _configure(system, spec)
+        lender = None
+        if spec.fallback:  # Note [fallback accounting] in gnnbench/fallback.py
+            from .fallback import check_fallback
+
+            check_fallback(spec.system, spec.fallback, spec.framework, spec.device)
+            lender = load_system(spec.fallback, spec.framework, spec.device)
+            lender.module  # noqa: B018
     start = clock()
     if info.kind == "native":
         params, forward = build_native(spec.system, model, graph, initial, F, x)
         prepare_s = clock() - start
     else:
-        bound = BoundGraph(graph, system)
+        if lender is not None:
+            from .fallback import FallbackGraph
+
+            bound = FallbackGraph(graph, system, lender)
+        else:
+            bound = BoundGraph(graph, system)
         bound.prepare()
         prepare_s = clock() - start
         params = {name: F.parameter(value) for name, value in initial.items()}
@@ -202,6 +217,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
             if kernels is not None:
                 phases.kernel.append(kernels.total)
                 phases.kernel_by_name.append(dict(kernels.seconds))
+                phases.lent.append(kernels.lent_total)
         if spec.selection == "best_val" and epoch < hyper.epochs - 1:
             current = evaluate()
             if best is None or current["val"] > best["val"]:
@@ -221,6 +237,10 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     extra["memory_method"] = memory.method
     if phases.kernel_by_name:
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
+    if info.kind == "kernel" and spec.fallback:
+        from .fallback import fallback_summary
+
+        extra["fallback"] = fallback_summary(bound, phases.lent, phases.kernel)
     epoch_m = Measurement(tuple(phases.epoch))
     described = dataset.describe()
     return {

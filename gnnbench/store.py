@@ -68,7 +68,8 @@ RUN_FIELDS: tuple[Field, ...] = (
                               "different hashes are not comparable."),
     _F("verified", "TEXT", "Correctness against `reference`: `passed`, `failed` or `unverified`."),
     _F("model", "TEXT", "Model name (`gcn`, `gat`, `gin`, `sage`)."),
-    _F("hyperparameters", "JSON", "Object: hidden size, layers, heads, learning rate, ..."),
+    _F("hyperparameters", "JSON", "Object: hidden size, layers, heads, learning rate, ...; `fallback` (a system "
+                                  "name) only for a run with `--fallback`."),
     _F("dataset", "TEXT", "Dataset name."),
     _F("dataset_nodes", "INTEGER", "Number of nodes."),
     _F("dataset_edges", "INTEGER", "Number of edges (after preprocessing, e.g. self loops)."),
@@ -100,11 +101,15 @@ RUN_FIELDS: tuple[Field, ...] = (
     _F("cpu_model", "TEXT", "CPU model name."),
     _F("machine", "JSON", "Object: hostname, platform, cpu count, GPU, library versions."),
     _F("git_commit", "TEXT", "gnnbench git commit the run was made from."),
-    _F("extra", "JSON", "Object of system-specific figures (tuned parameters, counters)."),
+    _F("extra", "JSON", "Object of system-specific figures (tuned parameters, counters). A run with `--fallback` "
+                        "adds `fallback`: the lender's `system`, `system_version` and `system_hash`, the "
+                        "`operators` it ran (e.g. `[\"edge_softmax\", \"sddmm(op=add)\"]`), `kernel_time_s` (its "
+                        "median kernel seconds per epoch), `kernel_share` (its share of all kernel time) and "
+                        "`prepare_time_s`. See Note [fallback accounting]."),
     _F("stderr", "TEXT", "Captured stderr of the run, kept for runs that did not succeed."),
     # added in schema 3 (appended, so an upgraded table has the columns of a new one)
-    _F("kernel_median_s", "REAL", "Median seconds per epoch spent inside the system's kernels (forward, backward "
-                                  "and optimizer phases); null for native baselines and non-CPU devices. "
+    _F("kernel_median_s", "REAL", "Median seconds per epoch spent inside the system's own kernels (forward, "
+                                  "backward and optimizer phases; a fallback's are in `extra.fallback`); null for native baselines and non-CPU devices. "
                                   "See Note [kernel time]."),
     _F("kernel_times", "JSON", "List of floats: kernel seconds of every timed epoch (null when not measured)."),
     _F("allocator", "TEXT", "Memory allocator the run's process used: `tcmalloc`, `jemalloc` or `system` (the C "

@@ -105,6 +105,7 @@ class Matrix:
     data_dir: str | None = None
     timeout_s: float | None = 1800.0
     memory_limit_bytes: int | None = None
+    fallback: str | None = None    # lends missing operators to kernel systems (gnnbench.fallback)
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class Task:
     def describe(self) -> str:
         s = self.spec
         text = f"{s.system} {s.model} {self.label} {s.framework} seed={s.seed}"
-        return text + (f" round={self.round}" if self.round else "")
+        return text + (f" round={self.round}" if self.round else "") + (f" fallback={s.fallback}" if s.fallback else "")
 
 
 @dataclass
@@ -265,7 +266,7 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
 _SWEEP_KEYS = ("name", "results", "executor", "ray_address", "repeat", "retry_failed", "matrix")
 _MATRIX_KEYS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
                 "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "options",
-                "data_dir", "timeout", "memory_limit")
+                "data_dir", "timeout", "memory_limit", "fallback")
 
 
 def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -316,6 +317,9 @@ def _matrix(data: Mapping[str, Any], where: str) -> Matrix:
         if data.get(key, choices[0]) not in choices:
             raise UserError(f"{where}: '{key}' must be one of {', '.join(choices)} (got {data[key]!r})")
     data_dir = data.get("data_dir")
+    fallback = data.get("fallback")
+    if fallback is not None and not isinstance(fallback, str):
+        raise UserError(f"{where}: 'fallback' must be a system name, e.g. \"reference\" (got {fallback!r})")
     return Matrix(
         systems=_names(data["systems"], "systems", where), models=_names(data["models"], "models", where),
         datasets=_names(data["datasets"], "datasets", where),
@@ -331,6 +335,7 @@ def _matrix(data: Mapping[str, Any], where: str) -> Matrix:
         options=tuple((str(k), str(v)) for k, v in options.items()),
         data_dir=str(Path(data_dir).resolve()) if data_dir else None,
         timeout_s=timeout or None, memory_limit_bytes=parse_memory(data.get("memory_limit")),
+        fallback=fallback or None,
     )
 
 
@@ -394,6 +399,8 @@ def _check_names(matrix: Matrix) -> None:
 
     for name in matrix.systems:
         system_info(name)
+    if matrix.fallback:
+        system_info(matrix.fallback)
     for name in matrix.frameworks:
         if name not in FRAMEWORKS:
             raise UserError(f"unknown framework '{name}'; choose one of: {', '.join(FRAMEWORKS)}")
@@ -401,6 +408,15 @@ def _check_names(matrix: Matrix) -> None:
         kind, _ = parse_name(name)
         if kind in ("cora", "citeseer"):
             find_planetoid_dir(kind, matrix.data_dir)
+
+
+def _fallback_for(system: str, fallback: str | None) -> str | None:
+    """A matrix's fallback applies to its kernel systems other than the lender itself."""
+    from .registry import system_info
+
+    if not fallback or system == fallback or system_info(system).kind != "kernel":
+        return None
+    return fallback
 
 
 def _expand(campaign: Campaign) -> list[Task]:
@@ -421,7 +437,8 @@ def _expand(campaign: Campaign) -> list[Task]:
             spec = TaskSpec(system=system, model=model, dataset=canonical_name(label), framework=framework,
                             device=m.device, data_dir=m.data_dir, epochs=m.epochs, warmup=m.warmup, hidden=m.hidden,
                             heads=m.heads, lr=m.lr, seed=seed, threads=m.threads, allocator=m.allocator, dtype=m.dtype,
-                            index_dtype=m.index_dtype, selection=m.selection, system_options=m.options)
+                            index_dtype=m.index_dtype, selection=m.selection, system_options=m.options,
+                            fallback=_fallback_for(system, m.fallback))
             if (spec, rep) in seen:  # two blocks, or two spellings of one dataset, name the same run
                 continue
             seen.add((spec, rep))

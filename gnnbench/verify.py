@@ -78,6 +78,7 @@ class VerifyReport:
 
 def verify(system: str, operator: str | None = None, slow: bool = False, store=None, *, profile: str = "full",
            framework: str = "torch", device: str = "cpu", threads: int | None = None, e2e: bool = True,
+           fallback: str | None = None,
            guard: bool = True) -> VerifyReport:
     """Verify ``system`` against ``reference`` and record the outcome in ``store``.
 
@@ -89,6 +90,8 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
         profile (str): conformance profile, ``full`` or ``fast`` (default: ``full``).
         threads (int, optional): torch threads for the system (default: unchanged).
         e2e (bool): run end-to-end parity (default: ``True``).
+        fallback (str, optional): system lending end-to-end training the operators ``system``
+            lacks (Note [fallback accounting] in :mod:`gnnbench.fallback`; default: none).
         guard (bool): run kernels under the guarded runtime (default: ``True``).
 
     Raises:
@@ -135,8 +138,13 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
         report.end_to_end = [CaseResult("end-to-end", "skipped",
                                         reason="needs every operator a model uses; runs without --operator")]
     else:
+        if fallback:
+            from .fallback import check_fallback
+
+            check_fallback(system, fallback, framework, device)
+            report.settings["fallback"] = fallback
         report.end_to_end = end_to_end(system, dtype=report.settings["dtype"], framework=framework, device=device,
-                                       threads=threads, guard=guard)
+                                       threads=threads, guard=guard, fallback=fallback)
     report.status = "failed" if any(r.status == "failed" for r in report.rows()) else "passed"
     report.seconds = time.perf_counter() - start
     if store is not None and (operator is None or report.status == "failed"):
@@ -158,12 +166,12 @@ def _reference_row(model: str, dataset: str, epochs: int, dtype: str, framework:
 
 def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epochs: int = E2E_EPOCHS,
                dtype: str = "float32", framework: str = "torch", device: str = "cpu", threads: int | None = None,
-               guard: bool = True) -> list[CaseResult]:
+               guard: bool = True, fallback: str | None = None) -> list[CaseResult]:
     """Train each model on ``system`` and on ``reference`` (same seed, data, dtype, framework); one row per model.
 
     Both run under the same framework, whose dropout stream the first loss
     depends on. A model needing an operator the system lacks is skipped with
-    that reason.
+    that reason, unless ``fallback`` lends it (the row then names what was borrowed).
     """
     from .harness import TaskSpec, train
     from .registry import load_system, system_info
@@ -180,7 +188,7 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
         try:
             with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or _current_threads()):
                 got = train(TaskSpec(system, model, dataset, framework=framework, device=device, epochs=epochs,
-                                     warmup=1, dtype=dtype))
+                                     warmup=1, dtype=dtype, fallback=fallback))
         except UnavailableError as err:
             row.status, row.reason = "skipped", str(err).split(";")[0]
             continue
@@ -198,6 +206,9 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
         row.cases = 1
         row.detail = (f"first loss {loss:.6g} vs {ref_loss:.6g} (rel err {loss_err:.2g}), "
                       f"test acc {acc:.3f} vs {ref_acc:.3f}")
+        borrowed = (got.get("extra") or {}).get("fallback", {}).get("operators")
+        if borrowed:
+            row.detail += f"; with fallback {fallback} for {', '.join(borrowed)}"
         where = f"{row.operator} ({framework}, {dtype}, seed 0, {epochs} epochs)"
         if not loss_err <= tol.first_loss_rtol:
             row.failures.append(f"{where}: first-epoch loss {loss:.6g}, reference {ref_loss:.6g} "

@@ -16,7 +16,7 @@ def add_arguments(p) -> None:
 
 
 def resolve(targets: list[str]) -> list[Path]:
-    from gnnbench.dsl.gen import spec_paths, systems_root
+    from gnnbench.registry import spec_source
 
     paths = []
     for t in targets:
@@ -26,11 +26,9 @@ def resolve(targets: list[str]) -> list[Path]:
                 raise UserError(f"no spec file at {t}")
             paths.append(p)
             continue
-        candidate = systems_root() / t / f"{t}.gnn"
-        if not candidate.exists():
-            names = ", ".join(s.parent.name for s in spec_paths())
-            raise UserError(f"unknown system '{t}'; choose one of: {names} (or give a .gnn path)")
-        paths.append(candidate)
+        # a system name, found the way every command finds it (gnnbench.discovery): systems/,
+        # GNNBENCH_SYSTEMS_PATH or an entry point; its glue is written beside its spec
+        paths.append(spec_source(t).spec_path)
     return paths
 
 

@@ -32,6 +32,9 @@ def add_arguments(p) -> None:
                    help="report accuracy at the best-validation epoch (default) or the last one")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="system option, passed to its configure hook (repeatable)")
+    p.add_argument("--fallback", default=None, metavar="SYSTEM",
+                   help="borrow the operators the system lacks from SYSTEM, e.g. reference (the row records "
+                        "which, and their share of kernel time)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before the run is stopped")
     p.add_argument("--in-process", action="store_true", help="run in this process (no isolation)")
     p.add_argument("--no-store", action="store_true", help="do not write the row to the results store")
@@ -76,6 +79,9 @@ def validate(spec) -> None:
     reason = info.unavailable_reason(spec.framework, spec.device)
     if reason:
         raise UserError(f"system '{spec.system}' is unavailable: {reason}")
+    from gnnbench.fallback import check_fallback
+
+    check_fallback(spec.system, spec.fallback, spec.framework, spec.device)
     resolve_hyperparameters(spec)
     _check_dataset(spec.dataset, spec.data_dir)
 
@@ -117,7 +123,8 @@ def main(args) -> int:
                     device=args.device, data_dir=args.data_dir, epochs=args.epochs, warmup=args.warmup,
                     hidden=args.hidden, heads=args.heads, lr=args.lr, seed=args.seed, threads=args.threads,
                     dtype=args.dtype, index_dtype=args.index_dtype, selection=args.selection,
-                    system_options=parse_options(args.option, "--option"), allocator=args.allocator)
+                    system_options=parse_options(args.option, "--option"), allocator=args.allocator,
+                    fallback=args.fallback)
     row = run(spec, isolate=not args.in_process, timeout_s=args.timeout, store_path=args.results,
               store=not args.no_store)
     if args.json:
@@ -140,6 +147,7 @@ def summary(row: dict) -> str:
         f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
         f"optimizer {ms(row['optimizer_median_s'])}",
         *_kernel_lines(row),
+        *_fallback_lines(row),
         f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)",
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline "
         f"({row.get('allocator') or 'unknown'} allocator)",
@@ -169,6 +177,18 @@ def _kernel_lines(row: dict) -> list[str]:
     named = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in top)
     return [f"  kernels    {kernel * 1e3:.2f} ms median ({share:.0%} of the epoch) inside {row['system']}'s kernels"
             + (f"; {named} ms" if named else "")]
+
+
+def _fallback_lines(row: dict) -> list[str]:
+    """What ran on the fallback system and its share of kernel time (Note [fallback accounting])."""
+    fallback = (row.get("extra") or {}).get("fallback")
+    if not fallback:
+        return []
+    if not fallback["operators"]:
+        return [f"  fallback   {fallback['system']}: nothing borrowed ({row['system']} implements every operator used)"]
+    time = (f": {fallback['kernel_time_s'] * 1e3:.2f} ms median, {fallback['kernel_share']:.0%} of all kernel time, "
+            f"not counted as {row['system']}'s" if fallback.get("kernel_time_s") is not None else "")
+    return [f"  fallback   {', '.join(fallback['operators'])} ran on {fallback['system']}{time}"]
 
 
 def _flatten(report: dict, prefix: str = ""):

@@ -16,7 +16,7 @@ HELP = "run systems x models x datasets x frameworks x seeds (or a TOML campaign
 # flags that define the matrix: given either here or in the campaign file, never both
 _MATRIX_FLAGS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
                  "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "option",
-                 "data_dir", "timeout", "memory_limit")
+                 "data_dir", "timeout", "memory_limit", "fallback")
 
 
 def add_arguments(p) -> None:
@@ -46,6 +46,8 @@ def add_arguments(p) -> None:
                    help="accuracy of the best-validation epoch or of the last (default: best_val)")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE", help="system option (repeatable)")
     p.add_argument("--data-dir", help="folder of raw dataset files (Planetoid)")
+    p.add_argument("--fallback", metavar="SYSTEM",
+                   help="kernel systems borrow the operators they lack from SYSTEM, e.g. reference")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="seconds before a run is stopped (default: 1800; 0: none)")
     p.add_argument("--memory-limit", metavar="SIZE", help="address-space limit per run, e.g. 4G (default: none)")

@@ -1,4 +1,9 @@
-"""``gnnbench systems``: every system, whether it runs here, and why not."""
+"""``gnnbench systems``: every system, whether it runs here, and why not.
+
+A system whose spec cannot be read is listed as ``broken`` with its one-line
+error; every other system still lists and runs (Note [discovery one system at
+a time] in :mod:`gnnbench.discovery`).
+"""
 from __future__ import annotations
 
 from ._common import print_json
@@ -19,10 +24,11 @@ def run(framework: str = "torch", device: str = "cpu") -> list[dict]:
     fw_reason = framework_available(framework)
     out = []
     for info in list_systems():
-        reason = fw_reason or info.unavailable_reason(framework, device)
+        reason = info.error or fw_reason or info.unavailable_reason(framework, device)
         out.append({"name": info.name, "kind": info.kind, "version": info.version, "available": reason is None,
-                    "reason": reason or "", "devices": list(info.devices), "frameworks": list(info.frameworks),
-                    "operators": list(info.operators), "summary": info.summary})
+                    "broken": bool(info.error), "reason": reason or "", "devices": list(info.devices),
+                    "frameworks": list(info.frameworks), "operators": list(info.operators),
+                    "summary": info.summary, "origin": info.origin, "spec_path": info.spec_path})
     return out
 
 
@@ -31,8 +37,14 @@ def main(args) -> int:
     if args.json:
         print_json(rows)
         return 0
-    width = max(len(r["name"]) for r in rows)
-    for r in rows:
-        state = "available" if r["available"] else "unavailable"
-        print(f"{r['name']:<{width}}  {r['kind']:<6}  {state:<11}  {r['summary'] if r['available'] else r['reason']}")
+    names = [_printable(r["name"]) for r in rows]
+    width = max(len(n) for n in names)
+    for name, r in zip(names, rows):
+        state = "broken" if r["broken"] else "available" if r["available"] else "unavailable"
+        print(f"{name:<{width}}  {r['kind']:<6}  {state:<11}  {r['summary'] if r['available'] else r['reason']}")
     return 0
+
+
+def _printable(name: str) -> str:
+    """A folder name as one table cell: escaped when it holds control characters (a newline)."""
+    return name if name.isprintable() else ascii(name)

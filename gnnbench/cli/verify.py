@@ -24,6 +24,8 @@ def add_arguments(p) -> None:
                    help="framework whose glue is verified: torch or tensorflow (default: torch)")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the system (default: unchanged)")
     p.add_argument("--no-e2e", action="store_true", help="skip end-to-end training parity")
+    p.add_argument("--fallback", default=None, metavar="SYSTEM",
+                   help="end-to-end training borrows the operators the system lacks from SYSTEM, e.g. reference")
     p.add_argument("--no-store", action="store_true", help="do not record the verification")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_results_option(p)
@@ -31,12 +33,12 @@ def add_arguments(p) -> None:
 
 def run(system: str, operator: str | None = None, slow: bool = False, fast: bool = False, device: str = "cpu",
         framework: str = "torch", threads: int | None = None, e2e: bool = True, store_path: str | None = None,
-        store: bool = True):
+        store: bool = True, fallback: str | None = None):
     """Verify ``system`` and record the outcome in the results store; returns the :class:`VerifyReport`."""
     from gnnbench.verify import verify
 
     kwargs = dict(operator=operator, slow=slow, profile="fast" if fast else "full", framework=framework,
-                  device=device, threads=threads, e2e=e2e)
+                  device=device, threads=threads, e2e=e2e, fallback=fallback)
     if not store:
         return verify(system, **kwargs)
     with open_store(store_path) as db:
@@ -45,7 +47,7 @@ def run(system: str, operator: str | None = None, slow: bool = False, fast: bool
 
 def main(args) -> int:
     report = run(args.system, args.operator, args.slow, args.fast, args.device, args.framework, args.threads,
-                 not args.no_e2e, args.results, not args.no_store)
+                 not args.no_e2e, args.results, not args.no_store, args.fallback)
     if args.json:
         print_json(report.as_dict())
     else:

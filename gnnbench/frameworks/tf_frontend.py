@@ -32,6 +32,7 @@ import torch  # noqa: E402
 from tensorflow.python.eager import context as _eager_context  # noqa: E402
 
 from ..errors import UnavailableError, UserError  # noqa: E402
+from ..fallback import find_operator  # noqa: E402
 from ..glue import BoundGraph  # noqa: E402
 
 __all__ = ["TensorFlowFrontend", "Adam"]
@@ -272,28 +273,24 @@ class TensorFlowFrontend:
         self._recording = None
 
     # ---------------------------------------------------------------- graph ops
-    def _impl(self, graph: BoundGraph, operator: str, attrs: dict):
-        impl = graph.system.find(operator, attrs)
-        if impl is None:
-            shown = ", ".join(f"{k}={v}" for k, v in attrs.items())
-            raise UnavailableError(
-                f"system '{graph.system.name}' does not implement {operator}({shown}); it implements: "
-                f"{', '.join(graph.system.implemented())}")
-        return impl
+    def _call(self, graph: BoundGraph, operator: str, attrs: dict, *inputs):
+        """Run ``operator`` on the system's kernel, or its fallback's (Note [fallback accounting])."""
+        impl, bound = find_operator(graph, operator, attrs)
+        return impl.apply(bound, attrs, *inputs)
 
     def spmm(self, graph: BoundGraph, x, weight=None, reduce: str = "sum"):
         """``out[i] = reduce_{j->i} w_ij x_j``; ``x`` is ``[N, F]`` or ``[N, H, D]``, ``weight`` ``[E]`` or ``[E, H]``."""
         flat = len(x.shape) == 2
         x3 = tf.expand_dims(x, 1) if flat else x
         w = tf.expand_dims(weight, 1) if weight is not None and len(weight.shape) == 1 else weight
-        out = self._impl(graph, "spmm", {"reduce": reduce}).apply(graph, {"reduce": reduce}, x3, w)
+        out = self._call(graph, "spmm", {"reduce": reduce}, x3, w)
         return tf.squeeze(out, 1) if flat else out
 
     def sddmm(self, graph: BoundGraph, src, dst, op: str = "dot"):
-        return self._impl(graph, "sddmm", {"op": op}).apply(graph, {"op": op}, src, dst)
+        return self._call(graph, "sddmm", {"op": op}, src, dst)
 
     def edge_softmax(self, graph: BoundGraph, scores):
-        return self._impl(graph, "edge_softmax", {}).apply(graph, {}, scores)
+        return self._call(graph, "edge_softmax", {}, scores)
 
     def gat_aggregate(self, graph: BoundGraph, x, score_src, score_dst, negative_slope: float = 0.2):
         """Softmax-attention aggregation; composed from sddmm/edge_softmax/spmm unless the system fuses it."""

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as TF
 
-from ..errors import UnavailableError
+from ..fallback import find_operator
 from ..glue import BoundGraph
 from .dropout import dropout_mask
 
@@ -139,30 +139,24 @@ class TorchFrontend:
         return torch.no_grad()
 
     # ---------------------------------------------------------------- graph ops
-    def _impl(self, graph: BoundGraph, operator: str, attrs: dict):
-        impl = graph.system.find(operator, attrs)
-        if impl is None:
-            shown = ", ".join(f"{k}={v}" for k, v in attrs.items())
-            raise UnavailableError(
-                f"system '{graph.system.name}' does not implement {operator}({shown}); it implements: "
-                f"{', '.join(graph.system.implemented())}")
-        return impl
+    def _call(self, graph: BoundGraph, operator: str, attrs: dict, *inputs):
+        """Run ``operator`` on the system's kernel, or its fallback's (Note [fallback accounting])."""
+        impl, bound = find_operator(graph, operator, attrs)
+        return impl.apply(bound, attrs, *inputs)
 
     def spmm(self, graph: BoundGraph, x, weight=None, reduce: str = "sum"):
         """``out[i] = reduce_{j->i} w_ij x_j``; ``x`` is ``[N, F]`` or ``[N, H, D]``, ``weight`` ``[E]`` or ``[E, H]``."""
         flat = x.dim() == 2
         x3 = x.unsqueeze(1) if flat else x
         w = weight.unsqueeze(1) if weight is not None and weight.dim() == 1 else weight
-        impl = self._impl(graph, "spmm", {"reduce": reduce})
-        out = impl.apply(graph, {"reduce": reduce}, x3.contiguous(), None if w is None else w.contiguous())
+        out = self._call(graph, "spmm", {"reduce": reduce}, x3.contiguous(), None if w is None else w.contiguous())
         return out.squeeze(1) if flat else out
 
     def sddmm(self, graph: BoundGraph, src, dst, op: str = "dot"):
-        impl = self._impl(graph, "sddmm", {"op": op})
-        return impl.apply(graph, {"op": op}, src.contiguous(), dst.contiguous())
+        return self._call(graph, "sddmm", {"op": op}, src.contiguous(), dst.contiguous())
 
     def edge_softmax(self, graph: BoundGraph, scores):
-        return self._impl(graph, "edge_softmax", {}).apply(graph, {}, scores.contiguous())
+        return self._call(graph, "edge_softmax", {}, scores.contiguous())
 
     def gat_aggregate(self, graph: BoundGraph, x, score_src, score_dst, negative_slope: float = 0.2):
         """Softmax-attention aggregation; composed from sddmm/edge_softmax/spmm unless the system fuses it."""

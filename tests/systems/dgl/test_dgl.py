@@ -61,17 +61,17 @@ def test_max_ties_go_to_the_first_edge_and_libxsmm_is_restored():
 
 def test_systems_lists_exactly_what_is_missing(monkeypatch):
     from gnnbench.cli import systems
-    from gnnbench.registry import _kernel_systems_in
+    from gnnbench.registry import forget_systems
 
     real = importlib.util.find_spec
     hidden = {"dgl", "pandas"}
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a))
-    _kernel_systems_in.cache_clear()
+    forget_systems()
     try:
         rows = {r["name"]: r for r in systems.run()}
     finally:
         monkeypatch.undo()
-        _kernel_systems_in.cache_clear()
+        forget_systems()
     assert not rows["dgl"]["available"]
     assert rows["dgl"]["reason"] == "needs the Python package(s) dgl, pandas (pip install dgl pandas)"
     assert rows["mkl"]["available"]
