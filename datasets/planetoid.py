@@ -73,6 +73,13 @@ SHA256 = {
 _NP_RECONSTRUCT = np.empty(0).__reduce__()[0]
 _NP_SCALAR = np.float64(0).__reduce__()[0]
 
+def _latin1_encode(text: str, encoding: str = "latin1") -> bytes:
+    """``_codecs.encode`` as Python 3's protocol-2 pickles use it for bytes; latin1 only, nothing else."""
+    if encoding not in ("latin1", "latin-1") or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"refusing _codecs.encode with encoding {encoding!r}")
+    return text.encode("latin1")
+
+
 # (module, name) as written in the pickle -> the object it may resolve to.
 # Python 2 pickles say ``__builtin__``; old scipy says ``scipy.sparse.csr``.
 _ALLOWED: dict[tuple[str, str], Any] = {
@@ -88,6 +95,7 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     ("scipy.sparse._csr", "csr_array"): sp.csr_array,
     ("scipy.sparse", "csr_array"): sp.csr_array,
     ("collections", "defaultdict"): collections.defaultdict,
+    ("_codecs", "encode"): _latin1_encode,  # files re-saved by Python 3 (protocol 2)
     ("__builtin__", "list"): list,
     ("builtins", "list"): list,
     ("__builtin__", "dict"): dict,
