@@ -70,4 +70,4 @@ def load_amazon(name: str, data_dir: Any = None) -> Converted:
     classes = int(labels.max()) + 1
     features = attr.toarray().astype(np.float32)
     dataset = build_dataset(name, graph, features, labels, *per_class_split(labels, classes, 20, 30), classes)
-    return Converted(dataset, None, sha256_of_files(folder, source.files), time.perf_counter() - start)
+    return Converted(dataset, sha256_of_files(folder, source.files), time.perf_counter() - start)

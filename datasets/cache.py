@@ -44,11 +44,11 @@ import numpy as np
 from gnnbench.errors import UserError
 from gnnbench.graph import Graph, GraphError
 
-from .csr import CHUNK, add_self_loops, attach_transpose, link_self_loops, reverse_edge_ids
+from .csr import add_self_loops, attach_transpose, link_self_loops, reverse_edge_ids
 from .dataset import Dataset
 
 __all__ = ["Converted", "cache_root", "cache_path", "load_cached", "store_cached", "verify_cached", "read_manifest",
-           "graph_keys", "FORMAT"]
+           "FORMAT"]
 
 #: Layout of the folder; bump when the stored arrays change.
 FORMAT = 2
@@ -60,7 +60,6 @@ class Converted(NamedTuple):
     """What a converter of raw files returns: the dataset and what its manifest records."""
 
     dataset: Dataset
-    keys: np.ndarray | None  # the graph's sorted dst * N + src keys, if the converter has them
     sources: dict[str, dict[str, Any]]  # raw file -> {"sha256", "bytes"}
     seconds: float
 
@@ -117,18 +116,6 @@ def load_cached(name: str, version: int) -> Dataset | None:
         return None
 
 
-def graph_keys(graph: Graph) -> np.ndarray:
-    """``dst * N + src`` of every edge in canonical order (sorted), built chunk by chunk."""
-    n, e = graph.num_nodes, graph.num_edges
-    indptr = np.asarray(graph.indptr, dtype=np.int64)
-    keys = np.empty(e, dtype=np.int64)
-    for a in range(0, e, CHUNK):
-        b = min(a + CHUNK, e)
-        rows = np.searchsorted(indptr, np.arange(a, b), side="right") - 1
-        keys[a:b] = rows * n + graph.indices[a:b]
-    return keys
-
-
 def _save(folder: Path, key: str, array: np.ndarray, manifest: dict[str, Any]) -> None:
     path = folder / f"{key}.npy"
     np.save(path, np.ascontiguousarray(array), allow_pickle=False)
@@ -141,8 +128,7 @@ def _save(folder: Path, key: str, array: np.ndarray, manifest: dict[str, Any]) -
 
 
 def store_cached(dataset: Dataset, version: int, converter: str | None = None,
-                 sources: dict[str, dict[str, Any]] | None = None, keys: np.ndarray | None = None,
-                 convert_seconds: float | None = None) -> Path | None:
+                 sources: dict[str, dict[str, Any]] | None = None, convert_seconds: float | None = None) -> Path | None:
     """Write ``dataset`` to its cache folder atomically; ``None`` (and a warning) if it cannot.
 
     Args:
@@ -150,8 +136,6 @@ def store_cached(dataset: Dataset, version: int, converter: str | None = None,
         version: the converter's version (Note [cache validity]).
         converter: the module that made it, for the manifest. (default: the dataset kind)
         sources: raw file name -> ``{"sha256", "bytes"}``, for the manifest.
-        keys: the graph's sorted ``dst * N + src`` keys if the caller has them
-            (saves recomputing them). (default: computed)
         convert_seconds: how long conversion took, for the manifest.
     """
     path = cache_path(dataset.name)
@@ -168,15 +152,12 @@ def store_cached(dataset: Dataset, version: int, converter: str | None = None,
             "arrays": {}}
         _save(tmp, "indptr", g.indptr, manifest)
         _save(tmp, "indices", g.indices, manifest)
-        keys = graph_keys(g) if keys is None else keys
-        _save(tmp, "reverse", reverse_edge_ids(keys, g.num_nodes), manifest)
-        del keys
-        looped, loop_keys = add_self_loops(g)
+        _save(tmp, "reverse", reverse_edge_ids(g), manifest)
+        looped = add_self_loops(g)
         _save(tmp, "loops_indptr", looped.indptr, manifest)
         _save(tmp, "loops_indices", looped.indices, manifest)
+        _save(tmp, "loops_reverse", reverse_edge_ids(looped), manifest)
         del looped
-        _save(tmp, "loops_reverse", reverse_edge_ids(loop_keys, g.num_nodes), manifest)
-        del loop_keys
         for key in _DATA:
             _save(tmp, key, getattr(dataset, key), manifest)
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:

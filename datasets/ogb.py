@@ -50,7 +50,10 @@ _SPLIT_FOLDER = {"ogbn-arxiv": "time", "ogbn-products": "sales_ranking", "ogbn-p
 
 def _csv_chunks(path: Path, dtype: Any, columns: int | None = None, rows: int = CHUNK) -> Iterator[np.ndarray]:
     """Headerless gzip CSV as 2-D arrays of at most ``rows`` rows; a bad file is a one-line UserError."""
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError:
+        raise UserError("OGB datasets need pandas to read their csv.gz files: pip install 'gnnbench[ogb]'") from None
 
     try:
         with pd.read_csv(path, header=None, compression="gzip", dtype=dtype, chunksize=rows,
@@ -125,7 +128,7 @@ def load_ogb(name: str, data_dir: Any = None) -> Converted:
     if seen != num_edges:
         raise UserError(f"{raw / 'edge.csv.gz'}: {seen} edges, num-edge-list.csv.gz says {num_edges}; the file is "
                         f"truncated or not from this dataset")
-    graph, keys = builder.build()
+    graph = builder.build()
 
     if proteins:
         features = (edge_feat_sum / np.maximum(edge_count, 1)[:, None]).astype(np.float32)
@@ -165,7 +168,7 @@ def load_ogb(name: str, data_dir: Any = None) -> Converted:
         raise UserError(f"{split}: train, valid and test share nodes; the split files are not from one dataset")
     dataset = build_dataset(name, graph, features, labels, *masks, classes,
                             task="multilabel" if proteins else "multiclass")
-    return Converted(dataset, keys, sha256_of_files(folder, source.files), time.perf_counter() - start)
+    return Converted(dataset, sha256_of_files(folder, source.files), time.perf_counter() - start)
 
 
 def rocauc(labels: np.ndarray, scores: np.ndarray) -> float:

@@ -78,8 +78,8 @@ def load_reddit(data_dir: Any = None) -> Converted:
     for a in range(0, row.shape[0], CHUNK):
         builder.add(row[a:a + CHUNK], col[a:a + CHUNK])
     del row, col, coo
-    graph, keys = builder.build()
+    graph = builder.build()
     labels = labels.astype(np.int64)
     dataset = build_dataset("reddit", graph, features, labels, types == 1, types == 2, types == 3,
                             int(labels.max()) + 1)
-    return Converted(dataset, keys, sha256_of_files(folder, source.files), time.perf_counter() - start)
+    return Converted(dataset, sha256_of_files(folder, source.files), time.perf_counter() - start)

@@ -346,9 +346,9 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, index_dty
     if dataset is None:
         built = family.build(canonical, data_dir, np.int64, **values)
         if not isinstance(built, Converted):
-            built = Converted(built, None, {}, time.perf_counter() - start)
+            built = Converted(built, {}, time.perf_counter() - start)
         path = store_cached(built.dataset, family.cache_version, converter=kind, sources=built.sources,
-                            keys=built.keys, convert_seconds=built.seconds)
+                            convert_seconds=built.seconds)
         dataset = built.dataset
         del built
         provenance["build_seconds"] = time.perf_counter() - start

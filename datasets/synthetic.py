@@ -186,7 +186,7 @@ def rmat(name: str, *, nodes: int, edges: int, features: int, classes: int, seed
         lo, hi = np.divmod(keys[a:a + CHUNK], nodes)
         builder.add(perm[lo], perm[hi])
     del keys, lo, hi
-    graph, _ = builder.build()
+    graph = builder.build()
 
     x = rng.standard_normal((nodes, features), dtype=np.float32)
     h = x @ rng.standard_normal((features, classes), dtype=np.float32)
