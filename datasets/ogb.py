@@ -174,8 +174,8 @@ def load_ogb(name: str, data_dir: Any = None) -> Converted:
 def rocauc(labels: np.ndarray, scores: np.ndarray) -> float:
     """Mean ROC-AUC over the tasks that have both classes, as OGB's ``Evaluator("ogbn-proteins")``.
 
-    Uses ``ogb.nodeproppred.Evaluator`` when the ``ogb`` extra is installed,
-    else scikit-learn's ``roc_auc_score`` with OGB's rule (tasks with one
+    Uses ``ogb.nodeproppred.Evaluator`` when the ``ogb`` extra is installed
+    and there are 112 tasks, else scikit-learn's ``roc_auc_score`` with OGB's rule (tasks with one
     class only are skipped).
 
     Shapes:
@@ -185,7 +185,7 @@ def rocauc(labels: np.ndarray, scores: np.ndarray) -> float:
         from ogb.nodeproppred import Evaluator
     except ImportError:
         Evaluator = None
-    if Evaluator is not None:
+    if Evaluator is not None and labels.shape[1] == 112:  # the Evaluator insists on ogbn-proteins' 112 tasks
         return float(Evaluator("ogbn-proteins").eval({"y_true": labels, "y_pred": scores})["rocauc"])
     from sklearn.metrics import roc_auc_score
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 from gnnbench.cli import main
@@ -65,3 +67,15 @@ def test_gcn_and_gat_run_through_the_cli_on_each_fixture(tmp_path, capsys, name,
     row = json.loads(capsys.readouterr().out)
     assert row["status"] == "ok" and row["dataset"] == name
     assert 0.0 <= row["test_accuracy"] <= 1.0
+
+
+@pytest.mark.parametrize("model", ["gcn", "gat"])
+def test_gcn_and_gat_run_on_ogbn_proteins_scored_by_rocauc(tmp_path, capsys, model):
+    publishers.write_ogb(tmp_path, "ogbn-proteins")
+    assert main(["run", "--system", "reference", "--model", model, "--dataset", "ogbn-proteins", "--data-dir",
+                 str(tmp_path), "--epochs", "2", "--warmup", "1", "--hidden", "8", "--heads", "2", "--in-process",
+                 "--no-store", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["status"] == "ok" and row["extra"]["metric"] == "rocauc"
+    assert 0.0 <= row["test_accuracy"] <= 1.0
+    assert row["first_loss"] == pytest.approx(np.log(2), abs=0.2), "BCE of near-zero logits"
