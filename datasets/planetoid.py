@@ -165,8 +165,11 @@ def find_planetoid_dir(name: str, data_dir: str | os.PathLike | None) -> Path:
         folder = Path(data_dir).expanduser()
         if not folder.is_dir():
             raise UserError(f"Planetoid folder {folder} (from {source}) does not exist; {HOW_TO_FIX}")
-        if not (folder / f"ind.{name}.x").is_file() and (folder / "planetoid" / f"ind.{name}.x").is_file():
-            folder = folder / "planetoid"
+        # the folder itself, its planetoid/ (fetch) or PyG's <Title>/raw/ (Note [raw data folders])
+        title = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}[name]
+        for sub in ("planetoid", f"{title}/raw"):
+            if not (folder / f"ind.{name}.x").is_file() and (folder / sub / f"ind.{name}.x").is_file():
+                folder = folder / sub
     for f in _files(name):
         path = folder / f
         if not path.is_file():

@@ -167,3 +167,8 @@ def test_missing_files_say_where_to_put_them(tmp_path):
 
 def test_pubmed_has_no_known_checksums_but_cora_does():
     assert "ind.cora.x" in SHA256 and not any(k.startswith("ind.pubmed") for k in SHA256)
+
+
+def test_pubmed_in_pygs_folder_layout(tmp_path):
+    truth = publishers.write_planetoid(tmp_path / "PubMed" / "raw")
+    assert load_dataset("pubmed", data_dir=tmp_path).num_nodes == truth.num_nodes
