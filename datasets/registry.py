@@ -308,7 +308,7 @@ def validate(name: str, data_dir: str | os.PathLike | None = None) -> str:
         find_raw_folder(SOURCES[kind], data_dir)
     need, have = memory_estimate(canonical), _available_memory()
     if need > have:
-        hint = (f"lower nodes/edges, or use rmat:like=NAME,scale=S" if kind in ("rmat", "sbm")
+        hint = ("lower nodes/edges, or use rmat:like=NAME,scale=S" if kind in ("rmat", "sbm")
                 else "free memory or use a machine with more")
         raise UserError(f"dataset '{canonical}' needs about {need / 2**30:.1f} GiB to "
                         f"{'generate' if kind in ('rmat', 'sbm') else 'convert'}, but only {have / 2**30:.1f} GiB "

@@ -46,7 +46,7 @@ def run(data_dir: str | None = None, sizes: bool = False) -> list[dict]:
                           "source": source.urls[0] + (f" (+{len(source.urls) - 1} files)" if len(source.urls) > 1
                                                       else ""),
                           "license": source.license, "present": present or cached,
-                          "where": where if present else (f"converted cache" if cached else where),
+                          "where": where if present else ("converted cache" if cached else where),
                           "how_to_get": (f"gnnbench datasets fetch {info.name}, or put the publisher's files in "
                                          f"{where} (--data-dir / GNNBENCH_DATA_DIR)")})
         else:
