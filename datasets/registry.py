@@ -306,6 +306,13 @@ def validate(name: str, data_dir: str | os.PathLike | None = None) -> str:
         # else the worker downloads the files on first use
     elif family.needs_data_dir and read_manifest(canonical) is None:
         find_raw_folder(SOURCES[kind], data_dir)
+    _check_memory(canonical)
+    return canonical
+
+
+def _check_memory(canonical: str) -> None:
+    """Refuse to generate or convert ``canonical`` when its estimated peak exceeds the available memory."""
+    kind = canonical.split(":", 1)[0]
     need, have = memory_estimate(canonical), _available_memory()
     if need > have:
         hint = ("lower nodes/edges, or use rmat:like=NAME,scale=S" if kind in ("rmat", "sbm")
@@ -313,7 +320,6 @@ def validate(name: str, data_dir: str | os.PathLike | None = None) -> str:
         raise UserError(f"dataset '{canonical}' needs about {need / 2**30:.1f} GiB to "
                         f"{'generate' if kind in ('rmat', 'sbm') else 'convert'}, but only {have / 2**30:.1f} GiB "
                         f"is available; {hint}")
-    return canonical
 
 
 def load_dataset(name: str, data_dir: str | os.PathLike | None = None, index_dtype: Any = np.int64) -> Dataset:
@@ -344,6 +350,7 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, index_dty
     dataset = load_cached(canonical, family.cache_version)
     provenance: dict[str, Any] = {"cache": str(cache_path(canonical)), "built": dataset is None}
     if dataset is None:
+        _check_memory(canonical)
         built = family.build(canonical, data_dir, np.int64, **values)
         if not isinstance(built, Converted):
             built = Converted(built, {}, time.perf_counter() - start)

@@ -57,3 +57,9 @@ def test_real_datasets_need_their_files_or_a_cache(tmp_path):
     publishers.write_reddit(tmp_path)
     assert validate("REDDIT", data_dir=tmp_path) == "reddit"
     assert validate("sbm", data_dir=tmp_path).startswith("sbm:")
+
+
+def test_load_dataset_checks_memory_before_generating(monkeypatch):
+    monkeypatch.setattr(registry, "_available_memory", lambda: 2**20)
+    with pytest.raises(UserError, match=r"needs about 0\.\d GiB to generate, but only 0\.0 GiB is available"):
+        registry.load_dataset("rmat:nodes=100000,edges=2000000")
