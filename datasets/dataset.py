@@ -12,6 +12,15 @@ Note [dataset graph conventions]
       counted twice. This matches PyG's ``Planetoid`` (10556 edges for Cora).
     * Features are float32 ``[N, F]`` C-contiguous, labels int64 ``[N]`` in
       ``[0, num_classes)``, masks bool ``[N]`` and pairwise disjoint.
+
+Note [multi-label task]
+    ogbn-proteins has 112 binary tasks per node instead of one class. Such a
+    dataset has ``task="multilabel"``, labels int64 ``[N, T]`` in ``{0, 1}``
+    and ``num_classes = T``: a model outputs ``T`` logits per node, the loss
+    is the mean binary cross-entropy with logits over the ``T`` tasks of the
+    training nodes, and accuracy is reported as ROC-AUC averaged over the
+    tasks (OGB's ``Evaluator`` for ogbn-proteins), as in OGB's, PyG's and
+    DGL's ogbn-proteins examples.
 """
 from __future__ import annotations
 
@@ -23,7 +32,10 @@ import numpy as np
 
 from gnnbench.graph import Graph
 
-__all__ = ["Dataset", "DatasetInfo", "build_dataset", "symmetric_graph", "check_index_dtype", "index_mask",
+#: What a dataset asks of the model (Note [multi-label task]).
+TASKS = ("multiclass", "multilabel")
+
+__all__ = ["TASKS", "Dataset", "DatasetInfo", "build_dataset", "symmetric_graph", "check_index_dtype", "index_mask",
            "sorted_unique"]
 
 
@@ -41,10 +53,13 @@ class Dataset:
         train_mask: nodes used for training.
         val_mask: nodes used for model selection.
         test_mask: nodes used for the reported accuracy.
-        num_classes: ``C``.
+        num_classes: ``C`` (``T``, the number of tasks, when multi-label).
+        task: ``"multiclass"`` or ``"multilabel"`` (Note [multi-label task]).
+            (default: ``"multiclass"``)
 
     Shapes:
-        features ``[N, F]``; labels, train_mask, val_mask, test_mask ``[N]``.
+        features ``[N, F]``; labels ``[N]`` (``[N, T]`` when multi-label);
+        train_mask, val_mask, test_mask ``[N]``.
     """
 
     name: str
@@ -55,6 +70,9 @@ class Dataset:
     val_mask: np.ndarray = field(repr=False)
     test_mask: np.ndarray = field(repr=False)
     num_classes: int
+    task: str = "multiclass"
+    #: how this load went, for the run's row: cache folder, whether it was built now, seconds
+    provenance: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         n = self.graph.num_nodes
@@ -62,11 +80,15 @@ class Dataset:
         if f.dtype != np.float32 or f.ndim != 2 or f.shape[0] != n or not f.flags.c_contiguous:
             raise ValueError(f"dataset {self.name!r}: features must be C-contiguous float32 [{n}, F] "
                              f"(got {f.dtype} {f.shape}, c_contiguous={f.flags.c_contiguous})")
-        if self.labels.dtype != np.int64 or self.labels.shape != (n,):
-            raise ValueError(f"dataset {self.name!r}: labels must be int64 [{n}] "
+        if self.task not in TASKS:
+            raise ValueError(f"dataset {self.name!r}: task must be one of {', '.join(TASKS)} (got {self.task!r})")
+        shape = (n,) if self.task == "multiclass" else (n, self.num_classes)
+        if self.labels.dtype != np.int64 or self.labels.shape != shape:
+            raise ValueError(f"dataset {self.name!r}: labels must be int64 {list(shape)} "
                              f"(got {self.labels.dtype} {self.labels.shape})")
-        if n and (self.labels.min() < 0 or self.labels.max() >= self.num_classes):
-            raise ValueError(f"dataset {self.name!r}: labels must lie in [0, {self.num_classes}) "
+        high = self.num_classes if self.task == "multiclass" else 2
+        if n and (self.labels.min() < 0 or self.labels.max() >= high):
+            raise ValueError(f"dataset {self.name!r}: labels must lie in [0, {high}) "
                              f"(got [{self.labels.min()}, {self.labels.max()}])")
         masks = {"train_mask": self.train_mask, "val_mask": self.val_mask, "test_mask": self.test_mask}
         for key, m in masks.items():
@@ -85,8 +107,8 @@ class Dataset:
     def num_features(self) -> int:
         return int(self.features.shape[1])
 
-    def describe(self) -> dict[str, int]:
-        """Sizes for tables and ``--json``: nodes, directed edges, features, classes, split sizes."""
+    def describe(self) -> dict[str, Any]:
+        """Sizes for tables and ``--json``: nodes, directed edges, features, classes, split sizes, task."""
         return {
             "nodes": self.graph.num_nodes,
             "edges": self.graph.num_edges,
@@ -95,6 +117,7 @@ class Dataset:
             "train": int(self.train_mask.sum()),
             "val": int(self.val_mask.sum()),
             "test": int(self.test_mask.sum()),
+            "task": self.task,
         }
 
     def with_index_dtype(self, dtype: Any) -> "Dataset":
@@ -102,7 +125,9 @@ class Dataset:
         dtype = check_index_dtype(dtype)
         if dtype == self.graph.index_dtype:
             return self
-        return dataclasses.replace(self, graph=self.graph.to_index_dtype(dtype))
+        from .csr import with_index_dtype
+
+        return dataclasses.replace(self, graph=with_index_dtype(self.graph, dtype))
 
 
 @dataclass(frozen=True)
@@ -186,7 +211,7 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
 
 def build_dataset(name: str, graph: Graph, features: np.ndarray, labels: np.ndarray,
                   train_mask: np.ndarray, val_mask: np.ndarray, test_mask: np.ndarray,
-                  num_classes: int) -> Dataset:
+                  num_classes: int, task: str = "multiclass") -> Dataset:
     """A :class:`Dataset` with arrays coerced to the conventional dtypes and layout."""
     return Dataset(
         name=name,
@@ -197,6 +222,7 @@ def build_dataset(name: str, graph: Graph, features: np.ndarray, labels: np.ndar
         val_mask=np.ascontiguousarray(val_mask, dtype=np.bool_),
         test_mask=np.ascontiguousarray(test_mask, dtype=np.bool_),
         num_classes=int(num_classes),
+        task=task,
     )
 
 

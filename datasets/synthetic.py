@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from gnnbench.errors import UserError
 
+from .csr import CHUNK, SymmetricCSRBuilder
 from .dataset import Dataset, build_dataset, index_mask, sorted_unique, symmetric_graph
 
 __all__ = ["SBM_DEFAULTS", "RMAT_DEFAULTS", "SBM_VERSION", "RMAT_VERSION", "sbm", "rmat", "planetoid_style_split"]
@@ -179,8 +180,13 @@ def rmat(name: str, *, nodes: int, edges: int, features: int, classes: int, seed
     if keys.shape[0] > pairs:
         keys = keys[np.sort(rng.choice(keys.shape[0], pairs, replace=False))]
     perm = rng.permutation(nodes)
-    lo, hi = np.divmod(keys, nodes)
-    graph = symmetric_graph(perm[lo], perm[hi], nodes)
+    # Note [bounded conversion]: the same CSR as symmetric_graph, without its whole-array copies
+    builder = SymmetricCSRBuilder(nodes, keys.shape[0])
+    for a in range(0, keys.shape[0], CHUNK):
+        lo, hi = np.divmod(keys[a:a + CHUNK], nodes)
+        builder.add(perm[lo], perm[hi])
+    del keys, lo, hi
+    graph = builder.build()
 
     x = rng.standard_normal((nodes, features), dtype=np.float32)
     h = x @ rng.standard_normal((features, classes), dtype=np.float32)

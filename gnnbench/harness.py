@@ -121,6 +121,7 @@ def _configure(system, spec: TaskSpec) -> None:
 def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
     """Run one training task in this process; return its results row."""
     from .datasets import load_dataset
+    from .datasets.objective import Objective
     from .frameworks import get_frontend
     from .registry import system_hash, system_info
 
@@ -136,8 +137,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     initial = model.init_params(spec.seed)
 
     x = F.tensor(dataset.features)
-    labels = F.tensor(dataset.labels)
-    masks = {name: F.tensor(getattr(dataset, f"{name}_mask")) for name in ("train", "val", "test")}
+    objective = Objective(F, dataset)  # loss and score; multi-label datasets too (Note [multi-label task])
 
     extra: dict[str, Any] = {}
     # Imports (a library's own start-up) happen before the clock: preparation is graph work only.
@@ -186,7 +186,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     def evaluate() -> dict[str, float]:
         with F.no_grad():
             logits = forward(False)
-            return {name: F.accuracy(logits, labels, mask) for name, mask in masks.items()}
+            return objective.scores(logits)
 
     optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
     best: dict[str, float] | None = None
@@ -199,7 +199,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         F.zero_grad(optimizer)
         with measuring() if time_kernels else nullcontext() as kernels:
             t0 = clock()
-            loss = F.nll_loss(F.log_softmax(forward(True)), labels, masks["train"])
+            loss = objective.loss(forward(True))
             F.sync()
             t1 = clock()
             F.backward(loss)
@@ -228,6 +228,8 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         best, best_epoch = final, hyper.epochs - 1
     accuracy = best if spec.selection == "best_val" else final
     extra["final_accuracy"] = final
+    extra["metric"] = objective.metric
+    extra["dataset_load"] = dataset.provenance
     extra["selected_epoch"] = best_epoch if spec.selection == "best_val" else hyper.epochs - 1
 
     if info.kind == "kernel":

@@ -1,48 +1,121 @@
-"""``gnnbench datasets``: dataset names, their parameters and sizes."""
+"""``gnnbench datasets [--sizes]`` lists datasets; ``gnnbench datasets fetch NAME`` downloads one."""
 from __future__ import annotations
 
 from ._common import print_json
 
-HELP = "list datasets (with sizes when --sizes) and the parameters of synthetic ones"
+HELP = "list datasets (sizes, source, license, whether present) or `fetch NAME` to download one"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--data-dir", default=None, help="folder of raw dataset files (Planetoid)")
-    p.add_argument("--sizes", action="store_true", help="load each available dataset and show its sizes")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "fetch"),
+                   help="list (default) or fetch NAME")
+    p.add_argument("name", nargs="?", default=None, help="dataset to fetch, e.g. ogbn-arxiv")
+    p.add_argument("--data-dir", default=None,
+                   help="folder of raw dataset files (default: $GNNBENCH_DATA_DIR, else the download cache)")
+    p.add_argument("--sizes", action="store_true", help="load each present dataset and show its actual sizes")
+    p.add_argument("--url", default=None, help="fetch from this mirror instead of the publisher's URL")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the network (default: 10)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar while fetching")
     p.add_argument("--json", action="store_true")
 
 
 def run(data_dir: str | None = None, sizes: bool = False) -> list[dict]:
+    """One entry per dataset: description, published sizes, task, source, license, presence, how to get it."""
+    import os
+
     from gnnbench.datasets import list_datasets, load_dataset
+    from gnnbench.datasets.cache import read_manifest
+    from gnnbench.datasets.fetch import describe_local
+    from gnnbench.datasets.registry import canonical_name
+    from gnnbench.datasets.sources import SOURCES
     from gnnbench.errors import UserError
 
+    if data_dir is not None and not os.path.isdir(os.path.expanduser(data_dir)):
+        raise UserError(f"data folder {data_dir} (from --data-dir) does not exist; pass an existing folder")
     out = []
     for info in list_datasets():
-        entry = {"name": info.name, "description": info.description,
-                 "parameters": dict(info.parameters) if info.parameters else {},
-                 "needs_data_dir": info.needs_data_dir}
-        if sizes:
+        entry: dict = {"name": info.name, "description": info.description,
+                       "parameters": dict(info.parameters) if info.parameters else {},
+                       "needs_data_dir": info.needs_data_dir}
+        source = SOURCES.get(info.name)
+        if source is not None:
+            present, where = describe_local(info.name, data_dir)
+            cached = read_manifest(info.name) is not None
+            entry.update({"nodes": source.nodes, "edges": source.edges, "features": source.features,
+                          "classes": source.classes, "task": source.task, "split": source.split,
+                          "source": source.urls[0] + (f" (+{len(source.urls) - 1} files)" if len(source.urls) > 1
+                                                      else ""),
+                          "license": source.license, "present": present or cached,
+                          "where": where if present else ("converted cache" if cached else where),
+                          "how_to_get": (f"gnnbench datasets fetch {info.name}, or put the publisher's files in "
+                                         f"{where} (--data-dir / GNNBENCH_DATA_DIR)")})
+        else:
+            # a synthetic default (rmat: 4M edges) is measured only once generated: --sizes must stay quick
+            cached = not info.parameters or read_manifest(canonical_name(info.name)) is not None
+            entry.update({"source": "generated", "license": "-", "present": cached,
+                          "how_to_get": "generated on first use"})
+        if sizes and entry["present"]:
             try:
                 entry.update(load_dataset(info.name, data_dir=data_dir).describe())
+                entry["measured"] = True
             except UserError as err:
                 entry["unavailable"] = str(err)
         out.append(entry)
     return out
 
 
+def fetch(name: str, data_dir: str | None = None, url: str | None = None, timeout: float = 10.0,
+          progress: bool = True) -> dict:
+    """Download, check and extract ``name``; return where it went and the sha256 of each download."""
+    from gnnbench.datasets.fetch import fetch as fetch_dataset
+
+    done = fetch_dataset(name, data_dir=data_dir, url=url, timeout=timeout, progress=progress)
+    return {"name": done.name, "folder": str(done.folder), "sha256": done.downloads}
+
+
 def main(args) -> int:
+    from gnnbench.errors import UserError
+
+    if args.action == "fetch":
+        if not args.name:
+            raise UserError("gnnbench datasets fetch needs a dataset name, e.g. `gnnbench datasets fetch ogbn-arxiv`")
+        result = fetch(args.name, args.data_dir, args.url, args.timeout, not args.no_progress)
+        if args.json:
+            print_json(result)
+        else:
+            print(f"{result['name']}: files in {result['folder']}")
+            for link, digest in result["sha256"].items():
+                print(f"  sha256 {digest}  {link}")
+        return 0
+    if args.name:
+        raise UserError(f"unexpected '{args.name}': `gnnbench datasets` lists, `gnnbench datasets fetch NAME` fetches")
     rows = run(args.data_dir, args.sizes)
     if args.json:
         print_json(rows)
         return 0
     for r in rows:
-        params = ", ".join(f"{k}={v}" for k, v in r["parameters"].items())
-        size = ""
-        if "nodes" in r:
-            size = f"  [{r['nodes']} nodes, {r['edges']} edges, {r['features']} features, {r['classes']} classes]"
-        elif "unavailable" in r:
-            size = f"  [unavailable: {r['unavailable']}]"
-        print(f"{r['name']:<10} {r['description']}{size}")
-        if params:
-            print(f"{'':<10}   parameters: {params}")
+        print(_render(r))
     return 0
+
+
+def _render(r: dict) -> str:
+    lines = []
+    if "nodes" in r:
+        task = f"{r['classes']} tasks (multi-label)" if r.get("task") == "multilabel" else f"{r['classes']} classes"
+        how = "measured" if r.get("measured") else "published"
+        lines.append(f"{r['name']:<17} {r['nodes']:>11,} nodes {r['edges']:>13,} edges {r['features']:>5} features "
+                     f"{task} ({how})")
+    else:
+        lines.append(f"{r['name']:<17} {r['description']}")
+    pad = " " * 18
+    if r.get("split"):
+        lines.append(f"{pad}split: {r['split']}")
+    if r["parameters"]:
+        lines.append(f"{pad}parameters: {', '.join(f'{k}={v}' for k, v in r['parameters'].items())}")
+    if r["source"] != "generated":
+        lines.append(f"{pad}source: {r['source']}  license: {r['license']}")
+        state = f"present ({r['where']})" if r["present"] else f"not present: {r['how_to_get']}"
+        lines.append(f"{pad}{state}")
+    if "unavailable" in r:
+        lines.append(f"{pad}unavailable: {r['unavailable']}")
+    return "\n".join(lines)

@@ -36,7 +36,7 @@ def _tiny(**override):
 
 def test_describe_and_frozen():
     ds = _tiny()
-    assert ds.describe() == {"nodes": 3, "edges": 4, "features": 2, "classes": 2, "train": 1, "val": 1, "test": 1}
+    assert ds.describe() == {"nodes": 3, "edges": 4, "features": 2, "classes": 2, "train": 1, "val": 1, "test": 1, "task": "multiclass"}
     assert ds.features.dtype == np.float32 and ds.labels.dtype == np.int64 and ds.train_mask.dtype == np.bool_
     with pytest.raises(dataclasses.FrozenInstanceError):
         ds.name = "other"

@@ -30,8 +30,9 @@ def test_name_round_trip():
 
 def test_unknown_dataset_lists_choices():
     with pytest.raises(UserError) as err:
-        load_dataset("pubmed")
-    assert str(err.value) == ("unknown dataset 'pubmed'; choose one of: cora, citeseer, karate, "
+        load_dataset("pubmedx")
+    assert str(err.value) == ("unknown dataset 'pubmedx'; choose one of: cora, citeseer, pubmed, ogbn-arxiv, "
+                              "ogbn-products, ogbn-proteins, reddit, amazon-computers, amazon-photo, karate, "
                               "sbm:..., rmat:...")
 
 
@@ -39,7 +40,7 @@ def test_unknown_dataset_lists_choices():
     ("sbm:size=10", "unknown parameter 'size' for dataset 'sbm'; allowed keys: "
                     "classes, degree, features, nodes, p_in, seed"),
     ("rmat:nodes=64,density=3", "unknown parameter 'density' for dataset 'rmat'; allowed keys: "
-                                "classes, edges, features, nodes, seed"),
+                                "classes, edges, features, like, nodes, scale, seed"),
     ("sbm:nodes=abc", "parameter 'nodes' of dataset 'sbm' must be an integer in [2, 2147483647] (got 'abc')"),
     ("sbm:nodes=1.5", "parameter 'nodes' of dataset 'sbm' must be an integer in [2, 2147483647] (got '1.5')"),
     ("sbm:p_in=1.5", "parameter 'p_in' of dataset 'sbm' must be a number in [0.0, 1.0] (got '1.5')"),
@@ -73,8 +74,8 @@ def test_cache_written_once_and_reused(monkeypatch, tmp_path):
     monkeypatch.setattr(synthetic, "sbm", lambda *a, **k: calls.append(1) or real(*a, **k))
     a = load_dataset("sbm:nodes=300")
     path = cache_path(a.name)
-    assert path.is_file() and path.parent == tmp_path / "cache" / "datasets"
-    assert [p.name for p in path.parent.iterdir()] == [path.name], "no temp files left behind"
+    assert (path / "manifest.json").is_file() and path.parent == tmp_path / "cache" / "datasets"
+    assert [p.name for p in path.parent.iterdir()] == [path.name], "no temp folders left behind"
     b = load_dataset("sbm:nodes=300,seed=0")
     assert len(calls) == 1
     assert np.array_equal(a.features, b.features) and a.graph.signature() == b.graph.signature()
@@ -82,9 +83,12 @@ def test_cache_written_once_and_reused(monkeypatch, tmp_path):
 
 def test_corrupt_cache_is_regenerated():
     a = load_dataset("sbm:nodes=300")
-    cache_path(a.name).write_bytes(b"not a zip file")
+    signature, labels = a.graph.signature(), np.array(a.labels)
+    corrupt = cache_path(a.name) / "indices.npy"
+    corrupt.unlink()  # a new file: `a` still maps the old one (truncating a mapped file is SIGBUS)
+    corrupt.write_bytes(b"not an npy file")
     b = load_dataset(a.name)
-    assert b.graph.signature() == a.graph.signature() and np.array_equal(b.labels, a.labels)
+    assert b.graph.signature() == signature and np.array_equal(b.labels, labels)
     assert load_cached(a.name, synthetic.SBM_VERSION) is not None, "rewritten"
 
 
@@ -106,7 +110,8 @@ def test_unwritable_cache_warns_and_still_loads(tmp_path, monkeypatch):
 
 def test_list_datasets():
     infos = {i.name: i for i in list_datasets()}
-    assert list(infos) == ["cora", "citeseer", "karate", "sbm", "rmat"]
+    assert list(infos) == ["cora", "citeseer", "pubmed", "ogbn-arxiv", "ogbn-products", "ogbn-proteins", "reddit",
+                           "amazon-computers", "amazon-photo", "karate", "sbm", "rmat"]
     assert all(isinstance(i, DatasetInfo) and i.description for i in infos.values())
     assert infos["cora"].needs_data_dir and not infos["sbm"].needs_data_dir
     assert infos["sbm"].parameters == synthetic.SBM_DEFAULTS

@@ -7,7 +7,7 @@ def test_karate():
     ds = load_dataset("karate")
     assert ds.name == "karate"
     assert ds.describe() == {"nodes": 34, "edges": 156, "features": 34, "classes": 2,
-                             "train": 4, "val": 10, "test": 20}
+                             "train": 4, "val": 10, "test": 20, "task": "multiclass"}
     assert np.array_equal(ds.features, np.eye(34, dtype=np.float32))
     assert ds.labels[0] == 0 and ds.labels[33] == 1  # Mr. Hi and the Officer lead the two clubs
     assert np.bincount(ds.labels).tolist() == [17, 17]

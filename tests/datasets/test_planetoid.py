@@ -23,7 +23,7 @@ def test_cora_standard_split(planetoid_dir):
     assert ds.name == "cora"
     # 5278 undirected edges after removing duplicates and self loops, as PyG's Planetoid
     assert ds.describe() == {"nodes": 2708, "edges": 10556, "features": 1433, "classes": 7,
-                             "train": 140, "val": 500, "test": 1000}
+                             "train": 140, "val": 500, "test": 1000, "task": "multiclass"}
     assert np.array_equal(np.flatnonzero(ds.train_mask), np.arange(140))
     assert np.array_equal(np.flatnonzero(ds.val_mask), np.arange(140, 640))
     assert ds.features.dtype == np.float32 and ds.features.flags.c_contiguous
@@ -35,7 +35,7 @@ def test_cora_standard_split(planetoid_dir):
 def test_citeseer_pads_isolated_test_nodes(planetoid_dir):
     ds = load_dataset("citeseer", data_dir=planetoid_dir)
     assert ds.describe() == {"nodes": 3327, "edges": 9104, "features": 3703, "classes": 6,
-                             "train": 120, "val": 500, "test": 1000}
+                             "train": 120, "val": 500, "test": 1000, "task": "multiclass"}
     test_index = np.loadtxt(planetoid_dir / "ind.citeseer.test.index", dtype=np.int64)
     padded = np.setdiff1d(np.arange(test_index.min(), test_index.max() + 1), test_index)
     assert padded.size == 15

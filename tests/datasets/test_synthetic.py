@@ -58,8 +58,8 @@ def test_sbm_small_graph_split_is_proportional():
 
 
 @pytest.mark.parametrize("name, match", [
-    ("sbm:nodes=3,classes=4", "at least one node per class"),
-    ("sbm:nodes=10,degree=10", "degree must be below nodes"),
+    ("sbm:nodes=3,classes=4", "at least 10 nodes per class"),
+    ("sbm:nodes=40,degree=40", "degree must be below nodes"),
     ("rmat:nodes=1024,edges=1001", "must be even"),
     ("rmat:nodes=16,edges=200", "too dense"),
 ])
@@ -71,7 +71,7 @@ def test_bad_generator_combinations(name, match):
 def test_rmat_exact_edges_and_power_law():
     ds = load_dataset("rmat:nodes=4096,edges=60000,features=8,classes=4,seed=1")
     assert ds.describe() == {"nodes": 4096, "edges": 60000, "features": 8, "classes": 4,
-                             "train": 2457, "val": 819, "test": 820}
+                             "train": 2457, "val": 819, "test": 820, "task": "multiclass"}
     _assert_symmetric_simple(ds.graph)
     deg = ds.graph.in_degree
     assert deg.max() > 20 * deg.mean(), "R-MAT degrees are heavy-tailed"

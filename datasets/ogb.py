@@ -1,0 +1,196 @@
+"""ogbn-arxiv, ogbn-products and ogbn-proteins from OGB's raw ``.csv.gz`` files, parsed chunk by chunk.
+
+The folder is the one the ``ogb`` package leaves after download
+(``ogbn_arxiv/raw/edge.csv.gz``, ``ogbn_arxiv/split/time/train.csv.gz``, ...):
+headerless gzip CSV, one row per edge (``src,dst``), node (features, labels)
+or split member (node id).
+
+Note [direct OGB parsing]
+    ``ogb.nodeproppred.NodePropPredDataset`` reads each file whole with
+    pandas, keeps the edge list, its inverse and the features as int64/float
+    copies (about 6 GB for ogbn-products before any CSR exists) and caches the
+    result as a pickle, which gnnbench does not load (a pickle can run code).
+    Here every file is read in chunks of :data:`~.csr.CHUNK` rows straight
+    into the preallocated arrays of :class:`~.csr.SymmetricCSRBuilder`
+    (Note [bounded conversion]), so converting ogbn-products needs about
+    2 GB for the graph plus its 1 GB of features. The ``ogb`` extra is still
+    used where it fits: its ``Evaluator`` defines ogbn-proteins' ROC-AUC
+    (:func:`rocauc`).
+
+Note [ogbn-proteins node features]
+    ogbn-proteins has no node features, only 8 features per edge (strengths
+    of association types). As in PyG's and DGL's ogbn-proteins examples, a
+    node's features are the mean of the features of its edges (every edge
+    counts for both its ends; an isolated node gets zeros), so F = 8. The
+    112 binary labels make the task multi-label (Note [multi-label task]).
+"""
+from __future__ import annotations
+
+import gzip
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from gnnbench.errors import UserError
+
+from .cache import Converted
+from .csr import CHUNK, SymmetricCSRBuilder
+from .dataset import build_dataset, index_mask
+from .sources import SOURCES, find_raw_folder, sha256_of_files
+
+__all__ = ["VERSION", "load_ogb", "rocauc"]
+
+#: Bump when the output for a name changes (Note [cache validity]).
+VERSION = 1
+_SPLIT_FOLDER = {"ogbn-arxiv": "time", "ogbn-products": "sales_ranking", "ogbn-proteins": "species"}
+
+
+def _csv_chunks(path: Path, dtype: Any, columns: int | None = None, rows: int = CHUNK) -> Iterator[np.ndarray]:
+    """Headerless gzip CSV as 2-D arrays of at most ``rows`` rows; a bad file is a one-line UserError."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise UserError("OGB datasets need pandas to read their csv.gz files: pip install 'gnnbench[ogb]'") from None
+
+    try:
+        with pd.read_csv(path, header=None, compression="gzip", dtype=dtype, chunksize=rows,
+                         engine="c") as reader:
+            for frame in reader:
+                a = frame.to_numpy(dtype=dtype)
+                if columns is not None and a.shape[1] != columns:
+                    raise UserError(f"{path}: expected {columns} columns per row (got {a.shape[1]}); the file "
+                                    f"is not from this dataset, replace it with the publisher's")
+                yield a
+    except UserError:
+        raise
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile, ValueError, pd.errors.ParserError,
+            pd.errors.EmptyDataError) as err:
+        raise UserError(f"{path}: not a readable OGB csv.gz ({type(err).__name__}: {str(err)[:120]}); it is "
+                        f"corrupt or truncated, replace it with the publisher's") from None
+
+
+def _read_all(path: Path, dtype: Any, columns: int | None = None) -> np.ndarray:
+    parts = list(_csv_chunks(path, dtype, columns))
+    if not parts:
+        raise UserError(f"{path}: empty; replace it with the publisher's")
+    return np.concatenate(parts)
+
+
+def _check_ids(path: Path, ids: np.ndarray, num_nodes: int) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        raise UserError(f"{path}: node id {ids.max() if ids.max() >= num_nodes else ids.min()} outside "
+                        f"[0, {num_nodes}) of num-node-list.csv.gz; the files are not from one dataset")
+
+
+def load_ogb(name: str, data_dir: Any = None) -> Converted:
+    """Convert one OGB node-property dataset (Note [direct OGB parsing]).
+
+    Args:
+        name: ``"ogbn-arxiv"``, ``"ogbn-products"`` or ``"ogbn-proteins"``.
+        data_dir: the data root (Note [raw data folders]).
+
+    Shapes:
+        see :data:`~.sources.SOURCES`; ogbn-proteins: features ``[N, 8]``
+        (Note [ogbn-proteins node features]), labels ``[N, 112]``.
+    """
+    start = time.perf_counter()
+    source = SOURCES[name]
+    folder = find_raw_folder(source, data_dir)
+    raw = folder / "raw"
+    num_nodes = int(_read_all(raw / "num-node-list.csv.gz", np.int64, 1)[0, 0])
+    num_edges = int(_read_all(raw / "num-edge-list.csv.gz", np.int64, 1)[0, 0])
+    builder = SymmetricCSRBuilder(num_nodes, num_edges)
+    proteins = name == "ogbn-proteins"
+    if proteins:
+        edge_feat_sum = np.zeros((num_nodes, 8), dtype=np.float64)
+        edge_count = np.zeros(num_nodes, dtype=np.float64)
+        feat_chunks = _csv_chunks(raw / "edge-feat.csv.gz", np.float32, 8)
+    seen = 0
+    for edges in _csv_chunks(raw / "edge.csv.gz", np.int64, 2):
+        _check_ids(raw / "edge.csv.gz", edges, num_nodes)
+        if seen + edges.shape[0] > num_edges:
+            raise UserError(f"{raw / 'edge.csv.gz'}: more than the {num_edges} edges of num-edge-list.csv.gz; "
+                            f"the files are not from one dataset")
+        seen += edges.shape[0]
+        builder.add(edges[:, 0], edges[:, 1])
+        if proteins:
+            feats = next(feat_chunks, None)
+            if feats is None or feats.shape[0] != edges.shape[0]:
+                raise UserError(f"{raw / 'edge-feat.csv.gz'}: fewer rows than edge.csv.gz; the files are not "
+                                f"from one dataset")
+            for end in (edges[:, 0], edges[:, 1]):  # Note [ogbn-proteins node features]
+                edge_count += np.bincount(end, minlength=num_nodes)
+                for k in range(8):
+                    edge_feat_sum[:, k] += np.bincount(end, weights=feats[:, k], minlength=num_nodes)
+    if seen != num_edges:
+        raise UserError(f"{raw / 'edge.csv.gz'}: {seen} edges, num-edge-list.csv.gz says {num_edges}; the file is "
+                        f"truncated or not from this dataset")
+    graph = builder.build()
+
+    if proteins:
+        features = (edge_feat_sum / np.maximum(edge_count, 1)[:, None]).astype(np.float32)
+        del edge_feat_sum
+    else:
+        features = None
+        row = 0
+        for chunk in _csv_chunks(raw / "node-feat.csv.gz", np.float32, rows=1 << 18):
+            if features is None:
+                features = np.empty((num_nodes, chunk.shape[1]), dtype=np.float32)
+            if row + chunk.shape[0] > num_nodes:
+                break
+            features[row:row + chunk.shape[0]] = chunk
+            row += chunk.shape[0]
+        if features is None or row != num_nodes:
+            raise UserError(f"{raw / 'node-feat.csv.gz'}: expected {num_nodes} rows, one per node; the file is "
+                            f"truncated or not from this dataset")
+
+    label_path = raw / "node-label.csv.gz"
+    labels = _read_all(label_path, np.float64, source.classes if proteins else 1)
+    if labels.shape[0] != num_nodes or np.isnan(labels).any():
+        raise UserError(f"{label_path}: expected one label row per node, {num_nodes} rows without gaps (got "
+                        f"{labels.shape[0]} rows); the file is truncated or not from this dataset")
+    labels = labels.astype(np.int64) if proteins else labels[:, 0].astype(np.int64)
+    classes = source.classes if proteins else int(labels.max()) + 1
+    if labels.min() < 0 or (proteins and labels.max() > 1):
+        raise UserError(f"{label_path}: labels must be {'0 or 1' if proteins else '>= 0'} (got "
+                        f"[{labels.min()}, {labels.max()}]); the file is not from this dataset")
+
+    split = folder / "split" / _SPLIT_FOLDER[name]
+    masks = []
+    for part in ("train", "valid", "test"):
+        ids = _read_all(split / f"{part}.csv.gz", np.int64, 1)[:, 0]
+        _check_ids(split / f"{part}.csv.gz", ids, num_nodes)
+        masks.append(index_mask(num_nodes, ids))
+    if ((masks[0].astype(np.int8) + masks[1] + masks[2]) > 1).any():
+        raise UserError(f"{split}: train, valid and test share nodes; the split files are not from one dataset")
+    dataset = build_dataset(name, graph, features, labels, *masks, classes,
+                            task="multilabel" if proteins else "multiclass")
+    return Converted(dataset, sha256_of_files(folder, source.files), time.perf_counter() - start)
+
+
+def rocauc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Mean ROC-AUC over the tasks that have both classes, as OGB's ``Evaluator("ogbn-proteins")``.
+
+    Uses ``ogb.nodeproppred.Evaluator`` when the ``ogb`` extra is installed
+    and there are 112 tasks, else scikit-learn's ``roc_auc_score`` with OGB's rule (tasks with one
+    class only are skipped).
+
+    Shapes:
+        labels, scores ``[N, T]``.
+    """
+    try:
+        from ogb.nodeproppred import Evaluator
+    except ImportError:
+        Evaluator = None
+    if Evaluator is not None and labels.shape[1] == 112:  # the Evaluator insists on ogbn-proteins' 112 tasks
+        return float(Evaluator("ogbn-proteins").eval({"y_true": labels, "y_pred": scores})["rocauc"])
+    from sklearn.metrics import roc_auc_score
+
+    aucs = [roc_auc_score(labels[:, t], scores[:, t]) for t in range(labels.shape[1])
+            if 0 < labels[:, t].sum() < labels.shape[0]]
+    if not aucs:
+        raise UserError("ROC-AUC needs at least one task with both positive and negative nodes")
+    return float(np.mean(aucs))
