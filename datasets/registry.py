@@ -22,7 +22,7 @@ from .dataset import Dataset, DatasetInfo, check_index_dtype
 from .karate import load_karate
 from .planetoid import load_planetoid
 
-__all__ = ["Param", "load_dataset", "list_datasets", "canonical_name", "parse_name"]
+__all__ = ["Param", "load_dataset", "list_datasets", "canonical_name", "parse_name", "validate"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,18 @@ def canonical_name(name: str) -> str:
     if not values:
         return kind
     return kind + ":" + ",".join(f"{k}={Param.format(values[k])}" for k in sorted(values))
+
+
+def validate(name: str) -> str:
+    """Check a dataset name before any worker starts; return its canonical name.
+
+    The one entry point the run configuration calls (gnnbench.config). It
+    checks the name and its parameters' types and ranges.
+
+    Raises:
+        UserError: one line naming the dataset parameter that is wrong.
+    """
+    return canonical_name(name)
 
 
 def load_dataset(name: str, data_dir: str | os.PathLike | None = None, index_dtype: Any = np.int64) -> Dataset:

@@ -14,8 +14,10 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
+    from gnnbench.paths import check_output_dir
     from gnnbench.plot import plot
 
+    check_output_dir(args.out, "--out folder")  # before reading anything
     with open_store(args.results) as db:
         filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
         rows = db.rows(**filters)
