@@ -158,7 +158,10 @@ class RunConfig:
     @field_validator("memory_limit", mode="before")
     @classmethod
     def _memory_text(cls, value: Any) -> Any:
-        return parse_memory(value) if isinstance(value, str) else value
+        try:
+            return parse_memory(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+        except UserError as err:
+            raise ValueError(str(err).replace("memory limit ", "")) from None
 
     @field_validator("system_options", mode="before")
     @classmethod
@@ -249,7 +252,7 @@ def _one_line(err: ValidationError, values: Mapping[str, Any], name_of: Callable
     if first["type"] == "unexpected_keyword_argument":
         return f"unknown setting '{field}'; allowed: {', '.join(f.key for f in fields.values())}"
     message = re.sub(r"^(Value error, |Assertion failed, )", "", first["msg"])
-    message = re.sub(r"^Input should be", "must be", message)
+    message = re.sub(r"^(Input|String|Value) should (be|have|match)", r"must \2", message)
     message = message.replace("a valid integer, unable to parse string as an integer", "an integer")
     message = message.replace("a valid number, unable to parse string as a number", "a number")
     if field in fields and fields[field].choices and "must be one of" not in message:
@@ -276,7 +279,7 @@ def parse_memory(text: str | int | None) -> int | None:
         return None
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?\s*", str(text).upper())
     if not match:
-        raise UserError(f"memory limit must look like 4G, 512M or a byte count (got {text!r})")
+        raise UserError(f"memory limit must look like 4G, 512M, a byte count or none (got {text!r})")
     value = float(match.group(1)) * _UNITS[match.group(2)]
     if not math.isfinite(value) or value >= 1 << 62:
         raise UserError(f"memory limit {text!r} is beyond any machine; give e.g. 4G")

@@ -121,6 +121,11 @@ def _keep_log(path: Path, spec: TaskSpec) -> str | None:
         return None
 
 
+def worker_command(spec_path: Path, result_path: Path) -> list[str]:
+    """The worker's command line (a function, so tests can stand in a misbehaving worker)."""
+    return [sys.executable, "-m", "gnnbench.worker", str(spec_path), str(result_path)]
+
+
 def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = _UNSET,
              memory_limit_bytes: int | None = _UNSET) -> dict[str, Any]:
     """Run ``spec`` and return its row (never raises for a failing system when isolated).
@@ -138,7 +143,7 @@ def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = _UN
     with tempfile.TemporaryDirectory(prefix="gnnbench-run-") as tmp:
         spec_path, result_path, err_path = Path(tmp, "spec.json"), Path(tmp, "result.json"), Path(tmp, "stderr")
         spec_path.write_text(json.dumps({**spec.as_dict(), "memory_limit": memory_limit}))
-        cmd = [sys.executable, "-m", "gnnbench.worker", str(spec_path), str(result_path)]
+        cmd = worker_command(spec_path, result_path)
         with open(err_path, "wb") as err_file:
             proc = subprocess.Popen(cmd, env=worker_env(spec.threads, spec.allocator), stdin=subprocess.DEVNULL,
                                     stdout=err_file, stderr=err_file, start_new_session=True)

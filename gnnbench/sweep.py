@@ -458,9 +458,10 @@ def _stored(store, tasks: list[Task], counts: Callable[[str | None], bool]) -> t
     return done, skips
 
 
-def plan(campaign: Campaign, store) -> Plan:
-    """Expand ``campaign`` and split its tasks against what ``store`` holds (Note [resuming])."""
-    tasks = _expand(campaign)
+def plan(campaign: Campaign, store, tasks: list[Task] | None = None) -> Plan:
+    """Expand ``campaign`` (unless ``tasks`` are its expansion) and split its tasks against what
+    ``store`` holds (Note [resuming])."""
+    tasks = _expand(campaign) if tasks is None else tasks
     done, skips = _stored(store, tasks, _counts_status(campaign))
     result = Plan(tasks)
     for task in tasks:
@@ -521,9 +522,9 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
     path = store_path or campaign.results or default_results_path()
     if dry_run and not Path(path).exists():
         path = ":memory:"  # a dry run plans against an empty store and creates no file
-    the_plan = None
-    with ResultsStore(path) as db:  # opened, upgraded and write-tested first (Note [store first])
-        the_plan = plan(campaign, db)
+    tasks = _expand(campaign)  # every name, option and file checked before the store is touched
+    with ResultsStore(path) as db:  # opened, upgraded and write-tested before any run (Note [store first])
+        the_plan = plan(campaign, db, tasks)
         report = SweepReport(campaign.name, len(the_plan.tasks), len(the_plan.stored),
                              known_skips=len(the_plan.known_skips), dry_run=dry_run, todo=the_plan.todo)
         if dry_run:
