@@ -295,8 +295,9 @@ def _matrix(data: Mapping[str, Any], where: str, flags: bool = False) -> Matrix:
     required = [f.sweep or f.key for f in fields.values() if f.required] + ["datasets"]
     missing = [k for k in required if k not in data]
     if missing:
-        shown = ", ".join(("--" + k.replace("_", "-")) if flags else k for k in missing)
-        raise UserError(f"{where}: missing {shown} (every matrix needs {', '.join(required)})")
+        if flags:
+            raise UserError(f"give {', '.join('--' + k.replace('_', '-') for k in missing)} (or --campaign FILE)")
+        raise UserError(f"{where}: missing {', '.join(missing)} (every matrix needs {', '.join(required)})")
 
     def name_of(field: str) -> str:
         f = fields[field]

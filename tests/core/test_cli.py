@@ -159,7 +159,7 @@ BAD_INPUTS = [
     (_RUN + ["--results", "/proc/gnnbench.sqlite"], "gnnbench run: cannot "),
     (_RUN + ["--results", "{tmp}/" + _LONG_NAME + ".sqlite"], "gnnbench run: results database path has a name of"),
     # sweep: flags and campaign files
-    (["sweep", "--systems", "reference"], "gnnbench sweep: command line: missing --models, --datasets"),
+    (["sweep", "--systems", "reference"], "gnnbench sweep: give --models, --datasets (or --campaign FILE)"),
     (["sweep", "--campaign", str(REPO / "campaigns" / "cpu_small.toml"), "--systems", "reference"],
      "gnnbench sweep: --systems: the matrix comes from "),
     (["sweep", "--campaign", "/no/such.toml"], "gnnbench sweep: no campaign file at /no/such.toml"),
