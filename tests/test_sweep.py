@@ -354,3 +354,47 @@ def test_broken_systems_glue_is_up_to_date():
     writer = regenerate(spec_paths(SWEEP_SYSTEMS), check=True)
     assert not writer.drift, "".join(writer.drift) + "\nrun `gnnbench gen tests/sweep_systems/<name>/<name>.gnn`"
     assert len(writer.unchanged) == 4
+
+
+# ---------------------------------------------------------------- claims (Note [claims])
+
+def test_a_configuration_claimed_by_another_live_sweep_is_left_to_it(tmp_path):
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference",), seeds=(0, 1))
+    with ResultsStore(db) as store:
+        tasks = plan(campaign, store).tasks
+        assert store.claim(tasks[1].claim_key, "another-sweep", 600)
+    calls: list = []
+    events = []
+    report = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)), on_event=events.append)
+    assert [s.seed for s in calls] == [0] and report.claimed_elsewhere == 1
+    assert ("claimed", 2, 2) in [(e.kind, e.done, e.total) for e in events]
+    with ResultsStore(db) as store:
+        assert store.claims() == {tasks[1].claim_key: "another-sweep"}  # ours were released
+
+
+def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
+    db = tmp_path / "shared.sqlite"
+    script = textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from tests.test_sweep import _campaign, _fake_runner
+        from gnnbench.executors import LocalExecutor
+        from gnnbench.sweep import run_sweep
+        fake = _fake_runner()
+        def slow(spec, **kw):
+            time.sleep(0.5)
+            return fake(spec, **kw)
+        report = run_sweep(_campaign(systems=("reference",), seeds=(0, 1, 2, 3)), {str(db)!r}, LocalExecutor(slow))
+        print(len(report.rows), report.claimed_elsewhere + report.meanwhile)
+        """)
+    env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
+    ResultsStore(db).close()
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    ran = [tuple(map(int, out.split())) for out, _ in outs]
+    assert sum(r for r, _ in ran) == 4 and all(r + left == 4 for r, left in ran)
+    with ResultsStore(db) as store:
+        assert sorted(r["seed"] for r in store.rows()) == [0, 1, 2, 3] and store.claims() == {}
