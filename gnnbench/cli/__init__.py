@@ -4,8 +4,7 @@ Each command is a module here with ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (asv's ``Command``). Expected failures
 (:class:`~gnnbench.errors.UserError`, :class:`~gnnbench.dsl.spec.SpecError`)
 print one line and exit with status 2; anything else keeps its traceback.
-Bare ``gnnbench`` prints the list of commands; :func:`main` returns the exit
-status (argparse's own exits included) instead of raising ``SystemExit``.
+Bare ``gnnbench`` prints the list of commands.
 """
 from __future__ import annotations
 
@@ -63,10 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from gnnbench.errors import UserError
 
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:  # --help (0) or a bad flag (2, one line already printed)
-        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    args = parser.parse_args(argv)  # --help and bad flags exit here (0; 2 with one line), as argparse does
     if args.command is None:  # bare `gnnbench`: the list of commands
         parser.print_help()
         return 0

@@ -21,7 +21,7 @@ def results_path(path: str | None):
     return path or default_results_path()
 
 
-def open_store(path: str | None, create: bool = False):
+def open_store(path: str | None, create: bool = True):
     """The results store; commands that only read pass ``create=False`` (Note [store first])."""
     from gnnbench.store import ResultsStore
 

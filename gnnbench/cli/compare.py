@@ -32,7 +32,7 @@ def run(store_path=None, baseline="reference", systems=None, models=None, datase
     from gnnbench.compare import compare
     from gnnbench.errors import UserError
 
-    with open_store(store_path) as db:
+    with open_store(store_path, create=False) as db:
         filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
         rows = db.rows(**filters)
     if not rows:

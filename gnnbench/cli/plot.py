@@ -18,7 +18,7 @@ def main(args) -> int:
     from gnnbench.plot import plot
 
     check_output_dir(args.out, "--out folder")  # before reading anything
-    with open_store(args.results) as db:
+    with open_store(args.results, create=False) as db:
         filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
         rows = db.rows(**filters)
     for path in plot(rows, args.out):

@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
 
 
 def run(store_path=None, **filters) -> list[dict]:
-    with open_store(store_path) as db:
+    with open_store(store_path, create=False) as db:
         return db.rows(**{k: v for k, v in filters.items() if v is not None})
 
 
