@@ -24,52 +24,25 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from .allocator import loaded_allocator
+from .config import SELECTIONS, RunConfig
 from .environment import PeakMemory, cpu_model, git_commit, machine_info
 from .errors import UserError
 from .kernel_clock import measuring
 from .measurement import Measurement
+from .record import run_record
+from .store import utc_now
 
-__all__ = ["TaskSpec", "train", "resolve_hyperparameters", "stored_hyperparameters"]
+__all__ = ["TaskSpec", "RunConfig", "train", "resolve_hyperparameters", "stored_hyperparameters"]
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    """Everything that identifies a run (``None`` fields take the model's defaults)."""
-
-    system: str
-    model: str
-    dataset: str = "sbm"
-    framework: str = "torch"
-    device: str = "cpu"
-    data_dir: str | None = None
-    epochs: int | None = None
-    warmup: int = 5
-    hidden: int | None = None
-    heads: int | None = None
-    lr: float | None = None
-    seed: int = 0
-    threads: int | None = None
-    dtype: str = "float32"
-    index_dtype: str = "int64"
-    selection: str = "best_val"
-    system_options: tuple[tuple[str, str], ...] = ()
-    allocator: str = "auto"
-    fallback: str | None = None    # system lending the operators ``system`` lacks (gnnbench.fallback)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "TaskSpec":
-        data = dict(data)
-        data["system_options"] = tuple(tuple(kv) for kv in data.get("system_options", ()))
-        return cls(**data)
+#: A run's configuration: one validated object shared by the CLI, sweeps and the worker (gnnbench.config).
+TaskSpec = RunConfig
 
 
 def resolve_hyperparameters(spec: TaskSpec):
@@ -125,6 +98,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     from .frameworks import get_frontend
     from .registry import system_hash, system_info
 
+    started = utc_now()
     info = system_info(spec.system)
     model_cls, hyper = resolve_hyperparameters(spec)
     F = get_frontend(spec.framework, spec.device, spec.dtype)
@@ -180,8 +154,8 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         def forward(training: bool):
             return model.forward(F, params, bound, x, training)
 
-    if spec.selection not in ("best_val", "last"):
-        raise UserError(f"unknown selection '{spec.selection}'; choose one of: best_val, last")
+    if spec.selection not in SELECTIONS:
+        raise UserError(f"unknown selection '{spec.selection}'; choose one of: {', '.join(SELECTIONS)}")
 
     def evaluate() -> dict[str, float]:
         with F.no_grad():
@@ -245,8 +219,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         extra["fallback"] = fallback_summary(bound, phases.lent, phases.kernel)
     epoch_m = Measurement(tuple(phases.epoch))
     described = dataset.describe()
-    return {
-        "status": "ok",
+    return run_record(spec, "ok", timestamp=started, measured={
         "system": spec.system,
         "system_version": info.version,
         "system_hash": system_hash(spec.system),
@@ -286,4 +259,4 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         "machine": machine_info(),
         "git_commit": git_commit(),
         "extra": extra,
-    }
+    })

@@ -35,10 +35,18 @@ Note [resuming]
     (system unavailable) never count: availability is checked afresh on each
     run, and a skip with the same reason is not stored twice. With
     ``retry_failed`` only ``ok`` rows count; with ``repeat`` nothing is
-    skipped. The store is asked again just before each task starts, so a
-    configuration another sweep finished meanwhile on the same file is not
-    run twice (two sweeps that start one configuration at the same moment
-    both run it, and both rows are kept).
+    skipped. Just before each task starts the sweep claims it in the store
+    (Note [claims] in :mod:`gnnbench.store`) and asks the store again, so a
+    configuration another sweep on the same file is running or has finished
+    is not run twice: two identical sweeps started together split the work.
+
+Note [campaign keys]
+    The keys of a campaign file and the ``gnnbench sweep`` flags are
+    derived from :class:`~gnnbench.config.RunConfig`'s fields: a sweepable
+    field takes a list under its plural name (``systems``, ``seeds``), any
+    other field one value under its key (``lr``, ``options``); ``rounds`` is
+    the sweep's own. Every configuration of a matrix is built and validated
+    when the campaign is read, before anything runs.
 """
 from __future__ import annotations
 
@@ -46,66 +54,67 @@ import hashlib
 import itertools
 import json
 import os
-import re
+import socket
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .allocator import ALLOCATORS, resolve_allocator
+from .config import RunConfig, config_fields, make_config, parse_memory
 from .errors import UserError
-from .harness import TaskSpec
 
 __all__ = [
     "Matrix", "Campaign", "Task", "Plan", "SweepEvent", "SweepReport", "PROVENANCE_FIELDS",
-    "provenance", "identity", "load_campaign", "campaign_from_mapping", "parse_memory",
+    "provenance", "identity", "load_campaign", "campaign_from_mapping", "parse_memory", "matrix_keys",
     "split_datasets", "plan", "run_sweep",
 ]
 
 PROVENANCE_FIELDS = ("system", "system_hash", "model", "dataset", "framework", "device", "seed", "threads",
                      "allocator", "hyperparameters", "epochs", "git_commit")
 _FAILED = ("failed", "timeout", "oom", "crashed")
+#: the interleaving order of sweep axes, outermost first (Note [sweep order]); other sweepable fields
+#: go before ``system``, which is innermost
+_AXIS_ORDER = ("seed", "dataset", "model", "framework")
 
 
 @dataclass(frozen=True)
 class Matrix:
-    """One block of a campaign: the cross product of its lists, with shared settings.
+    """One block of a campaign: the cross product of its axes, with shared settings.
+
+    Built by :func:`campaign_from_mapping` (Note [campaign keys]); ``Matrix.of(systems=..., models=...,
+    datasets=..., epochs=6)`` builds one from campaign keys in Python.
 
     Args:
-        systems, models, datasets (tuple of str): the dimensions (datasets as
-            ``gnnbench datasets`` names them, e.g. ``sbm:nodes=2000``).
-        frameworks (tuple of str): (default: ``("torch",)``).
-        seeds (tuple of int): one round per seed (default: ``(0,)``).
+        axes: (field name, values) per sweepable field, values in the order the campaign names them.
+        settings: (field name, value) of every other field given (validated).
         rounds (int): repetitions of every seed (default: 1).
-        timeout_s (float or None): per-run time limit in seconds (default: 1800).
-        memory_limit_bytes (int or None): per-run address-space limit (default: none).
-        The other fields are those of :class:`~gnnbench.harness.TaskSpec`.
+        labels: (canonical dataset name, as the campaign wrote it), for display.
+        configs: every configuration of the block, validated.
     """
 
-    systems: tuple[str, ...]
-    models: tuple[str, ...]
-    datasets: tuple[str, ...]
-    frameworks: tuple[str, ...] = ("torch",)
-    seeds: tuple[int, ...] = (0,)
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    settings: tuple[tuple[str, Any], ...]
     rounds: int = 1
-    device: str = "cpu"
-    epochs: int | None = None
-    warmup: int = 5
-    hidden: int | None = None
-    heads: int | None = None
-    lr: float | None = None
-    threads: int | None = None
-    allocator: str = "auto"
-    dtype: str = "float32"
-    index_dtype: str = "int64"
-    selection: str = "best_val"
-    options: tuple[tuple[str, str], ...] = ()
-    data_dir: str | None = None
-    timeout_s: float | None = 1800.0
-    memory_limit_bytes: int | None = None
-    fallback: str | None = None    # lends missing operators to kernel systems (gnnbench.fallback)
+    labels: tuple[tuple[str, str], ...] = ()
+    configs: tuple[RunConfig, ...] = ()
+
+    @classmethod
+    def of(cls, **keys: Any) -> "Matrix":
+        return _matrix(keys, "matrix")
+
+    def axis(self, name: str) -> tuple[Any, ...]:
+        return dict(self.axes).get(name, ())
+
+    @property
+    def timeout_s(self) -> float | None:
+        return self.configs[0].timeout if self.configs else None
+
+    @property
+    def memory_limit_bytes(self) -> int | None:
+        return self.configs[0].memory_limit if self.configs else None
 
 
 @dataclass(frozen=True)
@@ -123,17 +132,27 @@ class Campaign:
 
 @dataclass(frozen=True, eq=False)
 class Task:
-    """One configuration to run: the spec, its limits and its provenance (Note [provenance])."""
+    """One configuration to run: the config (limits included), its provenance (Note [provenance])."""
 
-    spec: TaskSpec
+    spec: RunConfig
     label: str                     # the dataset as the campaign wrote it, for display
     round: int                     # repetition index, from 0
-    timeout_s: float | None
-    memory_limit_bytes: int | None
     identity: dict[str, Any]
     key: str
     occurrence: int = 0            # how many earlier tasks share the key (Note [resuming])
     unavailable: str | None = None
+
+    @property
+    def timeout_s(self) -> float | None:
+        return self.spec.timeout
+
+    @property
+    def memory_limit_bytes(self) -> int | None:
+        return self.spec.memory_limit
+
+    @property
+    def claim_key(self) -> str:
+        return f"{self.key}#{self.occurrence}"
 
     def describe(self) -> str:
         s = self.spec
@@ -154,8 +173,8 @@ class Plan:
 
 @dataclass(frozen=True)
 class SweepEvent:
-    """What a progress display needs: ``kind`` is ``start``, ``finish`` or ``meanwhile``
-    (stored by another sweep since planning). ``eta_s`` is None until a run has finished."""
+    """What a progress display needs: ``kind`` is ``start``, ``finish``, ``meanwhile``
+    (stored by another sweep since planning) or ``claimed`` (being run by another sweep). ``eta_s`` is None until a run has finished."""
 
     kind: str
     task: Task
@@ -179,6 +198,8 @@ class SweepReport:
     elapsed_s: float = 0.0
     dry_run: bool = False
     todo: list[Task] = field(default_factory=list)
+    claimed_elsewhere: int = 0     # being run by another sweep on the same store (Note [claims])
+    unsaved: list[tuple[str, str]] = field(default_factory=list)  # (JSON file, store error) of rows not stored
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.get("status") for r in self.rows))
@@ -189,7 +210,9 @@ class SweepReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"campaign": self.campaign, "planned": self.planned, "already_stored": self.already_stored,
-                "known_skips": self.known_skips, "stored_meanwhile": self.meanwhile, "dry_run": self.dry_run,
+                "known_skips": self.known_skips, "stored_meanwhile": self.meanwhile,
+                "claimed_by_another_sweep": self.claimed_elsewhere, "unsaved": [p for p, _ in self.unsaved],
+                "dry_run": self.dry_run,
                 "elapsed_s": self.elapsed_s, "counts": self.counts(),
                 "to_run": [t.describe() for t in self.todo] if self.dry_run else None,
                 "runs": [{k: r.get(k) for k in ("id", "status", "error", "system", "model", "dataset", "framework",
@@ -205,45 +228,20 @@ def provenance(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def identity(spec: TaskSpec, _hashes: dict[str, str] | None = None) -> dict[str, Any]:
+def identity(spec: RunConfig, _hashes: dict[str, str] | None = None) -> dict[str, Any]:
     """The provenance fields a run of ``spec`` will store, computed without running it.
 
     Raises:
         UserError: unknown system or model, or epochs not above warmup.
     """
-    from .environment import git_commit
-    from .harness import resolve_hyperparameters, stored_hyperparameters
-    from .registry import system_hash
+    from .preflight import check_names
+    from .record import identity_columns
 
-    _, hyper = resolve_hyperparameters(spec)
-    hashes = {} if _hashes is None else _hashes
-    if spec.system not in hashes:
-        hashes[spec.system] = system_hash(spec.system)
-    hyperparameters = stored_hyperparameters(spec, hyper)
-    return {"system": spec.system, "system_hash": hashes[spec.system], "model": spec.model,
-            "dataset": spec.dataset, "framework": spec.framework, "device": spec.device, "seed": spec.seed,
-            "threads": spec.threads, "allocator": resolve_allocator(spec.allocator).name,
-            "hyperparameters": json.loads(json.dumps(hyperparameters)),
-            "epochs": hyper.epochs, "warmup": spec.warmup, "git_commit": git_commit()}
+    check_names(spec)
+    return identity_columns(spec, _hashes)
 
 
 # ---------------------------------------------------------------- campaigns
-
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_memory(text: str | int | None) -> int | None:
-    """``"4G"`` -> 4 GiB in bytes. Units K, M, G, T are binary (``4G`` = ``4GiB`` = ``4GB``);
-    a bare number is bytes; ``None``, ``""``, ``"none"`` and 0 mean no limit."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text if text > 0 else None
-    if text is None or str(text).strip().lower() in ("", "none", "0"):
-        return None
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", str(text).upper())
-    if not match:
-        raise UserError(f"memory limit must look like 4G, 512M or a byte count (got {text!r})")
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
-
 
 def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
     """Split comma lists of dataset names whose own parameters contain commas.
@@ -264,95 +262,106 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
 
 
 _SWEEP_KEYS = ("name", "results", "executor", "ray_address", "repeat", "retry_failed", "matrix")
-_MATRIX_KEYS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
-                "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "options",
-                "data_dir", "timeout", "memory_limit", "fallback")
 
 
-def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
+def matrix_keys() -> tuple[str, ...]:
+    """The keys a campaign matrix takes, derived from the run configuration (Note [campaign keys])."""
+    return (*(f.sweep or f.key for f in config_fields().values()), "rounds")
+
+
+def _listed(value: Any, key: str, where: str, field: str) -> tuple[Any, ...]:
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
         value = [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise UserError(f"{where}: '{key}' must be a list of names (got {value!r})")
-    items = split_datasets(value) if key == "datasets" else tuple(
-        p.strip() for v in value for p in v.split(",") if p.strip())
+    if not isinstance(value, (list, tuple)) or any(isinstance(v, (bool, dict, list)) for v in value):
+        raise UserError(f"{where}: '{key}' must be a list (got {value!r})")
+    if field == "dataset":
+        items: tuple[Any, ...] = split_datasets(str(v) for v in value)
+    else:
+        items = tuple(p.strip() if isinstance(p, str) else p for v in value
+                      for p in (v.split(",") if isinstance(v, str) else [v]) if not isinstance(p, str) or p.strip())
     if not items:
         raise UserError(f"{where}: '{key}' is empty; name at least one")
     return tuple(dict.fromkeys(items))
 
 
-def _number(value: Any, key: str, where: str, kind: type, minimum: float) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-        raise UserError(f"{where}: '{key}' must be {'an integer' if kind is int else 'a number'} (got {value!r})")
-    if value < minimum:
-        raise UserError(f"{where}: '{key}' must be at least {minimum:g} (got {value!r})")
-    return kind(value)
-
-
-def _matrix(data: Mapping[str, Any], where: str) -> Matrix:
-    unknown = sorted(set(data) - set(_MATRIX_KEYS))
+def _matrix(data: Mapping[str, Any], where: str, flags: bool = False) -> Matrix:
+    """One validated block (Note [campaign keys]); ``flags`` names settings as flags (``--lr``)."""
+    fields = config_fields()
+    by_key = {f.sweep or f.key: f for f in fields.values()}
+    allowed = matrix_keys()
+    unknown = sorted(set(data) - set(allowed))
     if unknown:
-        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_MATRIX_KEYS)}")
-    missing = [k for k in ("systems", "models", "datasets") if k not in data]
+        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    required = [f.sweep or f.key for f in fields.values() if f.required] + ["datasets"]
+    missing = [k for k in required if k not in data]
     if missing:
-        raise UserError(f"{where}: missing {', '.join(missing)} (every matrix needs systems, models and datasets)")
-    seeds = data.get("seeds", [0])
-    if isinstance(seeds, str):
-        try:
-            seeds = [int(s) for s in seeds.split(",") if s.strip()]
-        except ValueError:
-            raise UserError(f"{where}: 'seeds' must be integers (got {seeds!r})") from None
-    if not isinstance(seeds, (list, tuple)) or not seeds or not all(
-            isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise UserError(f"{where}: 'seeds' must be a non-empty list of integers (got {seeds!r})")
-    options = data.get("options", {})
-    if not isinstance(options, Mapping):
-        raise UserError(f"{where}: 'options' must be a table of key = value (got {options!r})")
-    timeout = _number(data.get("timeout", 1800.0), "timeout", where, float, 0)
-    choices_of = {"allocator": ALLOCATORS, "dtype": ("float32", "float64"), "index_dtype": ("int64", "int32"),
-                  "selection": ("best_val", "last")}
-    for key, choices in choices_of.items():
-        if data.get(key, choices[0]) not in choices:
-            raise UserError(f"{where}: '{key}' must be one of {', '.join(choices)} (got {data[key]!r})")
-    data_dir = data.get("data_dir")
-    fallback = data.get("fallback")
-    if fallback is not None and not isinstance(fallback, str):
-        raise UserError(f"{where}: 'fallback' must be a system name, e.g. \"reference\" (got {fallback!r})")
-    return Matrix(
-        systems=_names(data["systems"], "systems", where), models=_names(data["models"], "models", where),
-        datasets=_names(data["datasets"], "datasets", where),
-        frameworks=_names(data.get("frameworks", ["torch"]), "frameworks", where),
-        seeds=tuple(dict.fromkeys(seeds)), rounds=_number(data.get("rounds", 1), "rounds", where, int, 1),
-        device=str(data.get("device", "cpu")), epochs=_number(data.get("epochs"), "epochs", where, int, 1),
-        warmup=_number(data.get("warmup", 5), "warmup", where, int, 0),
-        hidden=_number(data.get("hidden"), "hidden", where, int, 1),
-        heads=_number(data.get("heads"), "heads", where, int, 1), lr=_number(data.get("lr"), "lr", where, float, 0),
-        threads=_number(data.get("threads"), "threads", where, int, 1), allocator=data.get("allocator", "auto"),
-        dtype=data.get("dtype", "float32"),
-        index_dtype=data.get("index_dtype", "int64"), selection=data.get("selection", "best_val"),
-        options=tuple((str(k), str(v)) for k, v in options.items()),
-        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
-        timeout_s=timeout or None, memory_limit_bytes=parse_memory(data.get("memory_limit")),
-        fallback=fallback or None,
-    )
+        if flags:
+            raise UserError(f"give {', '.join('--' + k.replace('_', '-') for k in missing)} (or --campaign FILE)")
+        raise UserError(f"{where}: missing {', '.join(missing)} (every matrix needs {', '.join(required)})")
+
+    def name_of(field: str) -> str:
+        f = fields[field]
+        key = f.sweep or f.key
+        return ("--" + key.replace("_", "-") if f.sweep else f.flag) if flags else f"{where}: '{key}'"
+
+    rounds = data.get("rounds", 1)
+    if isinstance(rounds, str) and rounds.strip().isascii() and rounds.strip().isdigit():
+        rounds = int(rounds)
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 10_000:
+        raise UserError(f"{name_of_key('rounds', where, flags)} must be an integer in [1, 10000] (got {rounds!r})")
+    axes, settings = [], []
+    for key, f in by_key.items():
+        if f.sweep:
+            values = _listed(data[key], key, where, f.name) if key in data else (
+                () if f.required or key == "datasets" else (f.default,))
+            axes.append((f.name, values))
+        elif key in data:
+            value = data[key]
+            if f.name == "data_dir" and isinstance(value, str) and value:
+                value = str(Path(value).expanduser().resolve())
+            settings.append((f.name, value))
+        elif f.sweep_default is not None:
+            settings.append((f.name, f.sweep_default))
+    base = dict(settings)
+    configs, labels = [], {}
+    for combo in itertools.product(*(values for _, values in axes)):
+        values = {**base, **{name: value for (name, _), value in zip(axes, combo)}}
+        config = make_config(values, name_of)
+        if config.fallback and _lends_to_none(config):  # Note [fallback in sweeps]
+            config = config.replace(fallback=None)
+        labels.setdefault(config.dataset, str(values["dataset"]))
+        configs.append(config)
+    settings = tuple((name, getattr(configs[0], name)) for name, _ in settings)
+    axes = tuple((name, tuple(dict.fromkeys(getattr(c, name) for c in configs))) for name, _ in axes)
+    return Matrix(axes=axes, settings=settings, rounds=rounds, labels=tuple(labels.items()), configs=tuple(configs))
 
 
-def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign") -> Campaign:
+def _lends_to_none(config: RunConfig) -> bool:
+    """Note [fallback in sweeps]: a matrix's ``fallback`` applies to its kernel systems other than the lender."""
+    from .registry import system_info
+
+    return config.system == config.fallback or system_info(config.system).kind != "kernel"
+
+
+def name_of_key(key: str, where: str, flags: bool) -> str:
+    return "--" + key.replace("_", "-") if flags else f"{where}: '{key}'"
+
+
+def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flags: bool = False) -> Campaign:
     """A :class:`Campaign` from a parsed TOML document or the equivalent dict.
 
     Top-level matrix keys are defaults; each ``[[matrix]]`` table overrides
     them for one block. Without ``[[matrix]]`` the top level is the one block.
     """
-    unknown = sorted(set(data) - set(_SWEEP_KEYS) - set(_MATRIX_KEYS))
+    allowed = matrix_keys()
+    unknown = sorted(set(data) - set(_SWEEP_KEYS) - set(allowed))
     if unknown:
         raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
-                        f"{', '.join(_SWEEP_KEYS + _MATRIX_KEYS)}")
-    defaults = {k: v for k, v in data.items() if k in _MATRIX_KEYS}
+                        f"{', '.join(_SWEEP_KEYS + allowed)}")
+    defaults = {k: v for k, v in data.items() if k in allowed}
     blocks = data.get("matrix")
     if blocks is None:
-        matrices = (_matrix(defaults, where),)
+        matrices = (_matrix(defaults, where, flags),)
     elif not isinstance(blocks, list) or not blocks or not all(isinstance(b, Mapping) for b in blocks):
         raise UserError(f"{where}: 'matrix' must be [[matrix]] tables (got {blocks!r})")
     else:
@@ -363,6 +372,9 @@ def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign") -> C
     for key in ("repeat", "retry_failed"):
         if not isinstance(data.get(key, False), bool):
             raise UserError(f"{where}: '{key}' must be true or false (got {data[key]!r})")
+    for key in ("name", "results", "ray_address"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise UserError(f"{where}: '{key}' must be text (got {data[key]!r})")
     return Campaign(matrices=matrices, name=str(data.get("name", "sweep")), results=data.get("results"),
                     executor=executor, ray_address=data.get("ray_address"), repeat=data.get("repeat", False),
                     retry_failed=data.get("retry_failed", False))
@@ -390,66 +402,39 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
 
 # ---------------------------------------------------------------- planning
 
-def _check_names(matrix: Matrix) -> None:
-    """Fail fast, before any run, on names that can never work (typos), not on unavailable ones."""
-    from .datasets.planetoid import find_planetoid_dir
-    from .datasets.registry import parse_name
-    from .frameworks import FRAMEWORKS
-    from .registry import system_info
-
-    for name in matrix.systems:
-        system_info(name)
-    if matrix.fallback:
-        system_info(matrix.fallback)
-    for name in matrix.frameworks:
-        if name not in FRAMEWORKS:
-            raise UserError(f"unknown framework '{name}'; choose one of: {', '.join(FRAMEWORKS)}")
-    for name in matrix.datasets:
-        kind, _ = parse_name(name)
-        if kind in ("cora", "citeseer"):
-            find_planetoid_dir(kind, matrix.data_dir)
-
-
-def _fallback_for(system: str, fallback: str | None) -> str | None:
-    """A matrix's fallback applies to its kernel systems other than the lender itself."""
-    from .registry import system_info
-
-    if not fallback or system == fallback or system_info(system).kind != "kernel":
-        return None
-    return fallback
-
-
 def _expand(campaign: Campaign) -> list[Task]:
-    """Every task of every matrix, deduplicated, in the order of Note [sweep order]."""
-    from .datasets.registry import canonical_name
-    from .frameworks import framework_available
-    from .registry import system_info
+    """Every task of every matrix, deduplicated, in the order of Note [sweep order]; names checked first."""
+    from .preflight import check_dataset_files, check_options, unavailable_reason
 
-    rank: dict[str, dict[Any, int]] = {d: {} for d in ("dataset", "model", "framework", "system")}
-    position = lambda dim, value: rank[dim].setdefault(value, len(rank[dim]))  # noqa: E731
+    rank: dict[str, dict[Any, int]] = {}
+    position = lambda dim, value: rank.setdefault(dim, {}).setdefault(value, len(rank[dim]))  # noqa: E731
     hashes: dict[str, str] = {}
     reasons: dict[tuple[str, str, str], str | None] = {}
+    checked: set = set()
     entries, seen = [], set()
     for m in campaign.matrices:
-        _check_names(m)
-        for rep, (seed_index, seed), label, model, framework, system in itertools.product(
-                range(m.rounds), enumerate(m.seeds), m.datasets, m.models, m.frameworks, m.systems):
-            spec = TaskSpec(system=system, model=model, dataset=canonical_name(label), framework=framework,
-                            device=m.device, data_dir=m.data_dir, epochs=m.epochs, warmup=m.warmup, hidden=m.hidden,
-                            heads=m.heads, lr=m.lr, seed=seed, threads=m.threads, allocator=m.allocator, dtype=m.dtype,
-                            index_dtype=m.index_dtype, selection=m.selection, system_options=m.options,
-                            fallback=_fallback_for(system, m.fallback))
-            if (spec, rep) in seen:  # two blocks, or two spellings of one dataset, name the same run
+        labels = dict(m.labels)
+        order_of = [*(a for a in _AXIS_ORDER if m.axis(a)),
+                    *(name for name, _ in m.axes if name not in _AXIS_ORDER and name != "system"), "system"]
+        for config in m.configs:
+            for name in order_of:
+                position(name, getattr(config, name))
+        for rep, config in itertools.product(range(m.rounds), m.configs):
+            if (config, rep) in seen:  # two blocks, or two spellings of one dataset, name the same run
                 continue
-            seen.add((spec, rep))
-            where = (system, framework, m.device)
+            seen.add((config, rep))
+            where = (config.system, config.framework, config.device)
+            ident = identity(config, hashes)  # unknown system or model, epochs <= warmup: fails here
             if where not in reasons:
-                reasons[where] = framework_available(framework) or system_info(system).unavailable_reason(
-                    framework, m.device)
-            ident = identity(spec, hashes)
-            order = (rep, seed_index, position("dataset", spec.dataset), position("model", model),
-                     position("framework", framework), position("system", system))
-            entries.append((order, Task(spec, label, rep, m.timeout_s, m.memory_limit_bytes, ident,
+                reasons[where] = unavailable_reason(config)
+            if (config.dataset, config.data_dir) not in checked:
+                check_dataset_files(config)
+                checked.add((config.dataset, config.data_dir))
+            if reasons[where] is None and (where, config.system_options) not in checked:
+                check_options(config)
+                checked.add((where, config.system_options))
+            order = (rep, *(position(name, getattr(config, name)) for name in order_of))
+            entries.append((order, Task(config, labels.get(config.dataset, config.dataset), rep, ident,
                                         provenance(ident), unavailable=reasons[where])))
     entries.sort(key=lambda e: e[0])
     occurrences: Counter = Counter()
@@ -483,9 +468,10 @@ def _stored(store, tasks: list[Task], counts: Callable[[str | None], bool]) -> t
     return done, skips
 
 
-def plan(campaign: Campaign, store) -> Plan:
-    """Expand ``campaign`` and split its tasks against what ``store`` holds (Note [resuming])."""
-    tasks = _expand(campaign)
+def plan(campaign: Campaign, store, tasks: list[Task] | None = None) -> Plan:
+    """Expand ``campaign`` (unless ``tasks`` are its expansion) and split its tasks against what
+    ``store`` holds (Note [resuming])."""
+    tasks = _expand(campaign) if tasks is None else tasks
     done, skips = _stored(store, tasks, _counts_status(campaign))
     result = Plan(tasks)
     for task in tasks:
@@ -507,8 +493,6 @@ def _skip_error(task: Task) -> str:
 
 def _stamp(task: Task, row: Mapping[str, Any], campaign: Campaign) -> dict[str, Any]:
     """The row as stored: identity fields filled in (all of them for a failure), sweep details in ``extra``."""
-    from .store import utc_now
-
     out = dict(row)
     ok = out.get("status") == "ok"
     for name, value in task.identity.items():
@@ -519,7 +503,6 @@ def _stamp(task: Task, row: Mapping[str, Any], campaign: Campaign) -> dict[str, 
                       "timeout_s": task.timeout_s, "memory_limit_bytes": task.memory_limit_bytes,
                       "spec": task.spec.as_dict()}
     out["extra"] = extra
-    out.setdefault("timestamp", utc_now())
     return out
 
 
@@ -543,16 +526,15 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
     """
     from .executors import get_executor
     from .runner import failure_row
-    from .store import ResultsStore
+    from .store import ResultsStore, default_results_path
     from .verify_status import verification_status
-
-    from .store import default_results_path
 
     path = store_path or campaign.results or default_results_path()
     if dry_run and not Path(path).exists():
         path = ":memory:"  # a dry run plans against an empty store and creates no file
-    with ResultsStore(path) as db:
-        the_plan = plan(campaign, db)
+    tasks = _expand(campaign)  # every name, option and file checked before the store is touched
+    with ResultsStore(path) as db:  # opened, upgraded and write-tested before any run (Note [store first])
+        the_plan = plan(campaign, db, tasks)
         report = SweepReport(campaign.name, len(the_plan.tasks), len(the_plan.stored),
                              known_skips=len(the_plan.known_skips), dry_run=dry_run, todo=the_plan.todo)
         if dry_run:
@@ -566,21 +548,32 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
         counts = _counts_status(campaign)
         total, started = len(the_plan.todo), clock()
         finished = 0
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        held: set[str] = set()
 
         def event(kind: str, task: Task, row: dict | None = None) -> None:
             if on_event is None:
                 return
             elapsed = clock() - started
-            done = finished + report.meanwhile
+            done = finished + report.meanwhile + report.claimed_elsewhere
             eta = elapsed / finished * (total - done) if finished else None
             on_event(SweepEvent(kind, task, row, done, total, elapsed, eta))
 
         def feed() -> Iterator[Task]:
             for task in the_plan.todo:
-                if not campaign.repeat and _stored(db, [task], counts)[0][task.key] > task.occurrence:
-                    report.meanwhile += 1  # another sweep on this file ran it (Note [resuming])
-                    event("meanwhile", task)
-                    continue
+                if not campaign.repeat:
+                    ttl = (task.timeout_s or _CLAIM_TTL_S) + _CLAIM_MARGIN_S
+                    if not db.claim(task.claim_key, owner, ttl):  # another sweep runs it (Note [claims])
+                        report.claimed_elsewhere += 1
+                        event("claimed", task)
+                        continue
+                    held.add(task.claim_key)
+                    if _stored(db, [task], counts)[0][task.key] > task.occurrence:
+                        db.release(task.claim_key, owner)
+                        held.discard(task.claim_key)
+                        report.meanwhile += 1  # another sweep on this file ran it (Note [resuming])
+                        event("meanwhile", task)
+                        continue
                 if executor.sequential:
                     event("start", task)
                 yield task
@@ -589,12 +582,37 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
             for task, raw in executor.run(feed()):
                 row = _stamp(task, raw, campaign)
                 row["verified"] = verification_status(db, row.get("system"), row.get("system_hash"))
-                row["id"] = db.insert(row)
+                row["id"] = _insert_or_save(db, row, report)
+                if task.claim_key in held:
+                    db.release(task.claim_key, owner)
+                    held.discard(task.claim_key)
                 report.rows.append(row)
                 finished += 1
                 event("finish", task, row)
         finally:
             report.elapsed_s = clock() - started
+            for key in held:  # interrupted: leave the rest to other sweeps at once
+                try:
+                    db.release(key, owner)
+                except Exception:  # the store itself may be what failed
+                    pass
             if owned:
                 executor.close()
     return report
+
+
+_CLAIM_TTL_S = 24 * 3600.0   # a claim of a run without a time limit expires after a day
+_CLAIM_MARGIN_S = 600.0      # beyond the run's time limit: start-up, loading, storing
+
+
+def _insert_or_save(db, row: dict[str, Any], report: SweepReport) -> int | None:
+    """Store a row; if the store refuses it, save it as JSON and note where (Note [store first])."""
+    import sqlite3
+
+    from .store import save_unsaved
+
+    try:
+        return db.insert(row)
+    except (sqlite3.Error, OSError) as err:
+        report.unsaved.append((str(save_unsaved(row, db.path)), str(err).splitlines()[0] if str(err) else ""))
+        return None

@@ -29,25 +29,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gnnbench.worker")
     parser.add_argument("spec")
     parser.add_argument("result")
-    parser.add_argument("--memory-limit", type=int, default=None)
     args = parser.parse_args(argv)
-    if args.memory_limit:
-        resource.setrlimit(resource.RLIMIT_AS, (args.memory_limit, args.memory_limit))
+    data = json.loads(Path(args.spec).read_text())
+    if data.get("memory_limit"):
+        limit = int(data["memory_limit"])
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _die_with_parent()
 
+    from gnnbench.config import RunConfig
     from gnnbench.errors import UnavailableError, UserError
-    from gnnbench.harness import TaskSpec, train
-    from gnnbench.runner import failure_row
+    from gnnbench.harness import train
+    from gnnbench.record import run_record
+    from gnnbench.store import utc_now
 
-    spec = TaskSpec.from_dict(json.loads(Path(args.spec).read_text()))
+    spec = RunConfig.from_dict(data)  # validated again: the same checks as the parent's
+    started = utc_now()
     try:
         row = train(spec)
     except UnavailableError as err:  # e.g. the model needs an operator the system does not implement
-        row = failure_row(spec, "skipped", str(err).splitlines()[0], traceback.format_exc())
+        row = run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+                         timestamp=started)
     except UserError as err:
-        row = failure_row(spec, "failed", str(err).splitlines()[0], traceback.format_exc())
+        row = run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+                         timestamp=started)
     except MemoryError:
-        row = failure_row(spec, "oom", "out of memory (MemoryError) under the memory limit", traceback.format_exc())
+        traceback.print_exc()
+        row = run_record(spec, "oom", error="out of memory (MemoryError) under the memory limit",
+                         stderr=traceback.format_exc(), timestamp=started)
     tmp = Path(args.result + ".tmp")
     tmp.write_text(json.dumps(row, default=float))
     tmp.replace(args.result)

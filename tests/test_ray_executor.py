@@ -93,8 +93,9 @@ def _comparable(rows: list[dict]) -> dict[tuple, dict]:
     out = {}
     for row in rows:
         kept = {k: v for k, v in row.items() if k not in _VOLATILE}
-        if isinstance(kept.get("extra"), dict):  # per-kernel times are timings too
-            kept["extra"] = {k: v for k, v in kept["extra"].items() if k != "kernel_median_s_by_kernel"}
+        if isinstance(kept.get("extra"), dict):  # per-kernel times are timings too; log files are per run
+            kept["extra"] = {k: v for k, v in kept["extra"].items()
+                             if k not in ("kernel_median_s_by_kernel", "stderr_path")}
         out[(row["system"], row["model"], row["seed"])] = kept
     return out
 

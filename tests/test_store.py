@@ -240,3 +240,97 @@ def test_concurrent_writers_lose_and_duplicate_nothing(tmp_path):
 def test_schema_doc_is_current():
     assert DOC.read_text(encoding="utf-8") == schema_markdown(), (
         "docs/results-schema.md is stale: run `python -m gnnbench.store > docs/results-schema.md`")
+
+
+# ---------------------------------------------------------------- store first (Note [store first])
+
+def test_a_read_only_store_fails_at_once_with_one_line(tmp_path, monkeypatch):
+    path = tmp_path / "r.sqlite"
+    ResultsStore(path).close()
+    real = store_mod._connect
+    monkeypatch.setattr(store_mod, "_connect", lambda p, readonly: real(p, True))  # as on a read-only mount
+    with pytest.raises(UserError, match=r"results database .* is read-only here .*; choose a writable --results"):
+        ResultsStore(path)
+
+
+def test_a_locked_store_fails_after_the_open_timeout_not_the_write_timeout(tmp_path, monkeypatch):
+    path = tmp_path / "r.sqlite"
+    ResultsStore(path).close()
+    monkeypatch.setattr(store_mod, "_OPEN_TIMEOUT_S", 0.1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(UserError, match=r"is locked by another process \(waited 0.1 s\)"):
+            ResultsStore(path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_schema_version_that_is_not_a_number_is_refused_and_untouched(tmp_path):
+    path = tmp_path / "r.sqlite"
+    ResultsStore(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value='3.x' WHERE key='schema_version'")
+    before = path.read_bytes()
+    with pytest.raises(UserError, match=r"has schema_version '3.x', not a whole number; it was left untouched"):
+        ResultsStore(path)
+    assert path.read_bytes() == before
+
+
+def test_reading_a_missing_store_creates_nothing(tmp_path):
+    path = tmp_path / "no" / "such" / "r.sqlite"
+    with pytest.raises(UserError, match=r"no results database at .*r.sqlite; run `gnnbench run`"):
+        ResultsStore(path, create=False)
+    assert not (tmp_path / "no").exists()
+
+
+def test_reading_a_current_store_takes_no_write_lock(tmp_path):
+    path = tmp_path / "r.sqlite"
+    with ResultsStore(path) as store:
+        store.insert({"system": "s", "status": "ok"})
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer is busy
+    try:
+        with ResultsStore(path, create=False) as store:
+            assert [r["system"] for r in store.rows()] == ["s"]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_upgrade_from_version_3_adds_claims(tmp_path):
+    path = tmp_path / "r.sqlite"
+    ResultsStore(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE claims")
+        conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    with ResultsStore(path) as store:
+        assert store.claim("k", "me", 60) and store.claims() == {"k": "me"}
+
+
+def test_claims_are_unique_expire_and_are_released(tmp_path, monkeypatch):
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert store.claim("k", "a", 60)
+        assert store.claim("k", "a", 60)       # its own claim again
+        assert not store.claim("k", "b", 60)   # held by a live owner
+        store.release("k", "b")                # only the owner releases
+        assert store.claims() == {"k": "a"}
+        store.release("k", "a")
+        assert store.claim("k", "b", 60)
+        assert store.claim("stale", "dead", -1)  # expired at once: a sweep that was killed
+        assert store.claim("stale", "b", 60) and store.claims()["stale"] == "b"
+
+
+def test_an_unsaved_row_goes_beside_the_store_as_json(tmp_path):
+    row = {"status": "ok", "system": "s", "epoch_times": [0.5]}
+    saved = store_mod.save_unsaved(row, tmp_path / "r.sqlite")
+    assert saved.parent == tmp_path / "r.sqlite.unsaved" and json.loads(saved.read_text()) == row
+    with ResultsStore(tmp_path / "r.sqlite") as store:  # it loads back as it is
+        store.insert(json.loads(saved.read_text()))
+
+
+def test_an_unsaved_row_falls_back_when_beside_the_store_is_not_writable(tmp_path, monkeypatch):
+    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path / "cache"))
+    saved = store_mod.save_unsaved({"status": "ok"}, "/proc/r.sqlite")
+    assert saved.parent == tmp_path / "cache" / "unsaved"

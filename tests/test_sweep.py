@@ -102,10 +102,12 @@ def _fake_runner(calls: list | None = None):
 
 
 def _campaign(**kw) -> Campaign:
+    from gnnbench.sweep import matrix_keys
+
     matrix = dict(systems=("reference", "segfaulter"), models=("gcn",), datasets=(TINY,), epochs=6)
-    matrix.update({k: v for k, v in kw.items() if k in Matrix.__dataclass_fields__})
-    rest = {k: v for k, v in kw.items() if k not in Matrix.__dataclass_fields__}
-    return Campaign(matrices=(Matrix(**matrix),), **rest)
+    matrix.update({k: v for k, v in kw.items() if k in matrix_keys()})
+    rest = {k: v for k, v in kw.items() if k not in matrix_keys()}
+    return Campaign(matrices=(Matrix.of(**matrix),), **rest)
 
 
 # ---------------------------------------------------------------- planning
@@ -160,7 +162,7 @@ def test_parse_memory(text, expected):
 
 
 def test_parse_memory_refuses_other_text():
-    with pytest.raises(UserError, match=r"memory limit must look like 4G, 512M or a byte count \(got 'lots'\)"):
+    with pytest.raises(UserError, match=r"memory limit must look like 4G, 512M, a byte count or none \(got 'lots'\)"):
         parse_memory("lots")
 
 
@@ -171,7 +173,7 @@ def test_dataset_lists_keep_commas_of_dataset_parameters():
 
 def test_campaign_files_parse_and_name_unknown_keys(tmp_path):
     example = load_campaign(REPO / "campaigns" / "cpu_small.toml")
-    assert example.name == "cpu-small" and example.matrices[0].models == ("gcn", "gat", "sage", "gin")
+    assert example.name == "cpu-small" and example.matrices[0].axis("model") == ("gcn", "gat", "sage", "gin")
     bad = tmp_path / "bad.toml"
     bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nepoch = 3\n')
     with pytest.raises(UserError, match=r"bad.toml: unknown key\(s\) epoch; allowed: name, results"):
@@ -184,15 +186,15 @@ def test_campaign_files_parse_and_name_unknown_keys(tmp_path):
                                         r"\(got 'mimalloc'\)"):
         load_campaign(bad)
     bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nallocator = "system"\n')
-    assert load_campaign(bad).matrices[0].allocator == "system"
+    assert dict(load_campaign(bad).matrices[0].settings)["allocator"] == "system"
 
 
 def test_unknown_names_fail_before_anything_runs(tmp_path):
     with ResultsStore(tmp_path / "r.sqlite") as store:
         with pytest.raises(UserError, match="unknown system 'refrence'; choose one of: "):
             plan(_campaign(systems=("refrence",)), store)
-        with pytest.raises(UserError, match="unknown model 'gnc'"):
-            plan(_campaign(models=("gnc",)), store)
+        with pytest.raises(UserError, match=r"'models' must be one of gcn, gat, gin, sage \(got 'gnc'\)"):
+            plan(_campaign(models=("gnc",)), store)  # refused as the campaign is read
 
 
 # ---------------------------------------------------------------- running, resuming
@@ -352,3 +354,47 @@ def test_broken_systems_glue_is_up_to_date():
     writer = regenerate(spec_paths(SWEEP_SYSTEMS), check=True)
     assert not writer.drift, "".join(writer.drift) + "\nrun `gnnbench gen tests/sweep_systems/<name>/<name>.gnn`"
     assert len(writer.unchanged) == 4
+
+
+# ---------------------------------------------------------------- claims (Note [claims])
+
+def test_a_configuration_claimed_by_another_live_sweep_is_left_to_it(tmp_path):
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference",), seeds=(0, 1))
+    with ResultsStore(db) as store:
+        tasks = plan(campaign, store).tasks
+        assert store.claim(tasks[1].claim_key, "another-sweep", 600)
+    calls: list = []
+    events = []
+    report = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)), on_event=events.append)
+    assert [s.seed for s in calls] == [0] and report.claimed_elsewhere == 1
+    assert ("claimed", 2, 2) in [(e.kind, e.done, e.total) for e in events]
+    with ResultsStore(db) as store:
+        assert store.claims() == {tasks[1].claim_key: "another-sweep"}  # ours were released
+
+
+def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
+    db = tmp_path / "shared.sqlite"
+    script = textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from tests.test_sweep import _campaign, _fake_runner
+        from gnnbench.executors import LocalExecutor
+        from gnnbench.sweep import run_sweep
+        fake = _fake_runner()
+        def slow(spec, **kw):
+            time.sleep(0.5)
+            return fake(spec, **kw)
+        report = run_sweep(_campaign(systems=("reference",), seeds=(0, 1, 2, 3)), {str(db)!r}, LocalExecutor(slow))
+        print(len(report.rows), report.claimed_elsewhere + report.meanwhile)
+        """)
+    env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
+    ResultsStore(db).close()
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    ran = [tuple(map(int, out.split())) for out, _ in outs]
+    assert sum(r for r, _ in ran) == 4 and all(r + left == 4 for r, left in ran)
+    with ResultsStore(db) as store:
+        assert sorted(r["seed"] for r in store.rows()) == [0, 1, 2, 3] and store.claims() == {}

@@ -4,6 +4,7 @@ Each command is a module here with ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int`` (asv's ``Command``). Expected failures
 (:class:`~gnnbench.errors.UserError`, :class:`~gnnbench.dsl.spec.SpecError`)
 print one line and exit with status 2; anything else keeps its traceback.
+Bare ``gnnbench`` prints the list of commands.
 """
 from __future__ import annotations
 
@@ -40,7 +41,6 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gnnbench", description="Fair, correct-before-fast benchmarks of GNN kernel systems.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
     for name, module_name in COMMANDS.items():
         try:
             module = importlib.import_module(f"gnnbench.cli.{module_name}")
@@ -48,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
             if err.name != f"gnnbench.cli.{module_name}":
                 raise
             continue
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        text = module.HELP.replace("%", "%%")  # argparse formats help with %; "95% CI" must stay text
+        p = sub.add_parser(name, help=text, description=text + (f"\n\n{module.EPILOG}" if hasattr(module, "EPILOG")
+                                                                 else ""),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         p.set_defaults(_main=module.main)
     return parser
@@ -59,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     from gnnbench.errors import UserError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help and bad flags exit here (0; 2 with one line), as argparse does
+    if args.command is None:  # bare `gnnbench`: the list of commands
+        parser.print_help()
+        return 0
     try:
         return args._main(args) or 0
     except (UserError, SpecError) as err:

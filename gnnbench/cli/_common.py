@@ -7,7 +7,7 @@ from typing import Any
 
 from gnnbench.errors import UserError
 
-__all__ = ["add_results_option", "open_store", "parse_options", "print_json"]
+__all__ = ["add_results_option", "open_store", "parse_options", "print_json", "results_path"]
 
 
 def add_results_option(parser) -> None:
@@ -15,20 +15,26 @@ def add_results_option(parser) -> None:
                         help="results database (default: $GNNBENCH_RESULTS or results/gnnbench.sqlite)")
 
 
-def open_store(path: str | None):
-    from gnnbench.store import ResultsStore, default_results_path
+def results_path(path: str | None):
+    from gnnbench.store import default_results_path
 
-    return ResultsStore(path or default_results_path())
+    return path or default_results_path()
+
+
+def open_store(path: str | None, create: bool = True):
+    """The results store; commands that only read pass ``create=False`` (Note [store first])."""
+    from gnnbench.store import ResultsStore
+
+    return ResultsStore(results_path(path), create=create)
 
 
 def parse_options(pairs: list[str] | None, flag: str) -> tuple[tuple[str, str], ...]:
-    out = []
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.isidentifier():
-            raise UserError(f"{flag} expects KEY=VALUE (got {pair!r})")
-        out.append((key, value))
-    return tuple(out)
+    from gnnbench.config import parse_options as parse
+
+    try:
+        return parse(pairs)
+    except ValueError as err:
+        raise UserError(f"{flag} {err}") from None
 
 
 def print_json(obj: Any) -> None:

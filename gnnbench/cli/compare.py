@@ -6,6 +6,11 @@ import sys
 from ._common import add_results_option, open_store
 
 HELP = "compare stored runs: median epoch time, speedup with 95% CI, memory, accuracy, correctness"
+EPILOG = """exit status:
+  0  the table was printed (also when some rows failed, crashed or were skipped: they are shown as such)
+  1  with --strict only: a result is marked + (significantly slower than the baseline) or ! (its runs
+     did not succeed: failed, crashed, oom, timeout)
+  2  bad input: an unknown flag, no results database, no stored runs match"""
 
 
 def add_arguments(p) -> None:
@@ -16,6 +21,9 @@ def add_arguments(p) -> None:
     p.add_argument("--dataset", action="append")
     p.add_argument("--include-unverified", action="store_true",
                    help="show speedups of systems that failed or never ran `gnnbench verify`")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 1 when a selected run did not succeed or a system regressed (for CI; "
+                        "default: exit 0 whenever the table is printed)")
     add_results_option(p)
 
 
@@ -24,7 +32,7 @@ def run(store_path=None, baseline="reference", systems=None, models=None, datase
     from gnnbench.compare import compare
     from gnnbench.errors import UserError
 
-    with open_store(store_path) as db:
+    with open_store(store_path, create=False) as db:
         filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
         rows = db.rows(**filters)
     if not rows:
@@ -33,9 +41,16 @@ def run(store_path=None, baseline="reference", systems=None, models=None, datase
 
 
 def main(args) -> int:
+    from gnnbench.text import printable
+
     result = run(args.results, args.baseline, args.system, args.model, args.dataset, args.include_unverified)
     text = result.render(args.format, warnings=False)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {printable(warning)}", file=sys.stderr)
+    if not args.strict:
+        return 0
+    if result.regressions:
+        print(f"gnnbench compare: --strict: {len(result.regressions)} result(s) regressed (+) or did not "
+              f"succeed (!)", file=sys.stderr)
     return 1 if result.regressions else 0

@@ -14,9 +14,11 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
+    from gnnbench.paths import check_output_dir
     from gnnbench.plot import plot
 
-    with open_store(args.results) as db:
+    check_output_dir(args.out, "--out folder")  # before reading anything
+    with open_store(args.results, create=False) as db:
         filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
         rows = db.rows(**filters)
     for path in plot(rows, args.out):

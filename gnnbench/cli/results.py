@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from gnnbench.text import printable
+
 from ._common import add_results_option, open_store, print_json
 
 HELP = "list stored runs (filter by system/model/dataset) or export them as CSV"
@@ -18,19 +20,23 @@ def add_arguments(p) -> None:
 
 
 def run(store_path=None, **filters) -> list[dict]:
-    with open_store(store_path) as db:
+    with open_store(store_path, create=False) as db:
         return db.rows(**{k: v for k, v in filters.items() if v is not None})
 
 
 def main(args) -> int:
+    from gnnbench.paths import check_output_file
+    from gnnbench.store import export_rows_csv
+
+    if args.csv and args.csv != "-":
+        check_output_file(args.csv, "--csv")  # before reading anything
     rows = run(args.results, system=args.system, model=args.model, dataset=args.dataset)
     if args.csv:
-        with open_store(args.results) as db:
-            if args.csv == "-":
-                db.export_csv(sys.stdout, rows)
-            else:
-                n = db.export_csv(args.csv, rows)
-                print(f"wrote {n} rows to {args.csv}")
+        if args.csv == "-":
+            export_rows_csv(sys.stdout, rows)
+        else:
+            n = export_rows_csv(args.csv, rows)
+            print(f"wrote {n} rows to {args.csv}")
         return 0
     if args.json:
         print_json(rows)
@@ -39,6 +45,6 @@ def main(args) -> int:
     for r in rows:
         ms = f"{r['epoch_time_median_s'] * 1e3:.2f}" if r.get("epoch_time_median_s") is not None else "-"
         acc = f"{r['test_accuracy']:.3f}" if r.get("test_accuracy") is not None else "-"
-        print(f"{r['id']:>4}  {r['status']:<7} {r['system'] or '-':<12} {r['model'] or '-':<5} "
-              f"{r['framework'] or '-':<10} {ms:>9} {acc:>8}  {r['dataset']}")
+        print(f"{r['id']:>4}  {r['status']:<7} {printable(r['system'] or '-'):<12} {r['model'] or '-':<5} "
+              f"{r['framework'] or '-':<10} {ms:>9} {acc:>8}  {printable(r['dataset'])}")
     return 0

@@ -1,142 +1,108 @@
 """``gnnbench run``: train one model on one system, print a summary and store the row."""
 from __future__ import annotations
 
-from gnnbench.allocator import ALLOCATORS
 from gnnbench.errors import UserError
+from gnnbench.text import printable
 
-from ._common import add_results_option, open_store, parse_options, print_json
+from ._common import add_results_option, open_store, print_json, results_path
 
 HELP = "train one model with one system and store the measurement"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--system", required=True, help="kernel system or native baseline (see `gnnbench systems`)")
-    p.add_argument("--model", required=True, choices=("gcn", "gat", "gin", "sage"))
-    p.add_argument("--dataset", default="sbm", help="dataset name (see `gnnbench datasets`; default: sbm)")
-    p.add_argument("--data-dir", default=None, help="folder of raw dataset files (Planetoid)")
-    p.add_argument("--framework", default="torch", help="torch or tensorflow (default: torch)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    p.add_argument("--epochs", type=_positive, default=None, help="training epochs, warm-ups included (default: the model's)")
-    p.add_argument("--warmup", type=_non_negative, default=5, help="untimed first epochs (default: 5)")
-    p.add_argument("--hidden", type=_positive, default=None, help="hidden width (default: the model's)")
-    p.add_argument("--heads", type=_positive, default=None, help="attention heads for GAT (default: 8)")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default: the model's)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=_positive, default=None, help="threads for the framework and kernels")
-    p.add_argument("--allocator", default="auto", choices=ALLOCATORS,
-                   help="memory allocator of the run's process: auto (tcmalloc, else jemalloc, if installed; "
-                        "else the C library's), system, tcmalloc or jemalloc (default: auto)")
-    p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    p.add_argument("--index-dtype", default="int64", choices=("int32", "int64"))
-    p.add_argument("--selection", default="best_val", choices=("best_val", "last"),
-                   help="report accuracy at the best-validation epoch (default) or the last one")
-    p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
-                   help="system option, passed to its configure hook (repeatable)")
-    p.add_argument("--fallback", default=None, metavar="SYSTEM",
-                   help="borrow the operators the system lacks from SYSTEM, e.g. reference (the row records "
-                        "which, and their share of kernel time)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds before the run is stopped")
+    from gnnbench.config import add_config_flags
+
+    add_config_flags(p)  # one flag per RunConfig field (Note [one run configuration])
     p.add_argument("--in-process", action="store_true", help="run in this process (no isolation)")
     p.add_argument("--no-store", action="store_true", help="do not write the row to the results store")
     p.add_argument("--json", action="store_true", help="print the stored row as one JSON object")
     add_results_option(p)
 
 
-def _positive(text: str) -> int:
-    import argparse
+def validate(spec, isolate: bool = True) -> None:
+    """Fail fast, in this process, on names, files, allocator and options (exit 2 before any worker starts)."""
+    from gnnbench.preflight import check
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    check(spec, isolate=isolate)
 
 
-def _non_negative(text: str) -> int:
-    import argparse
+def run(spec, isolate: bool = True, store_path: str | None = None, store: bool = True) -> dict:
+    """Validate, open the store, run and store one task; return the row (Note [store first]).
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def validate(spec) -> None:
-    """Fail fast, in this process, on names and files (exit 2 before any worker starts)."""
-    from gnnbench.frameworks import framework_available
-    from gnnbench.harness import resolve_hyperparameters
-    from gnnbench.registry import system_info
-
-    info = system_info(spec.system)
-    reason = framework_available(spec.framework)
-    if reason:
-        raise UserError(reason)
-    reason = info.unavailable_reason(spec.framework, spec.device)
-    if reason:
-        raise UserError(f"system '{spec.system}' is unavailable: {reason}")
-    from gnnbench.fallback import check_fallback
-
-    check_fallback(spec.system, spec.fallback, spec.framework, spec.device)
-    resolve_hyperparameters(spec)
-    _check_dataset(spec.dataset, spec.data_dir)
-
-
-def _check_dataset(name: str, data_dir: str | None) -> None:
-    from gnnbench.datasets.planetoid import find_planetoid_dir
-    from gnnbench.datasets.registry import parse_name
-
-    kind, _ = parse_name(name)
-    if kind in ("cora", "citeseer"):
-        find_planetoid_dir(kind, data_dir)
-
-
-def run(spec, isolate: bool = True, timeout_s: float | None = None, store_path: str | None = None,
-        store: bool = True) -> dict:
-    """Validate, run and store one task; return the stored row."""
-    from gnnbench.allocator import resolve_allocator
+    If the row cannot be stored at the end it is saved as JSON and ``row["saved_to"]`` says where.
+    """
     from gnnbench.runner import run_task
-    from gnnbench.verify_status import verification_status
 
-    validate(spec)
-    if isolate:
-        resolve_allocator(spec.allocator)  # a named allocator that is not installed: exit 2 before the worker
-    elif spec.allocator not in ("auto", "system"):
-        raise UserError(f"--allocator {spec.allocator} needs an isolated run: an --in-process run keeps this "
-                        f"process's allocator (drop --in-process or --allocator)")
-    row = run_task(spec, isolate=isolate, timeout_s=timeout_s)
-    if store:
-        with open_store(store_path) as db:
-            row["verified"] = verification_status(db, row.get("system"), row.get("system_hash"))
-            row["id"] = db.insert(row)
+    validate(spec, isolate=isolate)
+    if not isolate and (spec.timeout or spec.memory_limit):
+        raise UserError("--timeout and --memory-limit need an isolated run (drop --in-process)")
+    db = open_store(store_path, create=True) if store else None
+    try:
+        row = run_task(spec, isolate=isolate)
+        if db is not None:
+            _store(db, row)
+    finally:
+        if db is not None:
+            db.close()
     return row
 
 
-def main(args) -> int:
-    from gnnbench.harness import TaskSpec
+def _store(db, row: dict) -> None:
+    """Insert ``row``; if that fails, save it as JSON (a measurement is never lost)."""
+    import sqlite3
 
-    spec = TaskSpec(system=args.system, model=args.model, dataset=args.dataset, framework=args.framework,
-                    device=args.device, data_dir=args.data_dir, epochs=args.epochs, warmup=args.warmup,
-                    hidden=args.hidden, heads=args.heads, lr=args.lr, seed=args.seed, threads=args.threads,
-                    dtype=args.dtype, index_dtype=args.index_dtype, selection=args.selection,
-                    system_options=parse_options(args.option, "--option"), allocator=args.allocator,
-                    fallback=args.fallback)
-    row = run(spec, isolate=not args.in_process, timeout_s=args.timeout, store_path=args.results,
-              store=not args.no_store)
+    from gnnbench.store import save_unsaved
+    from gnnbench.verify_status import verification_status
+
+    try:
+        row["verified"] = verification_status(db, row.get("system"), row.get("system_hash"))
+        row["id"] = db.insert(row)
+    except (sqlite3.Error, UserError, OSError) as err:
+        row["saved_to"] = str(save_unsaved(row, db.path))
+        row["store_error"] = str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def main(args) -> int:
+    import sys
+
+    from gnnbench.config import config_values_from_flags, make_config
+
+    spec = make_config(config_values_from_flags(args))
+    row = run(spec, isolate=not args.in_process, store_path=args.results, store=not args.no_store)
+    saved_to = row.pop("saved_to", None)
+    store_error = row.pop("store_error", None)
     if args.json:
         print_json(row)
     else:
         print(summary(row))
+    if row.get("status") != "ok":
+        for line in explain_failure(row):
+            print(line, file=sys.stderr)
+    if saved_to:
+        print(f"gnnbench run: could not store the row in {results_path(args.results)} ({store_error}); "
+              f"it is saved in {saved_to}", file=sys.stderr)
     return 0 if row.get("status") == "ok" else 1
+
+
+def explain_failure(row: dict, lines: int = 12) -> list[str]:
+    """The last lines of a failed run's stderr and where the whole of it is (Note [process group])."""
+    from gnnbench.runner import stderr_tail
+
+    tail = stderr_tail(row.get("stderr"), lines)
+    out = [f"last {len(tail)} lines of the worker's stderr:", *(f"  | {line}" for line in tail)] if tail else []
+    where = (row.get("extra") or {}).get("stderr_path")
+    if where:
+        out.append(f"whole stderr: {where}")
+    elif row.get("id") is not None:
+        out.append(f"stderr stored with run {row['id']} (`gnnbench results --json`)")
+    return out
 
 
 def summary(row: dict) -> str:
     if row.get("status") != "ok":
-        return f"{row['system']} {row['model']} on {row['dataset']}: {row['status']}: {row.get('error')}"
+        stored = f" (stored as run {row['id']})" if row.get("id") is not None else ""
+        return (f"{row['system']} {row['model']} on {row['dataset']}: {row['status']}: "
+                f"{printable(row.get('error'))}{stored}")
     ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
     lines = [
         f"{row['system']} {row['system_version']} / {row['model']} on {row['dataset']} "
@@ -157,13 +123,25 @@ def summary(row: dict) -> str:
     if report:
         shown = report.get("summary") or [", ".join(f"{k}={v}" for k, v in _flatten(report)
                                                     if not isinstance(v, (list, dict)))]
-        lines += [f"  {row['system']:<10} {line}" for line in ([shown] if isinstance(shown, str) else shown)]
+        lines += [f"  {row['system']:<10} {printable(line)}" for line in ([shown] if isinstance(shown, str) else shown)]
     if row.get("verified") != "passed":
         lines.append(f"  WARNING    {row['system']} is {row.get('verified', 'unverified')}: run "
                      f"`gnnbench verify --system {row['system']}` before trusting these figures")
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")
     return "\n".join(lines)
+
+
+def _fallback_lines(row: dict) -> list[str]:
+    """What ran on the fallback system and its share of kernel time (Note [fallback accounting])."""
+    fallback = (row.get("extra") or {}).get("fallback")
+    if not fallback:
+        return []
+    if not fallback["operators"]:
+        return [f"  fallback   {fallback['system']}: nothing borrowed ({row['system']} implements every operator used)"]
+    time = (f": {fallback['kernel_time_s'] * 1e3:.2f} ms median, {fallback['kernel_share']:.0%} of all kernel time, "
+            f"not counted as {row['system']}'s" if fallback.get("kernel_time_s") is not None else "")
+    return [f"  fallback   {', '.join(fallback['operators'])} ran on {fallback['system']}{time}"]
 
 
 def _kernel_lines(row: dict) -> list[str]:
@@ -177,18 +155,6 @@ def _kernel_lines(row: dict) -> list[str]:
     named = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in top)
     return [f"  kernels    {kernel * 1e3:.2f} ms median ({share:.0%} of the epoch) inside {row['system']}'s kernels"
             + (f"; {named} ms" if named else "")]
-
-
-def _fallback_lines(row: dict) -> list[str]:
-    """What ran on the fallback system and its share of kernel time (Note [fallback accounting])."""
-    fallback = (row.get("extra") or {}).get("fallback")
-    if not fallback:
-        return []
-    if not fallback["operators"]:
-        return [f"  fallback   {fallback['system']}: nothing borrowed ({row['system']} implements every operator used)"]
-    time = (f": {fallback['kernel_time_s'] * 1e3:.2f} ms median, {fallback['kernel_share']:.0%} of all kernel time, "
-            f"not counted as {row['system']}'s" if fallback.get("kernel_time_s") is not None else "")
-    return [f"  fallback   {', '.join(fallback['operators'])} ran on {fallback['system']}{time}"]
 
 
 def _flatten(report: dict, prefix: str = ""):

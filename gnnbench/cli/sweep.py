@@ -6,51 +6,19 @@ import sys
 from dataclasses import replace
 from typing import Any, TextIO
 
-from gnnbench.allocator import ALLOCATORS
 from gnnbench.errors import UserError
+from gnnbench.text import printable
 
-from ._common import add_results_option, parse_options, print_json
+from ._common import add_results_option, print_json
 
 HELP = "run systems x models x datasets x frameworks x seeds (or a TOML campaign), resumably, with failures recorded"
 
-# flags that define the matrix: given either here or in the campaign file, never both
-_MATRIX_FLAGS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
-                 "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "option",
-                 "data_dir", "timeout", "memory_limit", "fallback")
-
-
 def add_arguments(p) -> None:
-    from .run import _non_negative, _positive
+    from gnnbench.config import add_config_flags
 
     p.add_argument("--campaign", metavar="TOML", help="campaign file (see campaigns/); replaces the matrix flags")
-    p.add_argument("--systems", action="append", metavar="A,B", help="systems (comma list; see `gnnbench systems`)")
-    p.add_argument("--models", action="append", metavar="A,B", help="models among gcn, gat, gin, sage")
-    p.add_argument("--datasets", action="append", metavar="A,B",
-                   help="datasets, e.g. sbm,karate or 'sbm:nodes=2000,classes=4,rmat' (a piece with '=' and no ':' "
-                        "continues the previous name); repeatable")
-    p.add_argument("--frameworks", action="append", metavar="A,B", help="frameworks (default: torch)")
-    p.add_argument("--seeds", metavar="0,1,...", help="one round per seed (default: 0)")
-    p.add_argument("--rounds", type=_positive, help="repetitions of every seed (default: 1)")
-    p.add_argument("--device", help="cpu or cuda (default: cpu)")
-    p.add_argument("--epochs", type=_positive, help="epochs per run, warm-ups included (default: the model's)")
-    p.add_argument("--warmup", type=_non_negative, help="untimed first epochs (default: 5)")
-    p.add_argument("--hidden", type=_positive)
-    p.add_argument("--heads", type=_positive)
-    p.add_argument("--lr", type=float)
-    p.add_argument("--threads", type=_positive, help="threads per run (and CPUs asked of Ray per task)")
-    p.add_argument("--allocator", choices=ALLOCATORS,
-                   help="memory allocator of every run's process (default: auto; see `gnnbench run --help`)")
-    p.add_argument("--dtype", choices=("float32", "float64"))
-    p.add_argument("--index-dtype", choices=("int32", "int64"))
-    p.add_argument("--selection", choices=("best_val", "last"),
-                   help="accuracy of the best-validation epoch or of the last (default: best_val)")
-    p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE", help="system option (repeatable)")
-    p.add_argument("--data-dir", help="folder of raw dataset files (Planetoid)")
-    p.add_argument("--fallback", metavar="SYSTEM",
-                   help="kernel systems borrow the operators they lack from SYSTEM, e.g. reference")
-    p.add_argument("--timeout", type=float, metavar="S",
-                   help="seconds before a run is stopped (default: 1800; 0: none)")
-    p.add_argument("--memory-limit", metavar="SIZE", help="address-space limit per run, e.g. 4G (default: none)")
+    add_config_flags(p, sweep=True)  # derived from RunConfig (Note [campaign keys] in gnnbench.sweep)
+    p.add_argument("--rounds", metavar="N", help="repetitions of every seed (default: 1)")
     p.add_argument("--repeat", action="store_true", default=None,
                    help="run configurations again even when already stored with the same provenance")
     p.add_argument("--retry-failed", action="store_true", default=None,
@@ -66,22 +34,20 @@ def add_arguments(p) -> None:
 
 def campaign_from_args(args):
     """The :class:`~gnnbench.sweep.Campaign` the flags describe (file first, run-control flags on top)."""
+    from gnnbench.config import config_fields, config_values_from_flags
     from gnnbench.sweep import campaign_from_mapping, load_campaign
 
-    given = [f for f in _MATRIX_FLAGS if getattr(args, f, None) is not None]
+    fields = config_fields()
+    given = {(fields[name].sweep or fields[name].key): value for name, value in config_values_from_flags(args).items()}
+    if args.rounds is not None:
+        given["rounds"] = args.rounds
     if args.campaign:
         if given:
-            flags = ", ".join("--" + f.replace("_", "-") for f in given)
+            flags = ", ".join("--" + k.replace("_", "-") for k in given).replace("--options", "--option")
             raise UserError(f"{flags}: the matrix comes from {args.campaign}; edit the file or drop --campaign")
         campaign = load_campaign(args.campaign)
     else:
-        missing = [f"--{f}" for f in ("systems", "models", "datasets") if getattr(args, f) is None]
-        if missing:
-            raise UserError(f"give {', '.join(missing)} (or --campaign FILE)")
-        data: dict[str, Any] = {f: getattr(args, f) for f in given if f != "option"}
-        if args.option:
-            data["options"] = dict(parse_options(args.option, "--option"))
-        campaign = campaign_from_mapping(data, "command line")
+        campaign = campaign_from_mapping(given, "command line", flags=True)
     overrides = {k: v for k, v in (("name", args.name), ("results", args.results), ("executor", args.executor),
                                    ("ray_address", args.ray_address), ("repeat", args.repeat),
                                    ("retry_failed", args.retry_failed)) if v is not None}
@@ -114,7 +80,7 @@ class _ProgressLine:
             row = event.row
             status = row.get("status")
             detail = (f"{row['epoch_time_median_s'] * 1e3:.2f} ms/epoch" if status == "ok"
-                      and row.get("epoch_time_median_s") is not None else row.get("error") or "")
+                      and row.get("epoch_time_median_s") is not None else printable(row.get("error") or ""))
             line = f"{counter} {status} {what}: {detail}"
             if self.tty:
                 if status != "ok":  # failures stay on screen; the rest is overwritten
@@ -124,6 +90,8 @@ class _ProgressLine:
                 self._write(f"{line} ({left})\n")
         elif event.kind == "meanwhile":
             self._write(("\r\x1b[K" if self.tty else "") + f"{counter} already stored by another sweep: {what}\n")
+        elif event.kind == "claimed":
+            self._write(("\r\x1b[K" if self.tty else "") + f"{counter} being run by another sweep: {what}\n")
         elif self.tty:
             self._draw(event, what, left)
         else:
@@ -165,6 +133,8 @@ def summary(report, results_path: str) -> str:
     parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != "skipped")
     lines = [f"sweep '{report.campaign}': {report.planned} configurations; {report.already_stored} already stored"
              + (f", {report.meanwhile} stored meanwhile by another sweep" if report.meanwhile else "")
+             + (f", {report.claimed_elsewhere} left to another sweep running them" if report.claimed_elsewhere
+                else "")
              + (f"; would run {len(report.todo)}" if report.dry_run else
                 f"; ran {ran}" + (f" ({parts})" if parts else "") + f" in {_duration(report.elapsed_s)}")
              + (f"; {counts.get('skipped', 0)} newly skipped as unavailable" if counts.get("skipped") else "")
@@ -175,7 +145,13 @@ def summary(report, results_path: str) -> str:
     if failures:
         lines.append("not successful:")
         lines += [f"  {r['status']:<8} {r['system']} {r['model']} {r['dataset']} {r['framework']} seed={r['seed']}: "
-                  f"{r.get('error')}" for r in failures]
+                  f"{printable(r.get('error'))}" for r in failures]
+        for r in failures:
+            where = (r.get("extra") or {}).get("stderr_path")
+            if where and r.get("status") in ("crashed", "failed", "oom", "timeout"):
+                lines.append(f"  whole stderr of run {r.get('id')}: {where}")
+    for saved, error in report.unsaved:
+        lines.append(f"could not store a row ({error}); it is saved in {saved}")
     if not report.dry_run:
         lines.append(f"results in {results_path}; see `gnnbench compare --results {results_path}`")
     return "\n".join(lines)

@@ -50,10 +50,10 @@ def forwarded_env() -> dict[str, str]:
 
 def _remote_run(spec: dict[str, Any], timeout_s: float | None, memory_limit_bytes: int | None) -> dict[str, Any]:
     """Body of one Ray task: the local runner, in a subprocess of the Ray worker."""
-    from gnnbench.harness import TaskSpec
+    from gnnbench.config import RunConfig
     from gnnbench.runner import run_task
 
-    return run_task(TaskSpec.from_dict(spec), timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes)
+    return run_task(RunConfig.from_dict(spec), timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes)
 
 
 def _import_ray():
@@ -159,16 +159,13 @@ class RayExecutor(Executor):
     @staticmethod
     def _result(ray, ref, task) -> dict[str, Any]:
         from gnnbench.runner import failure_row
-        from gnnbench.store import utc_now
 
         try:
             return ray.get(ref)
         except ray.exceptions.RayError as err:  # the Ray worker itself died or the task was cancelled
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            row = failure_row(task.spec, "crashed", f"Ray task failed: {type(err).__name__}: {first}",
-                              traceback.format_exc())
-            row["timestamp"] = utc_now()
-            return row
+            return failure_row(task.spec, "crashed", f"Ray task failed: {type(err).__name__}: {first}",
+                               traceback.format_exc())
 
     def close(self) -> None:
         if self._connected_here:

@@ -1,0 +1,36 @@
+"""Text from specs, files and workers made safe to print on a terminal.
+
+A spec's summary, a system report or a worker's stderr may hold terminal
+escape sequences (``\\x1b[2J`` clears the screen, OSC 8 forges links) or
+bidirectional overrides that reorder what a reader sees. :func:`printable`
+shows them as visible escapes (``\\x1b``) instead of sending them raw.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["printable"]
+
+
+def printable(text: object, keep_newlines: bool = False) -> str:
+    """``text`` with control and format characters written as visible escapes.
+
+    Args:
+        text: anything; ``str(text)`` is cleaned.
+        keep_newlines (bool): keep ``\\n`` as a line break (default: False, escaped as ``\\n``).
+            Tabs are kept as spaces.
+
+    Example: ``printable("ok\\x1b[31m")`` is ``'ok\\\\x1b[31m'``.
+    """
+    out = []
+    for ch in str(text):
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif ch == "\t":
+            out.append(" ")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else (f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"))
+        else:
+            out.append(ch)
+    return "".join(out)
