@@ -149,9 +149,10 @@ class RunConfig:
     @field_validator("dataset")
     @classmethod
     def _canonical_dataset(cls, value: str) -> str:
-        from .datasets.registry import validate
+        from .datasets.registry import canonical_name
 
-        return validate(value)  # a UserError names the dataset parameter
+        # names and parameters only; files and memory need the machine (gnnbench.preflight)
+        return canonical_name(value)  # a UserError names the dataset parameter
 
     @field_validator("timeout", mode="before")
     @classmethod

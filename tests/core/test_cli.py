@@ -145,7 +145,7 @@ BAD_INPUTS = [
     # run: datasets
     (["run", "--system", "reference", "--model", "gcn", "--dataset", "nope"], "gnnbench run: unknown dataset 'nope'"),
     (["run", "--system", "reference", "--model", "gcn", "--dataset", "cora", "--data-dir", "/no/such/dir"],
-     "gnnbench run: Planetoid folder /no/such/dir (from --data-dir) does not exist"),
+     "gnnbench run: data folder /no/such/dir (from --data-dir) does not exist"),
     (_RUN[:5] + ["--dataset", "sbm:nodes=abc"], "gnnbench run: parameter 'nodes' of dataset 'sbm' must be"),
     (_RUN[:5] + ["--dataset", "sbm:bogus=1"], "gnnbench run: unknown parameter 'bogus' for dataset 'sbm'"),
     (_RUN[:5] + ["--dataset", "sbm:nodes=1"], "gnnbench run: parameter 'nodes' of dataset 'sbm' must be"),
