@@ -47,9 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         row = train(spec)
     except UnavailableError as err:  # e.g. the model needs an operator the system does not implement
+        traceback.print_exc()  # into the run's stderr log, which the parent keeps (Note [process group])
         row = run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
                          timestamp=started)
     except UserError as err:
+        traceback.print_exc()
         row = run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
                          timestamp=started)
     except MemoryError:

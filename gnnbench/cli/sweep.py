@@ -75,7 +75,7 @@ class _ProgressLine:
     def __call__(self, event) -> None:
         counter = f"[{event.done}/{event.total}]"
         left = f"{_duration(event.eta_s)} left" if event.eta_s is not None else "time left unknown yet"
-        what = event.task.describe()
+        what = printable(event.task.describe())
         if event.kind == "finish":
             row = event.row
             status = row.get("status")
