@@ -90,7 +90,6 @@ _RUN = ["run", "--system", "reference", "--model", "gcn", "--dataset", TINY, "--
 _SWEEP = ["sweep", "--systems", "reference", "--models", "gcn", "--datasets", TINY, "--epochs", "3", "--warmup", "1",
           "--no-progress"]
 _LONG_NAME = "x" * 300
-_LATER = "dataset feasibility (classes >= 2, enough nodes, ASCII digits, memory) is issue 17's (wt-17, datasets/)"
 
 #: (argv, start of the one stderr line); "{tmp}" is a temp folder, "{junk}" etc. files made by _bad_files.
 BAD_INPUTS = [
@@ -152,12 +151,12 @@ BAD_INPUTS = [
     (_RUN[:5] + ["--dataset", "sbm:p_in=nan"], "gnnbench run: parameter 'p_in' of dataset 'sbm' must be"),
     (_RUN[:5] + ["--dataset", "sbm:seed=1,seed=2"], "gnnbench run: parameter 'seed' is given twice"),
     (_RUN[:5] + ["--dataset", "karate:x=1"], "gnnbench run: dataset 'karate' takes no parameters"),
-    pytest.param(_RUN[:5] + ["--dataset", "sbm:classes=1"], "gnnbench run: ", marks=pytest.mark.xfail(reason=_LATER)),
-    pytest.param(_RUN[:5] + ["--dataset", "sbm:nodes=10"], "gnnbench run: ", marks=pytest.mark.xfail(reason=_LATER)),
-    pytest.param(_RUN[:5] + ["--dataset", "sbm:nodes=２５００"], "gnnbench run: ",
-                 marks=pytest.mark.xfail(reason=_LATER)),
-    pytest.param(_RUN[:5] + ["--dataset", "rmat:nodes=10,edges=100000000000"], "gnnbench run: ",
-                 marks=pytest.mark.xfail(reason=_LATER)),
+    (_RUN[:5] + ["--dataset", "sbm:classes=1"],
+     "gnnbench run: parameter 'classes' of dataset 'sbm' must be an integer >= 2 (got '1')"),
+    (_RUN[:5] + ["--dataset", "sbm:nodes=10"], "gnnbench run: sbm needs at least 10 nodes per class"),
+    (_RUN[:5] + ["--dataset", "sbm:nodes=２５００"], "gnnbench run: dataset name 'sbm:nodes=２５００' must be ASCII"),
+    (_RUN[:5] + ["--dataset", "rmat:nodes=10,edges=100000000000"],
+     "gnnbench run: rmat edges=100000000000 is too dense for nodes=10"),
     # run: the store, refused before training (Note [store first])
     (_RUN + ["--results", "{junk}"], "gnnbench run: {junk} is not a gnnbench results database"),
     (_RUN + ["--results", "{newer}"], "gnnbench run: results database {newer} has schema version 99"),
@@ -207,12 +206,10 @@ BAD_INPUTS = [
     (["tune", "--system", "isplib", "--widths", "a,b"], "gnnbench tune: --widths expects integers"),
     (["nosuchcommand"], "gnnbench: error: argument COMMAND: invalid choice"),
     (["systems", "extra"], "gnnbench: error: unrecognized arguments: extra"),
-    pytest.param(["datasets", "--sizes", "--data-dir", "/nonexistent"], "gnnbench datasets: ",
-                 marks=pytest.mark.xfail(reason="gnnbench/cli/datasets.py is issue 17's (wt-17)")),
-    pytest.param(["new-system", _LONG_NAME, "--dir", "{tmp}", "--tests", "{tmp}/tests"], "gnnbench new-system: ",
-                 marks=pytest.mark.xfail(reason="gnnbench/cli/new_system.py is issue 14's (wt-14b)")),
+    (["datasets", "--sizes", "--data-dir", "/nonexistent"],
+     "gnnbench datasets: data folder /nonexistent (from --data-dir) does not exist"),
+    (["new-system", _LONG_NAME, "--dir", "{tmp}"], "gnnbench new-system: system name 'xxxx"),
 ]
-
 
 def _bad_files(tmp: Path) -> dict[str, str]:
     import sqlite3
