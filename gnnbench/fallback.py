@@ -43,10 +43,14 @@ class BorrowedView(GraphView):
 class _LentGraph(BoundGraph):
     """The graph bound to the lender: its own prepared format, in views marked as borrowed."""
 
+    def __init__(self, graph: Graph, system: SystemGlue):
+        super().__init__(graph, system)
+        self._lent_views: dict[bool, BorrowedView] = {}
+
     def view(self, transposed: bool = False) -> GraphView:
-        view = super().view(transposed)
-        if not isinstance(view, BorrowedView):
-            view = self._views[transposed] = BorrowedView.of(view, self.system.name)
+        view = self._lent_views.get(transposed)
+        if view is None:
+            view = self._lent_views[transposed] = BorrowedView.of(super().view(transposed), self.system.name)
         return view
 
 
