@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_results_option, open_store
+from ._common import add_results_option
 
 HELP = "compare stored runs: median epoch time, speedup with 95% CI, memory, accuracy, correctness"
 
@@ -23,11 +23,11 @@ def run(store_path=None, baseline="reference", systems=None, models=None, datase
         include_unverified=False):
     from gnnbench.compare import compare
     from gnnbench.errors import UserError
+    from gnnbench.frame import load_results
 
-    with open_store(store_path) as db:
-        filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
-        rows = db.rows(**filters)
-    if not rows:
+    filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
+    rows = load_results(store_path, **filters)  # verification joined by build hash (gnnbench/frame.py)
+    if rows.empty:
         raise UserError("no stored runs match; run `gnnbench run` or `gnnbench sweep` first")
     return compare(rows, baseline=baseline, include_unverified=include_unverified)
 

@@ -1,7 +1,7 @@
 """``gnnbench plot``: PNG and SVG figures of stored runs."""
 from __future__ import annotations
 
-from ._common import add_results_option, open_store
+from ._common import add_results_option
 
 HELP = "draw epoch time, memory and scaling figures (PNG and SVG) from stored runs"
 
@@ -14,11 +14,11 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
+    from gnnbench.frame import load_results
     from gnnbench.plot import plot
 
-    with open_store(args.results) as db:
-        filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
-        rows = db.rows(**filters)
+    filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
+    rows = load_results(args.results, **filters)
     for path in plot(rows, args.out):
         print(path)
     return 0
