@@ -26,6 +26,7 @@ COMMANDS = {
     "sweep": "sweep",
     "compare": "compare",
     "plot": "plot",
+    "report": "report",
 }
 
 
