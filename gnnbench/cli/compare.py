@@ -34,8 +34,12 @@ def run(store_path=None, baseline="reference", systems=None, models=None, datase
 
 def main(args) -> int:
     result = run(args.results, args.baseline, args.system, args.model, args.dataset, args.include_unverified)
-    text = result.render(args.format, warnings=False)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.format == "text":  # rich on a terminal, aligned plain text in a pipe
+        from gnnbench.tables import print_table
+
+        print_table(result.table(warnings=False))
+    else:
+        sys.stdout.write(result.render(args.format, warnings=False))
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 1 if result.regressions else 0
