@@ -29,9 +29,10 @@ except ModuleNotFoundError:  # Python 3.10
 
 from gnnbench.environment import cpu_model  # noqa: F401  (re-exported for the scripts)
 from gnnbench.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions",
-           "provenance", "write_results", "campaign", "run_campaign", "cpu_model"]
+           "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table"]
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = ROOT / "campaigns"
@@ -110,10 +111,10 @@ def run_campaign(the_campaign, results: str | Path | None = None):
     terminal, one line per run otherwise. Rows already stored with the same
     provenance are reused, not rerun (Note [resuming] in :mod:`gnnbench.sweep`).
     """
-    from gnnbench.frame import load_results
+    from gnnbench.frame import frame_records, load_results
     from gnnbench.progress import progress
     from gnnbench.store import ResultsStore
-    from gnnbench.sweep import plan, run_sweep
+    from gnnbench.sweep import plan, provenance as key_of, run_sweep
 
     path = Path(results or RESULTS_DB)
     with progress(None, the_campaign.name, plain_steps=True) as bar:
@@ -130,7 +131,8 @@ def run_campaign(the_campaign, results: str | Path | None = None):
     with ResultsStore(path) as db:
         keys = [task.key for task in plan(the_campaign, db).tasks]
     frame = load_results(path)
-    frame["provenance"] = [((e or {}).get("sweep") or {}).get("provenance") for e in frame["extra"]]
+    # the key the sweep itself matches stored rows by (Note [provenance] in gnnbench/sweep.py)
+    frame["provenance"] = [key_of(r) for r in frame_records(frame)]
     frame = frame[frame["provenance"].isin(keys)].drop_duplicates("provenance", keep="last")
     order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     return frame.sort_values("provenance", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)

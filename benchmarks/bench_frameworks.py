@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import NOISE_NOTE, campaign, epoch_ms, mib, ok, provenance, run_campaign, versions, write_results  # noqa: E402
+from _common import (NOISE_NOTE, Table, campaign, epoch_ms, mib, ok, provenance, run_campaign,  # noqa: E402
+                     versions, write_results)
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("torch", "tensorflow")
@@ -87,23 +88,19 @@ def render(rows: list[dict], meta: dict) -> str:
         "Epoch = forward + backward + optimizer, median over timed epochs in ms; memory = peak RSS above the "
         f"pre-training baseline in MiB. Each run is its own process; {NOISE_NOTE}.",
         "",
-        "| dataset | model | system | torch ms | tensorflow ms | tf/torch | torch MiB | tensorflow MiB "
-        "| torch acc | tensorflow acc |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    seen = []
-    for r in rows:
-        key = (r["dataset"], r["model"], r["system"])
-        if key not in seen:
-            seen.append(key)
+    seen = list(dict.fromkeys((r["dataset"], r["model"], r["system"]) for r in rows))
+    cells = []
     for dataset, model, system in seen:
         t, f = (keyed.get((dataset, model, system, fw)) for fw in FRAMEWORKS)
         mem_t, mem_f = (mib(r["peak_memory_bytes"]) if ok(r) else "-" for r in (t, f))
         ratio = "-"
         if t and f and t["status"] == f["status"] == "ok" and t["epoch_time_median_s"] > 0:
             ratio = f"{f['epoch_time_median_s'] / t['epoch_time_median_s']:.2f}"
-        lines.append(f"| {dataset} | {model} | {system} | {epoch_ms(t)} | {epoch_ms(f)} | {ratio} | {mem_t} | {mem_f} "
-                     f"| {_acc(t)} | {_acc(f)} |")
+        cells.append([dataset, model, system, epoch_ms(t), epoch_ms(f), ratio, mem_t, mem_f, _acc(t), _acc(f)])
+    header = ["dataset", "model", "system", "torch ms", "tensorflow ms", "tf/torch", "torch MiB", "tensorflow MiB",
+              "torch acc", "tensorflow acc"]
+    lines.append(Table(header, cells, [False] * 3 + [True] * 7).render("markdown").rstrip("\n"))
     failures = [r for r in rows if r["status"] != "ok"]
     if failures:
         lines += ["", "Failed runs:", ""]

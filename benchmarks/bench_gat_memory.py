@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import campaign, ok, provenance, run_campaign, write_results  # noqa: E402
+from _common import Table, campaign, ok, provenance, run_campaign, write_results  # noqa: E402
 
 ALLOCATORS = ("system", "auto")
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
@@ -58,29 +58,29 @@ def main() -> None:
         "adds what it keeps. Epoch time under the default allocator. "
         f"Load average at start {load_start:.1f} on {os.cpu_count()} cores.",
         "",
-        "| system | peak GiB (malloc) | vs reference | peak GiB (default) | vs reference | epoch s | time vs reference "
-        "| status |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     refs = {a: find("reference", a) for a in ALLOCATORS}
+    table = []
     for system in systems:
         got = {a: find(system, a) for a in ALLOCATORS}
         if not all(got.values()):
             failed = next((r for r in rows if r["system"] == system and not ok(r)), {})
-            lines.append(f"| {system} | - | - | - | - | - | - | {failed.get('status')}: {failed.get('error')} |")
+            table.append([system] + ["-"] * 6 + [f"{failed.get('status')}: {failed.get('error')}"])
             continue
         cells = [system]
         for a in ALLOCATORS:
             mem, ref = got[a]["peak_memory_bytes"], refs[a]
             cells += [f"{mem / 2**30:.2f}", f"{mem / ref['peak_memory_bytes']:.2f}x" if ref else "-"]
         t, ref_t = got["auto"]["epoch_time_median_s"], refs["auto"]
-        cells += [f"{t:.2f}", f"{t / ref_t['epoch_time_median_s']:.2f}x" if ref_t else "-", "ok"]
-        lines.append("| " + " | ".join(cells) + " |")
+        table.append(cells + [f"{t:.2f}", f"{t / ref_t['epoch_time_median_s']:.2f}x" if ref_t else "-", "ok"])
+    header = ["system", "peak GiB (malloc)", "vs reference", "peak GiB (default)", "vs reference", "epoch s",
+              "time vs reference", "status"]
+    lines.append(Table(header, table, [False] + [True] * 6 + [False]).render("markdown"))
     keep = ("id", "system", "status", "error", "requested_allocator", "allocator", "epoch_time_median_s",
             "epoch_time_iqr_s", "peak_memory_bytes", "prepare_time_s", "dataset", "hyperparameters", "cpu_model",
             "git_commit", "system_hash", "verified")
     write_results(args.out, {"meta": provenance(dataset=dataset, epochs=epochs, load_average_start=load_start),
-                             "runs": [{k: r.get(k) for k in keep} for r in rows]}, "\n".join(lines) + "\n")
+                             "runs": [{k: r.get(k) for k in keep} for r in rows]}, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, campaign, cpu_model, epoch_ms, mib, ok, provenance,  # noqa: E402
+from _common import (NOISE_NOTE, Table, campaign, cpu_model, epoch_ms, mib, ok, provenance,  # noqa: E402
                      run_campaign, versions, write_results)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,29 +86,25 @@ def render(rows: list[dict], meta: dict) -> str:
         "native/kernel > 1 means the library's own layers cost more than its kernels inside gnnbench's model.",
         "",
     ]
-    header = "| model |" + "".join(f" {lib} kernel ms | {lib} native ms | native/kernel time | {lib} kernel MiB "
-                                  f"| {lib} native MiB | native/kernel memory |" for lib, _, _ in PAIRS)
-    header += "".join(f" {s} ms |" for s in SCALE)
-    lines += [header, "|---|" + "---:|" * (6 * len(PAIRS) + len(SCALE))]
+    header = ["model"] + [f"{lib} {c}" if c.startswith(("kernel", "native ")) else c for lib, _, _ in PAIRS
+                          for c in ("kernel ms", "native ms", "native/kernel time", "kernel MiB", "native MiB",
+                                    "native/kernel memory")] + [f"{s} ms" for s in SCALE]
+    table = []
     for model in models:
-        cells = []
+        cells = [model]
         for _, kernel, native in PAIRS:
             k, n = keyed.get((model, kernel)), keyed.get((model, native))
             cells += [_ms(k), _ms(n), _ratio(k, n, "epoch_time_median_s"), _mib(k), _mib(n),
                       _ratio(k, n, "peak_memory_bytes")]
-        cells += [_ms(keyed.get((model, s))) for s in SCALE]
-        lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    lines += ["", "Every run:", "",
-              "| model | system | epoch ms | forward ms | backward ms | optimizer ms | prepare s | peak MiB "
-              "| test acc | first loss |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        prepare = f"{r['prepare_time_s']:.2f}" if _ok(r) else "-"
-        acc = f"{r['test_accuracy']:.3f}" if _ok(r) else "-"
-        loss = f"{r['first_loss']:.4f}" if _ok(r) else "-"
-        lines.append(f"| {r['model']} | {r['system']} | {_ms(r)} | {_ms(r, 'forward_median_s')} | "
-                     f"{_ms(r, 'backward_median_s')} | {_ms(r, 'optimizer_median_s')} | {prepare} | {_mib(r)} | "
-                     f"{acc} | {loss} |")
+        table.append(cells + [_ms(keyed.get((model, s))) for s in SCALE])
+    lines.append(Table(header, table, [False] + [True] * (len(header) - 1)).render("markdown").rstrip("\n"))
+    every = [[r["model"], r["system"], _ms(r), _ms(r, "forward_median_s"), _ms(r, "backward_median_s"),
+              _ms(r, "optimizer_median_s"), f"{r['prepare_time_s']:.2f}" if _ok(r) else "-", _mib(r),
+              f"{r['test_accuracy']:.3f}" if _ok(r) else "-", f"{r['first_loss']:.4f}" if _ok(r) else "-"]
+             for r in rows]
+    header = ["model", "system", "epoch ms", "forward ms", "backward ms", "optimizer ms", "prepare s", "peak MiB",
+              "test acc", "first loss"]
+    lines += ["", "Every run:", "", Table(header, every, [False, False] + [True] * 8).render("markdown").rstrip("\n")]
     notes = meta.get("skipped", []) + [f"{r['model']} {r['system']}: {r['status']}: {r['error']}"
                                        for r in rows if r["status"] != "ok"]
     if notes:
