@@ -75,7 +75,8 @@ def _comparison_tables(c: Comparison) -> list[dict[str, Any]]:
             rows.append([
                 _cell(r.mark, None, _MARK_CLASS.get(r.mark, "")),
                 _cell(r.system),
-                _cell(r.verified, None, f"verified-{r.verified}"),
+                _cell(*(("oracle", None, "verified-oracle") if r.system == REFERENCE
+                        else (r.verified, None, f"verified-{r.verified}"))),
                 time,
                 _cell(f"{r.noise:.0%}" if r.noise is not None else "", r.noise, "noisy" if r.noisy else ""),
                 speedup,
@@ -111,10 +112,18 @@ def _provenance(records: list[dict[str, Any]]) -> dict[str, Any]:
             _cell(r.get("model")), _cell(r.get("dataset")), _cell(framework), _cell(r.get("device")),
             _cell(r.get("threads"), r.get("threads")), _cell(r.get("allocator") or "unknown"),
             _cell(machine.get("hostname")), _cell(r.get("cpu_model") or machine.get("cpu_model")),
-            _cell((r.get("git_commit") or "")[:12]), _cell(machine.get("python")), _cell(_versions(machine)),
-            _cell(r.get("error")),
+            _cell((r.get("git_commit") or "")[:12]), _cell(machine.get("python")),
+            _cell(_versions(machine), None, "wrap"), _cell(r.get("error"), None, "wrap"),
         ])
     return _table("runs", header, numeric, rows, "Every run in the report, one row each")
+
+
+def _shown_path(path: str) -> str:
+    """A spec path relative to the checkout (``systems/pim/pim.gnn``) when it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(__file__).resolve().parents[1]))
+    except ValueError:
+        return path
 
 
 def _systems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -134,7 +143,7 @@ def _systems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             spec_text = Path(info.spec_path).read_text(encoding="utf-8", errors="replace")
         out.append({"name": name, "kind": info.kind if info else "unknown", "version": info.version if info else "",
                     "summary": info.summary if info else "not registered on the machine that built this report",
-                    "spec_path": info.spec_path if info else "", "spec": spec_text,
+                    "spec_path": _shown_path(info.spec_path) if info else "", "spec": spec_text,
                     # reference is the oracle the others are verified against, never verified itself
                     "verified": "oracle" if name == REFERENCE else seen[name]})
     return out
