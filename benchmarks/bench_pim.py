@@ -23,9 +23,8 @@ writes ``results/bench_pim.json`` and ``results/bench_pim.md``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -41,6 +40,9 @@ from gnnbench.systems.pim.hostrates import HostRates
 from gnnbench.systems.pim.machine import load_machine
 from gnnbench.systems.pim.partition import build_slices, even_bounds, make_plan, slice_row_cum
 from gnnbench.systems.pim.tuner import tune
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import cpu_model, provenance, write_results  # noqa: E402
 
 # (label, nodes, average degree): the first two are the sizes of ogbn-proteins and Reddit
 SHAPES = [("132k-d597", 132_534, 597), ("233k-d492", 232_965, 492), ("404k-d387", 404_000, 387)]
@@ -173,7 +175,7 @@ def run(scale: int, widths: list[int], repeats: int, seed: int, shapes=SHAPES) -
     machine = load_machine()
     host = HostRates(machine)
     results = {"machine": machine.describe(), "scale": scale, "widths": widths, "repeats": repeats,
-               "host": {"cpu": _cpu_model(), "threads_available": numba.config.NUMBA_NUM_THREADS,
+               "host": {"cpu": cpu_model(), "threads_available": numba.config.NUMBA_NUM_THREADS,
                         "torch": torch.__version__, "numba": numba.__version__,
                         "load_average_at_start": os.getloadavg()}, "graphs": []}
     for label, nodes, degree in shapes:
@@ -233,16 +235,6 @@ def run(scale: int, widths: list[int], repeats: int, seed: int, shapes=SHAPES) -
     results["host"]["load_average_at_end"] = os.getloadavg()
     results["host_merge_rates"] = host.describe()
     return results
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def amdahl(s2: float, cores: int) -> float:
@@ -352,10 +344,8 @@ def main() -> None:
     args = ap.parse_args()
     shapes = SHAPES if args.shapes == "all" else [s for s in SHAPES if s[0] in args.shapes.split(",")]
     res = run(args.scale, [int(w) for w in args.widths.split(",")], args.repeats, args.seed, shapes)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out + ".json").write_text(json.dumps(res, indent=1))
-    Path(args.out + ".md").write_text(render(res))
-    print(render(res))
+    res["provenance"] = provenance(allocator=os.environ.get("LD_PRELOAD", "").split("/")[-1] or "system")
+    write_results(args.out, res, render(res))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import provenance, versions, write_results  # noqa: E402
+
 MODELS = ("gcn", "sage", "gin")
 MODES = ("edge_index", "sparse", "sparse + patch_pyg")
 FULL = "rmat:nodes=131072,edges=4000000,features=128,classes=8"
@@ -134,10 +137,9 @@ def main() -> None:
         ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"  # noqa: E731
         ms = lambda v: f"{v:.0f}" if v else "failed"  # noqa: E731
         lines.append(f"| {model} | {ms(e)} | {ms(s)} | {ms(p)} | {ratio(s, p)} | {ratio(e, p)} |")
-    out = Path(args.out)
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
-    print("\n".join(lines))
+    meta = provenance(dataset=dataset, epochs=args.epochs, warmup=WARMUP, threads=2, allocator=allocator,
+                      load_average_start=load, versions=versions("torch", "torch_geometric"))
+    write_results(args.out, {"meta": meta, "runs": rows}, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

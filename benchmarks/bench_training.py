@@ -20,11 +20,16 @@ import argparse
 import json
 import os
 import time
+import sys
+from functools import partial
 from pathlib import Path
 
 from gnnbench.harness import TaskSpec
 from gnnbench.registry import system_info
 from gnnbench.runner import run_task
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import ms  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")
@@ -49,8 +54,7 @@ def _tune(dataset: str) -> list[str]:
     return lines
 
 
-def _ms(seconds) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.0f}"
+_ms = partial(ms, digits=0)
 
 
 def main() -> None:

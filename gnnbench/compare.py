@@ -1,11 +1,13 @@
 """Comparison of stored runs: every system against a baseline, group by group.
 
-:func:`compare` pivots rows of the results store (:mod:`gnnbench.store`) into a
-:class:`Comparison`: per group (by default dataset x model x framework) and
-system, the median epoch time, the speedup over the baseline with a bootstrap
-confidence interval, the peak-memory ratio and the accuracy difference against
-``reference``. It returns objects and never prints; :meth:`Comparison.render`
-turns one into text, markdown, CSV or HTML.
+:func:`compare` pivots the results frame (:func:`gnnbench.load_results`, or rows
+of the results store) into a :class:`Comparison`: per group (by default
+dataset x model x framework) and system, the median epoch time, the speedup over
+the baseline with a bootstrap confidence interval (``scipy.stats.bootstrap``),
+the peak-memory ratio and the accuracy difference against ``reference``. It
+returns objects and never prints; :meth:`Comparison.table` is a
+:class:`gnnbench.tables.Table` and :meth:`Comparison.render` its text, markdown,
+CSV or HTML.
 
 Note [claims need verification]
     A speedup is only claimed for a system whose run was verified against
@@ -20,41 +22,47 @@ Note [marks]
     (significant); ``~`` when beyond ``factor`` but not significant; ``!`` a run
     that did not succeed; ``f`` a run that borrowed operators from a fallback
     system (Note [fallback accounting] in :mod:`gnnbench.fallback`): its epoch
-    holds the lender's kernel time, so no speedup is credited to the system. A time cell gets ``(! XX%)`` when IQR/median > 10%
-    (torch ``Measurement``), a sign the machine was noisy.
+    holds the lender's kernel time, so no speedup is credited to the system; ``x`` not comparable: the system's run and the
+    baseline's differ in what decides speed (Note [comparable runs]), so no
+    speedup is claimed. A time cell gets ``(! XX%)`` when the measurement is
+    noisy (Note [noise threshold] in :mod:`gnnbench.measurement`).
+
+Note [comparable runs]
+    A ratio of two epoch times means something only when both runs had the same
+    machine and the same problem: :data:`COMPARABLE_FIELDS` (device, CPU model,
+    threads, allocator, graph size) must agree between a system's run and the
+    baseline's in its group. A field null on either side (rows stored before
+    it existed) is not a difference. The table-wide ``warnings`` still report
+    mixed settings across groups.
 """
 from __future__ import annotations
 
-import csv
-import html
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from gnnbench.errors import UserError
+from .measurement import NOISE_THRESHOLD, Measurement
+from .tables import FORMATS, Table, fmt_number
 
-__all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "IQR_WARN"]
+__all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
+           "latest_runs"]
 
 REFERENCE = "reference"
-IQR_WARN = 0.10
 MIN_SAMPLES = 3  # below this a bootstrap interval is degenerate; no significance is claimed
+COMPARABLE_FIELDS = ("device", "cpu_model", "threads", "allocator", "dataset_nodes", "dataset_edges")
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
-_FORMATS = ("text", "markdown", "csv", "html")
 
 
 def bootstrap_speedup(baseline: Sequence[float], samples: Sequence[float], *, resamples: int = 2000,
                       confidence: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
     """Speedup ``median(baseline) / median(samples)`` and its percentile bootstrap CI.
 
-    Each resample draws ``len(baseline)`` baseline times and ``len(samples)``
-    system times with replacement, independently, and takes the ratio of their
-    medians; the interval is the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
-    quantiles of the ``resamples`` ratios. All resamples are drawn at once as a
-    ``[resamples, n]`` index matrix from ``numpy.random.default_rng(seed)``, so
-    the result is deterministic.
+    ``scipy.stats.bootstrap`` resamples the two samples independently (unpaired)
+    ``resamples`` times and takes the ratio of their medians; the interval is the
+    percentile interval of those ratios at ``confidence``. The generator is
+    ``numpy.random.default_rng(seed)``, so the result is deterministic.
 
     Args:
         baseline (sequence of float): per-epoch times of the baseline.
@@ -66,14 +74,38 @@ def bootstrap_speedup(baseline: Sequence[float], samples: Sequence[float], *, re
     Returns:
         ``(speedup, low, high)``; above 1 means the system is faster.
     """
+    from scipy.stats import bootstrap
+
     base, own = np.asarray(baseline, dtype=float), np.asarray(samples, dtype=float)
     if base.size == 0 or own.size == 0:
         raise ValueError(f"bootstrap needs samples on both sides (got {base.size} and {own.size})")
-    rng = np.random.default_rng(seed)
-    base_med = np.median(base[rng.integers(0, base.size, (resamples, base.size))], axis=1)
-    own_med = np.median(own[rng.integers(0, own.size, (resamples, own.size))], axis=1)
-    low, high = np.quantile(base_med / own_med, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return float(np.median(base) / np.median(own)), float(low), float(high)
+
+    def ratio(b: np.ndarray, o: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(b, axis=axis) / np.median(o, axis=axis)
+
+    res = bootstrap((base, own), ratio, n_resamples=resamples, confidence_level=confidence,
+                    method="percentile", vectorized=True, paired=False, rng=np.random.default_rng(seed))
+    return float(ratio(base, own)), float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def latest_runs(data: Any, group_by: Sequence[str] = ("dataset", "model", "framework")) -> list[dict[str, Any]]:
+    """The latest run (by timestamp, then id) of each group and system, as plain dicts.
+
+    Args:
+        data: a results frame (:func:`gnnbench.load_results`) or an iterable of
+            run dicts (``ResultsStore.rows()``).
+    """
+    import pandas as pd
+
+    from .frame import frame_from_rows, frame_records
+
+    frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
+    if frame.empty:
+        return []
+    ordered = frame.assign(_order=range(len(frame))).sort_values(
+        ["timestamp", "id", "_order"], na_position="first", kind="stable")
+    latest = ordered.drop_duplicates([*group_by, "system"], keep="last").drop(columns="_order")
+    return frame_records(latest)
 
 
 @dataclass(frozen=True)
@@ -82,12 +114,13 @@ class SystemResult:
 
     Attributes:
         group: the ``group_by`` fields and their values.
-        median_s, iqr_s: epoch time statistics in seconds, recomputed from the
-            raw ``epoch_times`` when present (``samples`` counts them).
+        median_s, iqr_s: epoch time statistics in seconds, from the run's
+            :class:`~gnnbench.measurement.Measurement` (``samples`` counts them).
+        noisy: IQR / median passes the noise threshold.
         speedup, ci_low, ci_high: baseline median / this median and its CI;
             ``None`` when no claim is made (``note`` says why).
         significant: the CI excludes 1 (``None`` with too few samples).
-        mark: ``-``, ``+``, ``~``, ``!``, ``f`` or ``''`` (Note [marks]).
+        mark: ``-``, ``+``, ``~``, ``!``, ``f``, ``x`` or ``''`` (Note [marks]).
         fallback: the system that lent operators to this run, or ``None``.
         memory_ratio: peak memory / the baseline's.
         accuracy_diff: test accuracy minus ``reference``'s, as a fraction.
@@ -102,6 +135,7 @@ class SystemResult:
     median_s: float | None = None
     iqr_s: float | None = None
     samples: int = 0
+    noisy: bool = False
     speedup: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -148,7 +182,7 @@ class Comparison:
         return next(((n, s) for n, s in _UNITS if smallest >= s), _UNITS[-1])
 
     def as_dicts(self) -> list[dict[str, Any]]:
-        """Plain dicts (group fields flattened), for ``--json``."""
+        """Plain dicts (group fields flattened), for ``--json`` and CSV."""
         out = []
         for r in self.results:
             d = asdict(r)
@@ -156,39 +190,71 @@ class Comparison:
             out.append(d)
         return out
 
+    def table(self, *, warnings: bool = True) -> Table:
+        """The comparison as a :class:`~gnnbench.tables.Table`: one formatted row per result, footnotes."""
+        unit, scale = self.unit
+        header = ["", *self.group_by, "system", "verified", f"epoch time ({unit})", "speedup",
+                  f"{self.confidence:.0%} CI", f"peak mem vs {self.baseline}", f"test acc vs {REFERENCE}"]
+        rows = []
+        for r in self.results:
+            if r.status != "ok":
+                time = r.status
+            elif r.median_s is None:
+                time = "n/a"
+            else:
+                time = fmt_number(r.median_s / scale) + (f" (! {r.noise:.0%})" if r.noisy else "")
+            if r.speedup is not None:
+                speedup = f"{r.speedup:.2f}x"
+            else:  # a failed run's status already shows in the time cell
+                speedup = r.note if r.note and r.status == "ok" else "n/a"
+            rows.append([r.mark, *r.group.values(), r.system, r.verified, time, speedup,
+                         f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "",
+                         f"{r.memory_ratio:.2f}x" if r.memory_ratio is not None else "n/a",
+                         f"{r.accuracy_diff * 100:+.2f} pp" if r.accuracy_diff is not None else "n/a"])
+        notes = _footer(self) + ([f"Warning: {w}" for w in self.warnings] if warnings else [])
+        numeric = [False] * (len(self.group_by) + 3) + [True] * 5
+        return Table(header, rows, numeric, notes=notes)
+
     def render(self, format: str = "text", *, warnings: bool = True) -> str:
         """The table as ``text`` (aligned), ``markdown``, ``csv`` or ``html``.
 
+        CSV holds the raw numbers of :meth:`as_dicts` (seconds, ratios), one
+        column per :class:`SystemResult` field, and never the warnings.
+
         Args:
             format (str): one of text, markdown, csv, html (default: text).
-            warnings (bool): append :attr:`warnings` after the footer; CSV never
-                carries them (default: True).
+            warnings (bool): append :attr:`warnings` after the footer (default: True).
         """
-        if format not in _FORMATS:
-            raise UserError(f"unknown comparison format {format!r}; choose one of {list(_FORMATS)}")
         if format == "csv":
-            return _render_csv(self)
-        table = _Table.build(self)
-        notes = _footer(self) + ([f"Warning: {w}" for w in self.warnings] if warnings else [])
-        return {"text": table.text, "markdown": table.markdown, "html": table.html}[format](notes)
+            import pandas as pd
+
+            columns = [*self.group_by, *(f for f in SystemResult.__dataclass_fields__ if f != "group")]
+            return pd.DataFrame(self.as_dicts(), columns=columns).to_csv(index=False, lineterminator="\n")
+        if format not in FORMATS:
+            from .errors import UserError
+
+            raise UserError(f"unknown comparison format {format!r}; choose one of {list(FORMATS)}")
+        return self.table(warnings=warnings).render(format)
 
 
-def compare(rows: Iterable[Mapping[str, Any]], baseline: str = REFERENCE,
+def compare(data: Any, baseline: str = REFERENCE,
             group_by: Sequence[str] = ("dataset", "model", "framework"), include_unverified: bool = False,
             *, factor: float = 1.1, resamples: int = 2000, confidence: float = 0.95,
             seed: int = 0) -> Comparison:
     """Pivots stored runs into a :class:`Comparison` against ``baseline``.
 
     Per group of ``group_by`` and system, the latest run (by timestamp, then id)
-    is used. Its median epoch time is recomputed from the raw ``epoch_times``;
-    the speedup is ``baseline median / system median`` with a percentile
-    bootstrap CI of that ratio of medians (:func:`bootstrap_speedup`, seeded,
-    ``resamples`` resamples of the per-epoch samples). Speedups are claimed only
-    for verified systems (Note [claims need verification]); marks follow
+    is used (:func:`latest_runs`). Its median epoch time comes from its raw
+    ``epoch_times`` (:class:`~gnnbench.measurement.Measurement`); the speedup is
+    ``baseline median / system median`` with a percentile bootstrap CI of that
+    ratio of medians (:func:`bootstrap_speedup`, seeded). Speedups are claimed
+    only for verified systems (Note [claims need verification]) whose run is
+    comparable with the baseline's (Note [comparable runs]); marks follow
     Note [marks].
 
     Args:
-        rows (iterable of dict): runs as returned by ``ResultsStore.rows()``.
+        data: the results frame (:func:`gnnbench.load_results`), or runs as
+            returned by ``ResultsStore.rows()``.
         baseline (str): the system speedups are measured against (default: reference).
         group_by (sequence of str): fields that define a group
             (default: dataset, model, framework).
@@ -199,15 +265,12 @@ def compare(rows: Iterable[Mapping[str, Any]], baseline: str = REFERENCE,
     """
     group_by = tuple(group_by)
     latest: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    order = sorted(enumerate(rows), key=lambda p: (p[1].get("timestamp") or "", p[1].get("id") or 0, p[0]))
-    for _, row in order:
-        key = tuple(row.get(g) for g in group_by)
-        latest.setdefault(key, {})[row.get("system") or "?"] = row  # later rows replace earlier ones
+    for row in latest_runs(data, group_by):
+        latest.setdefault(tuple(row.get(g) for g in group_by), {})[row.get("system") or "?"] = row
     results = []
     for key in sorted(latest, key=lambda k: tuple("" if v is None else str(v) for v in k)):
         systems = latest[key]
-        names = sorted(systems, key=lambda s: (s != baseline, s))
-        for name in names:
+        for name in sorted(systems, key=lambda s: (s != baseline, s)):
             results.append(_result(dict(zip(group_by, key)), name, systems, baseline, include_unverified,
                                    factor, resamples, confidence, seed))
     used = [row for systems in latest.values() for row in systems.values()]
@@ -215,18 +278,17 @@ def compare(rows: Iterable[Mapping[str, Any]], baseline: str = REFERENCE,
                       _warnings(used))
 
 
-def _samples(row: Mapping[str, Any]) -> np.ndarray:
-    raw = [t for t in (row.get("epoch_times") or []) if t is not None]
-    samples = np.asarray(raw, dtype=float)
-    return samples[np.isfinite(samples)]
+def _ok(row: Mapping[str, Any] | None) -> bool:
+    return row is not None and (row.get("status") or "ok") == "ok"
 
 
-def _median_iqr(row: Mapping[str, Any]) -> tuple[float | None, float | None, np.ndarray]:
-    samples = _samples(row)
-    if samples.size:
-        q1, med, q3 = np.percentile(samples, [25, 50, 75])
-        return float(med), float(q3 - q1), samples
-    return row.get("epoch_time_median_s"), row.get("epoch_time_iqr_s"), samples
+def _difference(row: Mapping[str, Any], base: Mapping[str, Any]) -> str | None:
+    """What makes ``row`` not comparable with ``base`` (Note [comparable runs]), or None."""
+    for name in COMPARABLE_FIELDS:
+        mine, theirs = row.get(name), base.get(name)
+        if mine is not None and theirs is not None and mine != theirs:
+            return f"not comparable: {name} {mine} vs {theirs}"
+    return None
 
 
 def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str, Any]], baseline: str,
@@ -237,15 +299,14 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
                   verified=row.get("verified") or "unverified", run_id=row.get("id"), error=row.get("error"))
     if common["status"] != "ok":
         return SystemResult(**common, mark="!", note=common["status"])
-    median, iqr, samples = _median_iqr(row)
-    out: dict[str, Any] = dict(median_s=median, iqr_s=iqr, samples=int(samples.size))
+    m = Measurement.from_row(row)
+    out: dict[str, Any] = dict(median_s=None if m.empty else m.median, iqr_s=None if m.empty else m.iqr,
+                               samples=len(m), noisy=m.noisy)
     base = systems.get(baseline)
-    base_ok = base is not None and (base.get("status") or "ok") == "ok"
-    if base_ok and row.get("peak_memory_bytes") is not None and base.get("peak_memory_bytes"):
+    if _ok(base) and row.get("peak_memory_bytes") is not None and base.get("peak_memory_bytes"):
         out["memory_ratio"] = row["peak_memory_bytes"] / base["peak_memory_bytes"]
     ref = systems.get(REFERENCE)
-    if (ref is not None and (ref.get("status") or "ok") == "ok" and row.get("test_accuracy") is not None
-            and ref.get("test_accuracy") is not None):
+    if _ok(ref) and row.get("test_accuracy") is not None and ref.get("test_accuracy") is not None:
         out["accuracy_diff"] = row["test_accuracy"] - ref["test_accuracy"]
     if name == baseline:
         return SystemResult(**common, **out, note="baseline")
@@ -257,16 +318,19 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
     if common["verified"] != "passed" and not include_unverified:
         note = "unverified" if common["verified"] == "unverified" else "verify failed"
         return SystemResult(**common, **out, note=note)
-    base_median, _, base_samples = _median_iqr(base) if base_ok else (None, None, None)
-    if not base_median or not median:
-        return SystemResult(**common, **out, note="no baseline" if not base_median else "no time")
-    if samples.size >= MIN_SAMPLES and base_samples.size >= MIN_SAMPLES:
-        speedup, low, high = bootstrap_speedup(base_samples, samples, resamples=resamples,
+    b = Measurement.from_row(base) if _ok(base) else None
+    if b is None or b.empty or m.empty:
+        return SystemResult(**common, **out, note="no baseline" if b is None or b.empty else "no time")
+    difference = _difference(row, base)
+    if difference:
+        return SystemResult(**common, **out, mark="x", note=difference)
+    if len(m) >= MIN_SAMPLES and len(b) >= MIN_SAMPLES:
+        speedup, low, high = bootstrap_speedup(b.samples, m.samples, resamples=resamples,
                                                confidence=confidence, seed=seed)
         significant = bool(low > 1 or high < 1)
         out.update(ci_low=low, ci_high=high, significant=significant)
     else:
-        speedup, significant = base_median / median, False
+        speedup, significant = b.median / m.median, False
     beyond = speedup >= factor or speedup <= 1 / factor
     mark = ("-" if speedup > 1 else "+") if beyond and significant else ("~" if beyond else "")
     return SystemResult(**common, **out, speedup=speedup, mark=mark)
@@ -307,92 +371,12 @@ def _footer(c: Comparison) -> list[str]:
     gate = ("including unverified systems" if c.include_unverified
             else "only for systems whose verification passed")
     return [
-        f"Epoch time: median in {unit} over the timed epochs; (! XX%) marks IQR/median > {IQR_WARN:.0%}.",
+        f"Epoch time: median in {unit} over the timed epochs; (! XX%) marks IQR/median > {NOISE_THRESHOLD:.0%}.",
         f"Speedup: {c.baseline} median / system median (above 1 is faster), claimed {gate}; "
         f"{c.confidence:.0%} CI by bootstrap of the ratio of medians ({c.resamples} resamples).",
         f"Marks: - faster, + slower (beyond {c.factor:g}x and CI excludes 1), "
-        f"~ beyond {c.factor:g}x but not significant, ! run did not succeed.",
+        f"~ beyond {c.factor:g}x but not significant, ! run did not succeed, "
+        f"x not comparable: one of {', '.join(COMPARABLE_FIELDS)} differs from {c.baseline}'s run.",
         f"Peak memory: system / {c.baseline}. Test accuracy: system - {REFERENCE}, in percentage points.",
     ] + (["f: the run borrowed operators from a fallback system, whose kernel time is in its epoch; "
           "no speedup is credited to the system."] if any(r.mark == "f" for r in c.results) else [])
-
-
-def _fmt_number(v: float) -> str:
-    digits = 3 if abs(v) < 1 else 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
-    return f"{v:.{digits}f}"
-
-
-class _Table:
-    """Rows of formatted cells shared by the text, markdown and HTML renderings."""
-
-    def __init__(self, header: list[str], right: list[bool], cells: list[list[str]]):
-        self.header, self.right, self.cells = header, right, cells
-
-    @classmethod
-    def build(cls, c: Comparison) -> "_Table":
-        unit, scale = c.unit
-        header = ["", *c.group_by, "system", "verified", f"epoch time ({unit})", "speedup",
-                  f"{c.confidence:.0%} CI", f"peak mem vs {c.baseline}", f"test acc vs {REFERENCE}"]
-        right = [False] * (len(c.group_by) + 3) + [True] * 5
-        cells = []
-        for r in c.results:
-            if r.status != "ok":
-                time = r.status
-            elif r.median_s is None:
-                time = "n/a"
-            else:
-                time = _fmt_number(r.median_s / scale)
-                if r.noise is not None and r.noise > IQR_WARN:
-                    time += f" (! {r.noise:.0%})"
-            if r.speedup is not None:
-                speedup = f"{r.speedup:.2f}x"
-            else:  # a failed run's status already shows in the time cell
-                speedup = r.note if r.note and r.status == "ok" else "n/a"
-            ci = f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else ""
-            mem = f"{r.memory_ratio:.2f}x" if r.memory_ratio is not None else "n/a"
-            acc = f"{r.accuracy_diff * 100:+.2f} pp" if r.accuracy_diff is not None else "n/a"
-            cells.append([r.mark, *("" if v is None else str(v) for v in r.group.values()), r.system,
-                          r.verified, time, speedup, ci, mem, acc])
-        return cls(header, right, cells)
-
-    def text(self, notes: list[str]) -> str:
-        widths = [max(len(row[i]) for row in [self.header, *self.cells]) for i in range(len(self.header))]
-
-        def line(row: list[str]) -> str:
-            return "  ".join(v.rjust(w) if r else v.ljust(w) for v, w, r in zip(row, widths, self.right)).rstrip()
-
-        out = [line(self.header), "  ".join("-" * w for w in widths), *map(line, self.cells)]
-        return "\n".join(out + [""] + notes) + "\n"
-
-    def markdown(self, notes: list[str]) -> str:
-        def line(row: list[str]) -> str:
-            return "| " + " | ".join(v.replace("|", "\\|") for v in row) + " |"
-
-        rule = "|" + "".join(" ---: |" if r else " --- |" for r in self.right)
-        out = [line(self.header), rule, *map(line, self.cells)]
-        return "\n".join(out) + "".join(f"\n\n{n}" for n in notes) + "\n"
-
-    def html(self, notes: list[str]) -> str:
-        def line(tag: str, row: list[str]) -> str:
-            align = [' style="text-align:right"' if r else "" for r in self.right]
-            return "<tr>" + "".join(f"<{tag}{a}>{html.escape(v)}</{tag}>" for v, a in zip(row, align)) + "</tr>"
-
-        out = ['<table class="gnnbench-compare">', "<thead>", line("th", self.header), "</thead>", "<tbody>",
-               *(line("td", row) for row in self.cells), "</tbody>", "</table>",
-               *(f"<p>{html.escape(n)}</p>" for n in notes)]
-        return "\n".join(out) + "\n"
-
-
-def _render_csv(c: Comparison) -> str:
-    columns = [*c.group_by, "system", "status", "verified", "mark", "epoch_time_median_s", "epoch_time_iqr_s",
-               "samples", "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "note",
-               "peak_memory_ratio", "test_accuracy_diff", "run_id"]
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for r in c.results:
-        values = [*r.group.values(), r.system, r.status, r.verified, r.mark, r.median_s, r.iqr_s, r.samples,
-                  r.speedup, r.ci_low, r.ci_high, r.significant, r.note, r.memory_ratio, r.accuracy_diff,
-                  r.run_id]
-        writer.writerow(["" if v is None else v for v in values])
-    return buf.getvalue()

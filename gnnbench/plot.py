@@ -1,7 +1,8 @@
 """Figures of stored runs: epoch time, peak memory and scaling with graph size.
 
-:func:`plot` draws three figures from rows of the results store, each written
-as PNG and SVG:
+:func:`plot` draws three figures from the results frame
+(:func:`gnnbench.load_results`, or rows of the results store), each written as
+PNG and SVG:
 
 * ``epoch_time``: grouped bars, one group per dataset x model x framework and
   one bar per system, at the median epoch time with error bars from the first
@@ -18,13 +19,14 @@ nothing touches pyplot's global state or the user's backend.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gnnbench.errors import UserError
+from .errors import UserError
+from .measurement import Measurement
 
 __all__ = ["plot", "FIGURES"]
 
@@ -42,28 +44,23 @@ def _matplotlib() -> Any:
     return matplotlib
 
 
-def _latest_ok(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, dict[str, Mapping[str, Any]]]:
-    """group key -> system -> its latest run, keeping only successful runs."""
+def _latest_ok(data: Any) -> dict[tuple, dict[str, Mapping[str, Any]]]:
+    """group key -> system -> its latest run (:func:`gnnbench.compare.latest_runs`), successful runs only."""
+    from .compare import latest_runs
+
     latest: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    order = sorted(enumerate(rows), key=lambda p: (p[1].get("timestamp") or "", p[1].get("id") or 0, p[0]))
-    for _, row in order:
+    for row in latest_runs(data, _GROUP):
         key = tuple(row.get(g) for g in _GROUP)
-        latest.setdefault(key, {})[row.get("system") or "?"] = row
-    return {k: {s: r for s, r in v.items() if (r.get("status") or "ok") == "ok"} for k, v in latest.items()}
+        runs = latest.setdefault(key, {})
+        if (row.get("status") or "ok") == "ok":
+            runs[row.get("system") or "?"] = row
+    return latest
 
 
 def _quartiles(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """(q1, median, q3) of the epoch times, from raw samples when stored."""
-    samples = np.asarray([t for t in row.get("epoch_times") or [] if t is not None], dtype=float)
-    samples = samples[np.isfinite(samples)]
-    if samples.size:
-        q1, med, q3 = np.percentile(samples, [25, 50, 75])
-        return float(q1), float(med), float(q3)
-    med, iqr = row.get("epoch_time_median_s"), row.get("epoch_time_iqr_s")
-    if med is None:
-        return None
-    half = (iqr or 0.0) / 2
-    return med - half, med, med + half
+    """(q1, median, q3) of the epoch times (:class:`~gnnbench.measurement.Measurement`), or None."""
+    m = Measurement.from_row(row)
+    return None if m.empty else m.quartiles
 
 
 def _short(value: Any) -> str:
@@ -159,11 +156,12 @@ def _scaling(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], sys
     return fig
 
 
-def plot(rows: Iterable[Mapping[str, Any]], out_dir: str | os.PathLike) -> list[Path]:
+def plot(data: Any, out_dir: str | os.PathLike) -> list[Path]:
     """Writes the three figures of :data:`FIGURES` as PNG and SVG under ``out_dir``.
 
     Args:
-        rows (iterable of dict): runs as returned by ``ResultsStore.rows()``.
+        data: the results frame (:func:`gnnbench.load_results`), or runs as
+            returned by ``ResultsStore.rows()``.
         out_dir (str or Path): folder for the files; created if missing.
 
     Returns:
@@ -175,7 +173,7 @@ def plot(rows: Iterable[Mapping[str, Any]], out_dir: str | os.PathLike) -> list[
     matplotlib = _matplotlib()
     from matplotlib.figure import Figure
 
-    latest = _latest_ok(rows)
+    latest = _latest_ok(data)
     groups = {k: latest[k] for k in sorted(latest, key=lambda k: tuple(map(str, k)))}
     systems = sorted({s for g in groups.values() for s in g}, key=lambda s: (s != "reference", s))
     if not systems:

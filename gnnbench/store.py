@@ -666,7 +666,9 @@ def schema_markdown() -> str:
           for v, step in sorted(_UPGRADES.items())],
         "",
     ]
-    return "\n".join(lines)
+    from .frame import frame_markdown  # the DataFrame view of these rows (gnnbench.load_results)
+
+    return "\n".join(lines + frame_markdown())
 
 
 if __name__ == "__main__":  # python -m gnnbench.store > docs/results-schema.md

@@ -123,14 +123,39 @@ def test_render_formats(rows):
     assert len(table) == len(c.results) == 10
     assert float(table[2]["speedup"]) == pytest.approx(2.5) and table[2]["system"] == "fused"
     html = c.render("html")
-    assert html.startswith('<table class="gnnbench-compare">') and "&gt; 10%" in html
+    assert html.startswith('<table class="gnnbench-table">') and "&gt; 10%" in html
     text = c.render("text").splitlines()
     assert text[0].split() == ["dataset", "model", "framework", "system", "verified", "epoch", "time", "(ms)",
                                "speedup", "95%", "CI", "peak", "mem", "vs", "reference", "test", "acc", "vs",
                                "reference"]
     end = text[0].index("speedup") + len("speedup")  # numeric columns are right-aligned
     fused = next(line for line in text if " fused " in line)
-    assert fused[:end].endswith("2.50x") and text[1].startswith("-  -------")
+    assert fused[:end].endswith("2.50x") and text[1].startswith("--  -------")
     with pytest.raises(UserError, match="unknown comparison format 'pdf'"):
         c.render("pdf")
     assert c.as_dicts()[2]["dataset"] == "cora" and c.as_dicts()[2]["system"] == "fused"
+
+
+def test_runs_that_differ_from_the_baseline_are_not_comparable(rows):
+    for row in rows:
+        if row["system"] == "fused" and row["dataset"] == "cora":
+            row["threads"] = 8
+        if row["system"] == "slow":
+            row["allocator"] = "tcmalloc"  # the baseline's allocator is unknown (null): not a difference
+    cora = by_system(compare(rows))
+    assert cora["fused"].mark == "x" and cora["fused"].speedup is None
+    assert cora["fused"].note == "not comparable: threads 8 vs 4"
+    assert cora["slow"].mark == "+"
+    assert "not comparable: threads 8 vs 4" in compare(rows).render("text")
+
+
+def test_compare_reads_the_results_frame(tmp_path):
+    import gnnbench
+
+    db = _fixture().build_fixture_db(tmp_path / "fixture.sqlite")
+    with ResultsStore(db) as store:
+        store.record_verification("untested", "1.0", "h-untested", "passed")
+    from_frame = by_system(compare(gnnbench.load_results(db)))
+    assert from_frame["untested"].verified == "passed" and from_frame["untested"].speedup == pytest.approx(4.0)
+    with ResultsStore(db) as store:
+        assert from_frame["fused"] == by_system(compare(store.rows()))["fused"]

@@ -27,6 +27,7 @@ COMMANDS = {
     "sweep": "sweep",
     "compare": "compare",
     "plot": "plot",
+    "report": "report",
 }
 
 

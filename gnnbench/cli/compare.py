@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_results_option, open_store
+from ._common import add_results_option
 
 HELP = "compare stored runs: median epoch time, speedup with 95% CI, memory, accuracy, correctness"
 EPILOG = """exit status:
@@ -31,11 +31,11 @@ def run(store_path=None, baseline="reference", systems=None, models=None, datase
         include_unverified=False):
     from gnnbench.compare import compare
     from gnnbench.errors import UserError
+    from gnnbench.frame import load_results
 
-    with open_store(store_path, create=False) as db:
-        filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
-        rows = db.rows(**filters)
-    if not rows:
+    filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
+    rows = load_results(store_path, **filters)  # verification joined by build hash (gnnbench/frame.py)
+    if rows.empty:
         raise UserError("no stored runs match; run `gnnbench run` or `gnnbench sweep` first")
     return compare(rows, baseline=baseline, include_unverified=include_unverified)
 
@@ -44,8 +44,12 @@ def main(args) -> int:
     from gnnbench.text import printable
 
     result = run(args.results, args.baseline, args.system, args.model, args.dataset, args.include_unverified)
-    text = result.render(args.format, warnings=False)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.format == "text":  # rich on a terminal, aligned plain text in a pipe
+        from gnnbench.tables import print_table
+
+        print_table(result.table(warnings=False))
+    else:
+        sys.stdout.write(result.render(args.format, warnings=False))
     for warning in result.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
     if not args.strict:

@@ -1,7 +1,7 @@
 """``gnnbench plot``: PNG and SVG figures of stored runs."""
 from __future__ import annotations
 
-from ._common import add_results_option, open_store
+from ._common import add_results_option
 
 HELP = "draw epoch time, memory and scaling figures (PNG and SVG) from stored runs"
 
@@ -14,13 +14,13 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
+    from gnnbench.frame import load_results
     from gnnbench.paths import check_output_dir
     from gnnbench.plot import plot
 
     check_output_dir(args.out, "--out folder")  # before reading anything
-    with open_store(args.results, create=False) as db:
-        filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
-        rows = db.rows(**filters)
+    filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}
+    rows = load_results(args.results, **filters)
     for path in plot(rows, args.out):
         print(path)
     return 0

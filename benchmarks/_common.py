@@ -1,0 +1,142 @@
+"""What the benchmark scripts share: running a campaign, formatting cells, provenance, writing results.
+
+Training benchmarks are campaigns (``campaigns/bench_*.toml``): :func:`run_campaign`
+runs one through :func:`gnnbench.sweep.run_sweep` (its own process per run,
+interleaved, resumable, every row stored with its provenance in
+:data:`RESULTS_DB`) and returns the campaign's rows as a results frame
+(:func:`gnnbench.load_results`); the script only renders its table. The same
+campaign runs with ``gnnbench sweep --campaign campaigns/bench_X.toml`` and is
+browsed with ``gnnbench compare`` or ``gnnbench report``.
+
+Micro-benchmarks that time kernels outside the training loop (SpMM,
+bandwidth, the PIM model) stay scripts; they use :func:`provenance` and
+:func:`write_results` so their JSON carries the machine, commit and versions
+like a stored row.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from gnnbench.environment import cpu_model  # noqa: F401  (re-exported for the scripts)
+from gnnbench.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
+
+__all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions",
+           "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table"]
+
+ROOT = Path(__file__).resolve().parents[1]
+CAMPAIGNS = ROOT / "campaigns"
+#: where the benchmark campaigns store their runs (ignored by git, like every results/*.sqlite)
+RESULTS_DB = ROOT / "results" / "benchmarks.sqlite"
+NOISE_NOTE = f"`(! XX%)` flags IQR/median above {NOISE_THRESHOLD:.0%}"
+
+
+def ms(seconds: float | None, digits: int = 1) -> str:
+    """Seconds as milliseconds with ``digits`` decimals; ``-`` for None."""
+    return "-" if seconds is None else f"{seconds * 1e3:.{digits}f}"
+
+
+def mib(nbytes: float | None) -> str:
+    """Bytes as MiB with one decimal; ``-`` for None."""
+    return "-" if nbytes is None else f"{nbytes / 2**20:.1f}"
+
+
+def ok(row: Mapping[str, Any] | None) -> bool:
+    return bool(row) and row.get("status") == "ok"
+
+
+def epoch_ms(row: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """The median epoch time in ms with its noise mark (:class:`~gnnbench.measurement.Measurement`);
+    the status for a failed run, ``-`` for none."""
+    if row is None:
+        return "-"
+    if not ok(row):
+        return str(row.get("status"))
+    m = Measurement.from_row(row)
+    return "-" if m.empty else f"{ms(m.median, digits)} {m.warning}".rstrip()
+
+
+def versions(*packages: str) -> dict[str, str]:
+    """Installed versions of ``packages`` (distribution names; ``not installed`` when missing)."""
+    out = {}
+    for package in packages:
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+def provenance(**settings: Any) -> dict[str, Any]:
+    """What a stored row records about where it ran: time, commit, machine (CPU, libraries), plus ``settings``."""
+    from gnnbench.environment import git_commit, machine_info
+    from gnnbench.store import utc_now
+
+    return {"timestamp": utc_now(), "git_commit": git_commit(), "machine": machine_info(), **settings}
+
+
+def write_results(out: str | Path, payload: Mapping[str, Any], markdown: str) -> None:
+    """Writes ``out.json`` (``payload``) and ``out.md`` (``markdown``) and prints the markdown."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    out.with_suffix(".md").write_text(markdown)
+    print(markdown)
+
+
+def campaign(name: str, **overrides: Any):
+    """The campaign ``campaigns/{name}.toml`` with top-level keys replaced by the non-None ``overrides``."""
+    from gnnbench.sweep import campaign_from_mapping
+
+    path = CAMPAIGNS / f"{name}.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    return campaign_from_mapping(data, where=str(path.relative_to(ROOT)))
+
+
+def run_campaign(the_campaign, results: str | Path | None = None):
+    """Runs (or resumes) ``the_campaign`` and returns its rows, one per configuration, as a results frame.
+
+    Progress goes to stderr (:func:`gnnbench.progress.progress`): a bar on a
+    terminal, one line per run otherwise. Rows already stored with the same
+    provenance are reused, not rerun (Note [resuming] in :mod:`gnnbench.sweep`).
+    """
+    from gnnbench.frame import frame_records, load_results
+    from gnnbench.progress import progress
+    from gnnbench.store import ResultsStore
+    from gnnbench.sweep import plan, provenance as key_of, run_sweep
+
+    path = Path(results or RESULTS_DB)
+    with progress(None, the_campaign.name, plain_steps=True) as bar:
+        def on_event(event) -> None:
+            bar.total = event.total
+            if event.kind == "finish":
+                row = event.row
+                detail = (f"{epoch_ms(row)} ms/epoch" if ok(row) else f"{row.get('status')}: {row.get('error')}")
+                bar.advance(description=f"{event.task.describe()}: {detail}")
+            elif event.kind == "start":
+                bar.describe(event.task.describe())
+
+        run_sweep(the_campaign, path, on_event=on_event)
+    with ResultsStore(path) as db:
+        keys = [task.key for task in plan(the_campaign, db).tasks]
+    frame = load_results(path)
+    # the key the sweep itself matches stored rows by (Note [provenance] in gnnbench/sweep.py)
+    frame["provenance"] = [key_of(r) for r in frame_records(frame)]
+    frame = frame[frame["provenance"].isin(keys)].drop_duplicates("provenance", keep="last")
+    order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    return frame.sort_values("provenance", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+if __name__ == "__main__":
+    sys.exit("benchmarks/_common.py is a helper module; run one of the bench_*.py scripts")
