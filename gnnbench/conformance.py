@@ -212,7 +212,8 @@ class OpCase:
         elif self.values == "NaN/inf":
             first = next((k for k, v in arrays.items() if v is not None and v.size), None)
             if first is not None:
-                flat = arrays[first].reshape(-1)
+                arrays[first] = np.ascontiguousarray(arrays[first])
+                flat = arrays[first].reshape(-1)   # a view, so the writes land
                 picks = rng.choice(flat.size, size=min(3, flat.size), replace=False)
                 for pick, value in zip(picks, (np.nan, np.inf, -np.inf)):
                     flat[pick] = value
@@ -309,7 +310,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, tol: Tolerance) -> str | N
         if np.all(diff <= bound):
             return None
         ratio = diff / bound
-        rel = diff / np.maximum(np.abs(expected), tol.atol)
+        rel = np.nan_to_num(diff / np.maximum(np.abs(expected), tol.atol), nan=np.inf)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     where = "[" + ", ".join(str(int(i)) for i in worst) + "]"
     return (f"max abs err {diff.max():.3g}, max rel err {rel.max():.3g} at {where} "

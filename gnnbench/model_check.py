@@ -69,7 +69,7 @@ def _random_weights(graph: Graph) -> np.ndarray:
 
 def _model_table(models: str | None) -> dict[str, Any]:
     if models is None:
-        from models import MODELS
+        from gnnbench.models import MODELS
 
         table = dict(MODELS)
     else:
@@ -80,7 +80,7 @@ def _model_table(models: str | None) -> dict[str, Any]:
 
 
 def _weighted_gcn(gcn):
-    from models.base import Conv, glorot, zeros
+    from gnnbench.models.base import Conv, glorot, zeros
 
     class WeightedGCN(gcn):
         name = "weighted-gcn"

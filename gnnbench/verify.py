@@ -84,7 +84,7 @@ class VerifyReport:
 def verify(system: str, operator: str | None = None, slow: bool = False, store=None, *, profile: str = "full",
            framework: str = "torch", device: str = "cpu", threads: int | None = None, e2e: bool = True,
            guard: bool = True, isolate: bool = True, time_limit: float = DEFAULT_TIME_LIMIT,
-           models: str | None = None) -> VerifyReport:
+           models: str | None = None, kinds: tuple[str, ...] | None = None) -> VerifyReport:
     """Verify ``system`` against ``reference`` and record the outcome in ``store``.
 
     Args:
@@ -101,6 +101,8 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
             (default: :data:`DEFAULT_TIME_LIMIT`).
         models (str, optional): ``"module:attribute"`` of a model table to check instead of
             ``models.MODELS`` (Note [model check]; for testing the check itself) (default: ``None``).
+        kinds (tuple of str, optional): only these check groups: ``op``, ``large``, ``model``, ``e2e``
+            (default: all); like ``operator``, a partial run is recorded only when it fails.
 
     Raises:
         UserError: unknown system or operator, or a native baseline.
@@ -126,7 +128,7 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
         report.seconds = time.perf_counter() - start
         return report
 
-    tasks = plan(system, operator, slow, e2e)
+    tasks = [t for t in plan(system, operator, slow, e2e) if kinds is None or t[0] in kinds]
     options = dict(profile=profile, framework=framework, device=device, threads=threads, guard=guard,
                    models=models, dataset=E2E_DATASET, epochs=E2E_EPOCHS)
     outcome = run_isolated(system, tasks, options, time_limit) if isolate else run_inline(system, tasks, options)
@@ -152,7 +154,7 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
                                             reason="needs every operator a model uses; runs without --operator")]
     report.status = "failed" if any(r.status == "failed" for r in report.rows()) else "passed"
     report.seconds = time.perf_counter() - start
-    if store is not None and (operator is None or report.status == "failed"):
+    if store is not None and ((operator is None and kinds is None) or report.status == "failed"):
         report.recorded_id = store.record_verification(system, info.version, report.system_hash, report.status,
                                                        report.as_dict())
         report.recorded_in = str(store.path)

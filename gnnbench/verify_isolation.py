@@ -58,7 +58,7 @@ def run_isolated(system: str, tasks: list[tuple[str, str]], options: dict[str, A
                             name=f"gnnbench-verify-{system}")
         child.start()
         send.close()
-        current, where, since, hung = remaining[0], "", time.monotonic(), False
+        current, where, since, hung, error = remaining[0], "", time.monotonic(), False, None
         while True:
             if receive.poll(0.5):
                 try:
@@ -81,6 +81,8 @@ def run_isolated(system: str, tasks: list[tuple[str, str]], options: dict[str, A
                 elif kind == "load_failed":
                     outcome.load_failure = message[1]
                     remaining = []
+                elif kind == "error":
+                    error = message[1]
                 elif kind == "done":
                     remaining = []
                     break
@@ -97,7 +99,7 @@ def run_isolated(system: str, tasks: list[tuple[str, str]], options: dict[str, A
         # the child died (or hung) inside `current`: report it there, go on with the rest
         kind, label = current
         outcome.rows.append(CaseResult(label, "failed", cases=1, failed_cases=1,
-                                       failures=[_death(label, where, child.exitcode, hung, time_limit)],
+                                       failures=[_death(label, where, child.exitcode, hung, time_limit, error)],
                                        failed_graphs=[_graph_of(where)] if where else [],
                                        seconds=time.monotonic() - since))
         remaining = [t for t in remaining if t != current]
@@ -108,8 +110,11 @@ def _graph_of(where: str) -> str:
     return where.split("'")[1] if where.count("'") >= 2 else where
 
 
-def _death(label: str, where: str, exitcode: int | None, hung: bool, time_limit: float) -> str:
+def _death(label: str, where: str, exitcode: int | None, hung: bool, time_limit: float,
+           error: str | None = None) -> str:
     place = f"{label} on {where}" if where else f"{label} (before its first case)"
+    if error:
+        return f"{place}: the verification process stopped on {error}"
     if hung:
         return (f"{place}: no progress within the time limit of {time_limit:g} s (a hung kernel?); the "
                 f"verification process was killed and the remaining checks ran in a new one")
@@ -132,6 +137,9 @@ def _child_main(conn, system: str, tasks: list[tuple[str, str]], options: dict[s
     try:
         execute(system, tasks, options, conn.send)
         conn.send(("done",))
+    except BaseException as err:  # a bug of verify itself or a kernel raising outside its checks
+        conn.send(("error", f"{type(err).__name__}: {err}".strip().splitlines()[0]))
+        raise
     finally:
         conn.close()
 
