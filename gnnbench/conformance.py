@@ -134,7 +134,8 @@ def adversarial_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
     0 receives about 60 % of the edges and node 1 sends about a quarter, so
     both orientations have one long row. ``single_node``: one node and its
     loop. ``multi_loops``: node 0 has four parallel self loops, and rows 1
-    and 2 consist only of copies of one edge. ``hub_50k``: node 0 receives
+    and 2 consist only of copies of one edge. ``single_node_loops``: one node
+    and three parallel loops. ``hub_50k``: node 0 receives
     and node 1 sends 50,001 edges (float32 accumulation shows there).
     """
     rng = np.random.default_rng(2024)
@@ -159,6 +160,7 @@ def adversarial_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
         "single_node": build([0], [0], 1),
         "multi_loops": build(np.r_[0, 0, 0, 0, 3, 3, 3, 4, 4, src[:10] % 8],
                              np.r_[0, 0, 0, 0, 1, 1, 1, 2, 2, dst[:10] % 8], 8),
+        "single_node_loops": build([0, 0, 0], [0, 0, 0], 1),
         "hub_50k": _hub_50k(build),
     }
 
