@@ -280,7 +280,8 @@ def spmm_max(graph, x, weight, out, argmax, *, reduce):
         argmax.copy_(torch.where(empty, 0, argmax))
         argmax.copy_(c.edge_ids[argmax])
     argmax.masked_fill_(empty, -1)
-    if torch.isnan(out).any():   # torch's amax reports some NaN's position, not the policy's winner
+    if torch.isnan(out).any() or (out == -torch.inf).any():   # torch's amax reports some NaN's position (or
+        # none for a row of -inf), not the winner of Note [NaN policy]
         _max_fallback(c, x, weight, out, argmax)
 
 
