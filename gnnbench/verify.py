@@ -136,7 +136,7 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
     if outcome.load_failure:
         report.load = CaseResult("load kernels", "failed", cases=1, failed_cases=1, failures=[outcome.load_failure])
     rows = {row.operator: row for row in outcome.rows}
-    report.operators = [rows[label] for kind, label in tasks if kind == "op" and label in rows]
+    report.operators = [rows[label] for kind, label in tasks if kind in ("op", "quantised") and label in rows]
     report.models = [rows[label] for kind, label in tasks if kind == "model" and label in rows]
     report.end_to_end = [rows[label] for kind, label in tasks if kind == "e2e" and label in rows]
     label = f"large index (N x F > 2^31, F={LARGE_WIDTH})"
@@ -166,6 +166,13 @@ def plan(system: str, operator: str | None, slow: bool, e2e: bool) -> list[tuple
     from .conformance import OP_CASES
 
     tasks = [("op", case.label) for case in OP_CASES if operator is None or case.operator == operator]
+    if operator in (None, "spmm"):
+        from .verify_quantised import quantised_labels
+
+        try:
+            tasks += [("quantised", label) for label in quantised_labels(system)]
+        except Exception:  # noqa: BLE001 - glue that does not load fails in the child, with its cause
+            pass
     if slow and operator in (None, "spmm"):
         tasks.append(("large", f"large index (N x F > 2^31, F={LARGE_WIDTH})"))
     if e2e and operator is None:

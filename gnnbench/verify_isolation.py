@@ -214,6 +214,11 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
 
         send(("case", label, "'ring' (int32, F=64, H=1, float32)"))
         return [large_index_case(system, **common)]
+    if kind == "quantised":
+        from .verify_quantised import check_quantised
+
+        return [check_quantised(system, label, threads=options["threads"],
+                                on_case=lambda where: send(("case", label, where)))]
     if kind == "model":
         from .model_check import check_model
 
