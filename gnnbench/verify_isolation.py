@@ -37,6 +37,9 @@ __all__ = ["DEFAULT_TIME_LIMIT", "Outcome", "run_isolated", "run_inline", "descr
 #: Seconds one check group may run without finishing a case before it counts as hung (numba-compiled
 #: systems compile on first use, which takes minutes on a busy machine).
 DEFAULT_TIME_LIMIT = 1200.0
+#: Seconds a group may take to reach its first case (a fresh interpreter imports torch, the system and
+#: its libraries, and builds the graphs; slow on a busy machine) when ``time_limit`` is shorter.
+STARTUP_LIMIT = 600.0
 
 
 @dataclass
@@ -88,7 +91,7 @@ def run_isolated(system: str, tasks: list[tuple[str, str]], options: dict[str, A
                     break
             elif not child.is_alive():
                 break
-            if time.monotonic() - since > time_limit:
+            if time.monotonic() - since > (time_limit if where else max(time_limit, STARTUP_LIMIT)):
                 hung = True
                 child.kill()
                 break

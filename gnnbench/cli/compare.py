@@ -22,11 +22,12 @@ def add_arguments(p) -> None:
 def run(store_path=None, baseline="reference", systems=None, models=None, datasets=None,
         include_unverified=False):
     from gnnbench.compare import compare
+    from gnnbench.verify_status import with_current_status
     from gnnbench.errors import UserError
 
     with open_store(store_path) as db:
         filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
-        rows = db.rows(**filters)
+        rows = with_current_status(db, db.rows(**filters))   # Note [status by build hash]
     if not rows:
         raise UserError("no stored runs match; run `gnnbench run` or `gnnbench sweep` first")
     return compare(rows, baseline=baseline, include_unverified=include_unverified)
