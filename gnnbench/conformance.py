@@ -159,7 +159,7 @@ def adversarial_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
         "hub": build(hub_src, hub_dst, 48),
         "single_node": build([0], [0], 1),
         "multi_loops": build(np.r_[0, 0, 0, 0, 3, 3, 3, 4, 4, src[:10] % 8],
-                             np.r_[0, 0, 0, 0, 1, 1, 1, 2, 2, dst[:10] % 8], 8),
+                             np.r_[0, 0, 0, 0, 1, 1, 1, 2, 2, 5 + dst[:10] % 3], 8),
         "single_node_loops": build([0, 0, 0], [0, 0, 0], 1),
         "hub_50k": _hub_50k(build),
     }
