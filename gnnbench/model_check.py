@@ -202,11 +202,57 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
                 bad = compare(got.detach().cpu().numpy(), want, scaled)
                 if bad:
                     problems.append(f"{row.operator} {quantity} on {where}: {bad}")
+            if graph_name == "undirected" and name in _NATIVE_MODELS:
+                problems += _native_problems(row.operator, name, model, graph, initial, x, ref_logits, where)
         if problems:
             row.status, row.failed_cases = "failed", row.failed_cases + 1
             row.failed_graphs.append(graph_name)
             row.failures.extend(problems[:3])
     row.seconds = time.perf_counter() - begin
     if row.status == "passed":
-        row.detail = f"logits and {len(initial)} parameter gradients vs dense float64, undirected and directed"
+        natives = [n for n in _installed_natives()] if name in _NATIVE_MODELS else []
+        row.detail = (f"logits and {len(initial)} parameter gradients vs dense float64, undirected and directed"
+                      + (f"; dense logits vs {' and '.join(natives)} on undirected" if natives else ""))
     return row
+
+
+_NATIVE_MODELS = ("gcn", "gin", "sage", "gat")
+
+
+def _installed_natives() -> list[str]:
+    import importlib.util
+
+    from .registry import NATIVE_SYSTEMS
+
+    return [n for n, entry in NATIVE_SYSTEMS.items() if all(importlib.util.find_spec(p) for p in entry["requires"])]
+
+
+def _native_problems(label, name, model, graph, initial, x, ref_logits, where) -> list[str]:
+    """The dense formulation's logits against PyG's and DGL's own layers (float64), where installed.
+
+    Undirected graph only: PyG's ``gcn_norm`` uses the in-degree on both ends, so on a directed graph
+    its GCN is a different function by design (ours and DGL's ``norm='both'`` use in- and out-degree).
+    Parameter gradients are compared against the dense formulation only (the natives' parameters are
+    laid out differently).
+    """
+    import torch
+
+    from .frameworks import get_frontend
+    from .peers import build_native
+
+    F = get_frontend("torch", "cpu", "float64")
+    problems = []
+    want = ref_logits.detach().numpy()
+    for native in _installed_natives():
+        try:
+            _, forward = build_native(native, model, graph, initial, F, F.tensor(x))
+            with torch.no_grad():
+                got = forward(False).detach().numpy()
+        except Exception as err:  # noqa: BLE001 - a peer that cannot build the layer is reported
+            problems.append(f"{label} logits on {where} vs {native}: raised {type(err).__name__}: {err}")
+            continue
+        scaled = Tolerance(1e-6, 1e-7 * max(1.0, float(np.abs(want).max(initial=0.0))))
+        bad = compare(got, want, scaled)
+        if bad:
+            problems.append(f"{label} dense formulation vs {native} logits on {where}: {bad}")
+    return problems
