@@ -33,6 +33,34 @@ Note [kernel calling convention]
     (``attr reduce in {sum, mean}``) come as keywords; attributes pinned in
     ``implements sddmm(op=dot)`` do not (the kernel is specialised for them). The kernel writes
     its outputs in place and returns nothing: it never allocates a result.
+
+Note [NaN policy]
+    Special values propagate; no operator drops or hides one, in the forward
+    or in any gradient, and the result never depends on the order of the
+    edges within a row. Per operator, for edge ``e = j -> i``:
+
+    * ``spmm(reduce=sum|mean)``: IEEE arithmetic on the sum. A NaN message
+      makes ``out[i]`` NaN; ``+inf`` and ``-inf`` messages in one row give NaN,
+      one of them alone gives that infinity. ``grad x = A^T grad_out`` and
+      ``grad weight[e] = x[j] . grad_out[i]`` follow the same arithmetic (a NaN
+      in ``x[j]`` reaches ``grad weight`` of ``j``'s edges, not ``grad x``).
+    * ``spmm(reduce=max)``: a NaN message is the maximum, as in ``torch.amax``
+      and ``numpy.maximum``: ``out[i]`` is NaN wherever any of row ``i``'s
+      messages is NaN, whether it comes first or last. The gradient goes to
+      one winning edge per element: the lowest canonical edge id among the
+      row's NaN messages, else among the messages equal to the maximum.
+      ``+inf`` wins like any value; an empty row gives 0.
+    * ``sddmm(op=dot|add)``: IEEE arithmetic per edge, gradients likewise.
+    * ``edge_softmax``: a NaN or ``+inf`` score makes every output of its row
+      NaN (``exp(inf - inf)``), as ``torch.softmax`` does; a ``-inf`` score
+      gets weight 0 while its row has a finite score. The row maximum is
+      subtracted before ``exp``, so finite scores up to the dtype's range
+      never overflow. Gradients: ``out * (grad_out - sum(out * grad_out))``.
+    * ``gat_aggregate``: the composition it stands for, so the rules above.
+
+    ``gnnbench verify`` checks this on every system with the ``NaN/inf`` cases
+    of :mod:`gnnbench.conformance` (Note [hard values]), against the float64
+    ``reference``, which implements it.
 """
 from __future__ import annotations
 

@@ -71,8 +71,25 @@ class Tolerance:
         return f"rtol {self.rtol:g}, atol {self.atol:g}"
 
 
-#: Operator tolerances by the system's float dtype (Note [exact inputs] says why float64 is tight).
+    def for_rows(self, longest_row: int) -> "Tolerance":
+        """This tolerance widened for reductions over rows of ``longest_row`` terms (Note [row-length tolerance])."""
+        scale = max(1.0, math.sqrt(longest_row / ROW_LENGTH_CALIBRATED))
+        return Tolerance(self.rtol * scale, self.atol * scale)
+
+
+#: Operator tolerances by the system's float dtype (Note [exact inputs] says why float64 is tight),
+#: for rows of up to :data:`ROW_LENGTH_CALIBRATED` terms; longer rows widen them (Note [row-length tolerance]).
 TOLERANCES = {"float64": Tolerance(rtol=1e-9, atol=1e-11), "float32": Tolerance(rtol=1e-4, atol=1e-5)}
+
+#: Note [row-length tolerance]
+#:     The oracle is float64 (``reference`` under the float64 frontend), so a float32 system is judged
+#:     against a computation at least 2**29 times more precise than itself. Its rounding error on a
+#:     reduction of ``L`` terms grows with ``L``: the probabilistic bound for recursive summation is
+#:     ``~ sqrt(L) * u * sum|terms|`` (Higham & Mary, SIAM J. Sci. Comput. 2019). The base tolerances
+#:     hold for rows of up to ``L0 = 256`` terms; for a case whose longest row, in either orientation
+#:     (forward rows, and transposed rows for gradients), has ``L`` terms, both ``rtol`` and ``atol``
+#:     are multiplied by ``max(1, sqrt(L / L0))``: 1 up to 256 edges, 14 for the 50,000-edge hub.
+ROW_LENGTH_CALIBRATED = 256
 
 
 @dataclass(frozen=True)
@@ -89,10 +106,21 @@ E2E_TOLERANCE = {"float64": E2ETolerance(first_loss_rtol=1e-9, test_accuracy_ato
                  "float32": E2ETolerance(first_loss_rtol=1e-4, test_accuracy_atol=0.05)}
 
 #: Suite profiles: ``full`` is what ``gnnbench verify`` runs, ``fast`` the CI subset.
+#: Widths and head counts include values off every vector width (3, 17, 33; 3 heads).
 PROFILES = {
-    "full": {"widths": (1, 3, 17, 64, 130), "heads": (1, 4), "index_dtypes": ("int32", "int64")},
-    "fast": {"widths": (1, 17, 130), "heads": (1, 4), "index_dtypes": ("int32", "int64")},
+    "full": {"widths": (1, 3, 17, 33, 64, 130), "heads": (1, 3, 4), "index_dtypes": ("int32", "int64")},
+    "fast": {"widths": (1, 17, 33), "heads": (1, 3), "index_dtypes": ("int32", "int64")},
 }
+
+#: Graphs too large to run at every shape run at these only, and say so in the report.
+REDUCED_SHAPES = {"hub_50k": {"widths": (17,), "heads": (1,),
+                              "reason": "'hub_50k' (100,001 edges, in- and out-degree 50,001) runs at F=17, H=1 "
+                                        "only: every width and head count would multiply the suite's time "
+                                        "by about ten"}}
+
+#: Graphs the NaN/inf policy cases run on (Note [NaN policy] in gnnbench.api): long rows, so that a
+#: NaN lands at the first and at later positions of some row.
+SPECIAL_VALUE_GRAPHS = ("duplicates", "hub", "multi_loops")
 
 
 # ----------------------------------------------------------------- graphs
@@ -101,10 +129,14 @@ def adversarial_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
 
     ``no_edges``: every row empty. ``isolated``: four nodes touch no edge.
     ``self_loops``: every node has a loop (the only graphs with loops are
-    this one and ``single_node``, so a kernel that drops the diagonal fails
-    exactly there). ``duplicates``: multi-edges. ``hub``: node 0 receives
-    about 60 % of the edges and node 1 sends about a quarter, so both
-    orientations have one long row. ``single_node``: one node and its loop.
+    this one, ``multi_loops`` and ``single_node``, so a kernel that drops the
+    diagonal fails exactly there). ``duplicates``: multi-edges. ``hub``: node
+    0 receives about 60 % of the edges and node 1 sends about a quarter, so
+    both orientations have one long row. ``single_node``: one node and its
+    loop. ``multi_loops``: node 0 has four parallel self loops, and rows 1
+    and 2 consist only of copies of one edge. ``single_node_loops``: one node
+    and three parallel loops. ``hub_50k``: node 0 receives
+    and node 1 sends 50,001 edges (float32 accumulation shows there).
     """
     rng = np.random.default_rng(2024)
 
@@ -126,7 +158,25 @@ def adversarial_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
         "duplicates": build(np.r_[src, src[:15], src[:5]], np.r_[dst, dst[:15], dst[:5]], 16),
         "hub": build(hub_src, hub_dst, 48),
         "single_node": build([0], [0], 1),
+        "multi_loops": build(np.r_[0, 0, 0, 0, 3, 3, 3, 4, 4, src[:10] % 8],
+                             np.r_[0, 0, 0, 0, 1, 1, 1, 2, 2, 5 + dst[:10] % 3], 8),
+        "single_node_loops": build([0, 0, 0], [0, 0, 0], 1),
+        "hub_50k": _hub_50k(build),
     }
+
+
+def _hub_50k(build):
+    """Node 0 receives from, and node 1 sends to, each of nodes 2 .. 50,001, plus the edge 1 -> 0."""
+    others = np.arange(2, 50_002)
+    return build(np.r_[others, np.ones(len(others), np.int64), 1], np.r_[np.zeros(len(others), np.int64), others, 0],
+                 50_002)
+
+
+def longest_row(graph: Graph) -> int:
+    """The most edges any row has, in either orientation (what a reduction's length is bounded by)."""
+    if graph.num_edges == 0:
+        return 0
+    return int(max(graph.in_degree.max(), graph.out_degree.max()))
 
 
 # ----------------------------------------------------------------- operator cases
@@ -137,18 +187,41 @@ class OpCase:
     operator: str
     attrs: tuple[tuple[str, Any], ...] = ()
     weighted: bool = False
+    #: "" (the grid of Note [exact inputs]), "large scores", "extreme scores" or "NaN/inf" (Note [hard values])
+    values: str = ""
 
     @property
     def label(self) -> str:
         parts = [f"{k}={v}" for k, v in self.attrs if k != "negative_slope"] + (["weight"] if self.weighted else [])
+        parts += [self.values] if self.values else []
         return f"{self.operator}({', '.join(parts)})" if parts else self.operator
 
     @property
     def uses_width(self) -> bool:
         return self.operator in ("spmm", "gat_aggregate") or dict(self.attrs).get("op") == "dot"
 
-    def inputs(self, graph: Graph, heads: int, width: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Float64 inputs on the grid of Note [exact inputs], in call order."""
+    def inputs(self, graph: Graph, heads: int, width: int, rng: np.random.Generator,
+               dtype: str = "float64") -> dict[str, np.ndarray]:
+        """Float64 inputs on the grid of Note [exact inputs] (or Note [hard values]), in call order."""
+        arrays = self._grid_inputs(graph, heads, width, rng)
+        if self.values in ("large scores", "extreme scores"):
+            big = self.values == "large scores"
+            for name in ("scores", "score_src", "score_dst"):
+                if arrays.get(name) is not None:
+                    share = 2 if name == "scores" else 1   # gat_aggregate adds the two halves
+                    arrays[name] = (LARGE_SCORE_OFFSET * share / 2 + arrays[name]) if big \
+                        else arrays[name] * EXTREME_SCORE[dtype] / share
+        elif self.values == "NaN/inf":
+            first = next((k for k, v in arrays.items() if v is not None and v.size), None)
+            if first is not None:
+                arrays[first] = np.ascontiguousarray(arrays[first])
+                flat = arrays[first].reshape(-1)   # a view, so the writes land
+                picks = rng.choice(flat.size, size=min(3, flat.size), replace=False)
+                for pick, value in zip(picks, (np.nan, np.inf, -np.inf)):
+                    flat[pick] = value
+        return arrays
+
+    def _grid_inputs(self, graph: Graph, heads: int, width: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n, e = graph.num_nodes, graph.num_edges
         if self.operator == "spmm":
             x = _distinct_columns(rng, n, heads, width) if dict(self.attrs)["reduce"] == "max" \
@@ -179,7 +252,27 @@ OP_CASES: tuple[OpCase, ...] = (
     OpCase("sddmm", (("op", "add"),)),
     OpCase("edge_softmax"),
     OpCase("gat_aggregate", (("negative_slope", 0.2),)),
+    *(OpCase(op, attrs, values=v) for op, attrs in (("edge_softmax", ()), ("gat_aggregate", (("negative_slope", 0.2),)))
+      for v in ("large scores", "extreme scores")),
+    *(OpCase("spmm", (("reduce", r),), values="NaN/inf") for r in ("sum", "mean", "max")),
+    OpCase("spmm", (("reduce", "max"),), True, values="NaN/inf"),
+    OpCase("sddmm", (("op", "dot"),), values="NaN/inf"),
+    OpCase("sddmm", (("op", "add"),), values="NaN/inf"),
+    OpCase("edge_softmax", values="NaN/inf"),
+    OpCase("gat_aggregate", (("negative_slope", 0.2),), values="NaN/inf"),
 )
+
+#: Note [hard values]
+#:     ``large scores`` shifts every softmax/attention score by 4096: exp(4096) overflows float32 and
+#:     float64 alike, so a kernel that does not subtract the row maximum returns inf or NaN, while the
+#:     scores stay on an exact grid and the softmax stays non-trivial. ``extreme scores`` scales them
+#:     up to the dtype's safe range (2**100 for float32, 2**1000 for float64: sums of two stay finite),
+#:     where rows become one-hot or split evenly between exact ties. ``NaN/inf`` puts a NaN, a +inf and
+#:     a -inf into the first input at random elements; the expected output and gradients are the
+#:     float64 oracle's, which follows Note [NaN policy] in :mod:`gnnbench.api`, and the comparison
+#:     requires NaN exactly where the oracle has NaN and the same infinity where it has one.
+LARGE_SCORE_OFFSET = 4096.0
+EXTREME_SCORE = {"float32": 2.0**100, "float64": 2.0**1000}
 
 
 def _grid(rng: np.random.Generator, shape) -> np.ndarray:
@@ -212,11 +305,14 @@ def compare(actual: np.ndarray, expected: np.ndarray, tol: Tolerance) -> str | N
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a - expected)
         diff = np.where(np.isfinite(diff), diff, np.inf)
-        bound = tol.atol + tol.rtol * np.abs(expected)
+        # Note [NaN policy]: NaN where the oracle has NaN, the same infinity where it has one
+        diff = np.where(np.isnan(expected) & np.isnan(a), 0.0, diff)
+        diff = np.where(np.isinf(expected) & (a == expected), 0.0, diff)
+        bound = tol.atol + tol.rtol * np.where(np.isfinite(expected), np.abs(expected), 0.0)
         if np.all(diff <= bound):
             return None
         ratio = diff / bound
-        rel = diff / np.maximum(np.abs(expected), tol.atol)
+        rel = np.nan_to_num(diff / np.maximum(np.abs(expected), tol.atol), nan=np.inf)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     where = "[" + ", ".join(str(int(i)) for i in worst) + "]"
     return (f"max abs err {diff.max():.3g}, max rel err {rel.max():.3g} at {where} "
@@ -387,9 +483,24 @@ def system_float_dtype(spec_path: str) -> str:
     return "float32" if any(p.dtype == "f32" for k in spec.kernels for p in k.params) else "float64"
 
 
-def _graph_label(name: str, index_dtype: str, case: OpCase, heads: int, width: int) -> str:
+def _graph_label(name: str, index_dtype: str, case: OpCase, heads: int, width: int, dtype: str = "") -> str:
     shape = f"F={width}, H={heads}" if case.uses_width else f"H={heads}"
-    return f"'{name}' ({index_dtype}, {shape})"
+    return f"'{name}' ({index_dtype}, {shape}{', ' + dtype if dtype else ''})"
+
+
+def case_grid(case: OpCase, profile: str, graph_names) -> list[tuple[str, str, int, int | None]]:
+    """``(index dtype, graph, heads, width)`` of every case of ``case`` in ``profile``, in report order."""
+    settings = PROFILES[profile]
+    grid = []
+    for idx in settings["index_dtypes"]:
+        for name in graph_names:
+            if case.values == "NaN/inf" and name not in SPECIAL_VALUE_GRAPHS:
+                continue
+            shapes = REDUCED_SHAPES.get(name, settings)
+            heads = shapes["heads"] if case.values != "NaN/inf" else (1, 3)
+            widths = (shapes["widths"] if case.values != "NaN/inf" else (17,)) if case.uses_width else (None,)
+            grid.extend((idx, name, h, w) for h in heads for w in widths)
+    return grid
 
 
 def _run_one(F, bound, case: OpCase, arrays: dict, grad_seed: int, device: str):
@@ -435,7 +546,8 @@ def _run_one_tensorflow(F, bound, case: OpCase, arrays: dict, names: list, grad_
 
 def run_suite(system: str, operator: str | None = None, profile: str = "full", framework: str = "torch",
               device: str = "cpu", dtype: str | None = None, guard: bool = True,
-              threads: int | None = None, max_failures: int = 5) -> tuple[list[CaseResult], dict[str, Any]]:
+              threads: int | None = None, max_failures: int = 5, labels=None,
+              on_case=None, on_result=None) -> tuple[list[CaseResult], dict[str, Any]]:
     """Run the conformance suite of ``system``; returns per-variant results and the settings used.
 
     Args:
@@ -449,6 +561,10 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
             the oracle always runs single-threaded, Note [oracle threads]).
         max_failures (int): failure messages kept per variant, from the first failing case of
             each graph (all failing cases are counted).
+        labels (iterable of str, optional): only the :class:`OpCase` variants with these labels.
+        on_case (callable, optional): ``on_case(label, where)`` before each case runs (verify's
+            isolation uses it to name the case a crash happened in).
+        on_result (callable, optional): ``on_result(CaseResult)`` after each variant.
     """
     from .frameworks import get_frontend
     from .glue import BoundGraph
@@ -456,21 +572,16 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
 
     info = system_info(system)
     sys_glue, ref_glue = load_system(system, framework, device), load_system("reference")
-    # Note [verification options]: a system whose default mode is approximate by design (pim's
-    # int32 quantisation) names, as VERIFY_OPTIONS in its kernels module, the exact mode to check.
-    options = getattr(sys_glue.module, "VERIFY_OPTIONS", None) or {}
-    if options and sys_glue.hook("configure") is not None:
-        sys_glue.hook("configure")(**options)
+    options = verification_options(sys_glue)
     dtype = dtype or system_float_dtype(info.spec_path)
     guard = guard and guard_supported(sys_glue)
-    tol, settings = TOLERANCES[dtype], PROFILES[profile]
+    tol = TOLERANCES[dtype]
     F_sys, F_ref = get_frontend(framework, device, dtype), get_frontend("torch", "cpu", "float64")
-    graphs = {idx: adversarial_graphs(np.dtype(idx)) for idx in settings["index_dtypes"]}
-    bound = {(idx, name): (BoundGraph(g, sys_glue), BoundGraph(g, ref_glue))
-             for idx, gs in graphs.items() for name, g in gs.items()}
+    graphs = {idx: adversarial_graphs(np.dtype(idx)) for idx in PROFILES[profile]["index_dtypes"]}
+    bound = {}
     results = []
     for case in OP_CASES:
-        if operator is not None and case.operator != operator:
+        if (operator is not None and case.operator != operator) or (labels is not None and case.label not in labels):
             continue
         result = CaseResult(case.label)
         results.append(result)
@@ -479,14 +590,19 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
             result.status = "skipped"
             result.reason = (f"not implemented by {system}" + (" (the composition of its primitives is checked "
                              "instead)" if case.operator == "gat_aggregate" else ""))
+            if on_result:
+                on_result(result)
             continue
         start = time.perf_counter()
-        widths = settings["widths"] if case.uses_width else (None,)
-        grid = [(idx, name, heads, width) for idx in graphs for name in graphs[idx]
-                for heads in settings["heads"] for width in widths]
+        grid = case_grid(case, profile, list(next(iter(graphs.values()))))
         for seed, (idx, name, heads, width) in enumerate(grid, 1):
-            where = _graph_label(name, idx, case, heads, width)
-            arrays = case.inputs(graphs[idx][name], heads, width or 1, np.random.default_rng(seed))
+            where = _graph_label(name, idx, case, heads, width, dtype)
+            if on_case:
+                on_case(case.label, where)
+            graph = graphs[idx][name]
+            arrays = case.inputs(graph, heads, width or 1, np.random.default_rng(seed), dtype)
+            if (idx, name) not in bound:
+                bound[(idx, name)] = (BoundGraph(graph, sys_glue), BoundGraph(graph, ref_glue))
             b_sys, b_ref = bound[(idx, name)]
             with _torch_threads(1):  # Note [oracle threads]
                 expected = _run_one(F_ref, b_ref, case, arrays, seed, "cpu")
@@ -494,7 +610,7 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
                 raise RuntimeError(f"reference failed on {case.label} {where}: {expected[3]}") from expected[3]
             with guarded(sys_glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
                 got = _run_one(F_sys, b_sys, case, arrays, seed, device)
-            problems = _problems(got, expected, tol)
+            problems = _problems(got, expected, tol.for_rows(longest_row(graph)))
             result.cases += 1
             if problems:
                 result.status = "failed"
@@ -505,8 +621,21 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
                                            for quantity, text in problems)
                     del result.failures[max_failures:]
         result.seconds = time.perf_counter() - start
-    return results, {"dtype": dtype, "tolerance": str(tol), "profile": profile, "guard": guard, "options": options,
-                     "device": device, "framework": framework}
+        if on_result:
+            on_result(result)
+    notes = [REDUCED_SHAPES[name]["reason"] for name in REDUCED_SHAPES]
+    return results, {"dtype": dtype, "tolerance": f"{tol} (x max(1, sqrt(L/{ROW_LENGTH_CALIBRATED})) for rows "
+                     f"of L edges)", "profile": profile, "guard": guard, "options": options,
+                     "device": device, "framework": framework, "notes": notes}
+
+
+def verification_options(sys_glue) -> dict[str, Any]:
+    """Note [verification options]: a system whose kernels module names ``VERIFY_OPTIONS`` is configured
+    with them before its checks (and runs must default to the same mode, which verify checks)."""
+    options = getattr(sys_glue.module, "VERIFY_OPTIONS", None) or {}
+    if options and sys_glue.hook("configure") is not None:
+        sys_glue.hook("configure")(**options)
+    return options
 
 
 def _problems(got, expected, tol: Tolerance) -> list[tuple[str, str]]:

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from .conformance import (E2E_TOLERANCE, TOLERANCES, CaseResult, _nullcontext, _torch_threads, compare, guarded,
-                          run_suite)
+from .conformance import E2E_TOLERANCE, TOLERANCES, CaseResult, _nullcontext, _torch_threads, compare, guarded
 from .errors import UnavailableError, UserError
+from .verify_isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
 
-__all__ = ["VerifyReport", "verify", "end_to_end", "large_index_case", "E2E_MODELS", "E2E_DATASET", "E2E_EPOCHS"]
+__all__ = ["VerifyReport", "verify", "plan", "end_to_end", "large_index_case", "E2E_MODELS", "E2E_DATASET", "E2E_EPOCHS"]
 
 #: End-to-end parity settings: small enough for seconds per model, large enough that accuracy means something.
 E2E_MODELS = ("gcn", "gin", "sage", "gat")
@@ -52,7 +52,9 @@ class VerifyReport:
     settings: dict[str, Any] = field(default_factory=dict)
     operators: list[CaseResult] = field(default_factory=list)
     large_index: CaseResult | None = None
+    models: list[CaseResult] = field(default_factory=list)
     end_to_end: list[CaseResult] = field(default_factory=list)
+    load: CaseResult | None = None
     seconds: float = 0.0
     recorded_id: int | None = None
     recorded_in: str | None = None
@@ -62,7 +64,8 @@ class VerifyReport:
         return self.status == "passed"
 
     def rows(self) -> list[CaseResult]:
-        return [*self.operators, *([self.large_index] if self.large_index else []), *self.end_to_end]
+        return [*([self.load] if self.load else []), *self.operators,
+                *([self.large_index] if self.large_index else []), *self.models, *self.end_to_end]
 
     def failures(self) -> list[str]:
         return [f for row in self.rows() for f in row.failures]
@@ -72,6 +75,8 @@ class VerifyReport:
                 "status": self.status, "reason": self.reason, "settings": self.settings,
                 "operators": [r.as_dict() for r in self.operators],
                 "large_index": self.large_index.as_dict() if self.large_index else None,
+                "load": self.load.as_dict() if self.load else None,
+                "models": [r.as_dict() for r in self.models],
                 "end_to_end": [r.as_dict() for r in self.end_to_end], "seconds": round(self.seconds, 3),
                 "recorded_id": self.recorded_id, "recorded_in": self.recorded_in}
 
@@ -79,7 +84,8 @@ class VerifyReport:
 def verify(system: str, operator: str | None = None, slow: bool = False, store=None, *, profile: str = "full",
            framework: str = "torch", device: str = "cpu", threads: int | None = None, e2e: bool = True,
            fallback: str | None = None,
-           guard: bool = True) -> VerifyReport:
+           guard: bool = True, isolate: bool = True, time_limit: float = DEFAULT_TIME_LIMIT,
+           models: str | None = None, kinds: tuple[str, ...] | None = None) -> VerifyReport:
     """Verify ``system`` against ``reference`` and record the outcome in ``store``.
 
     Args:
@@ -89,16 +95,23 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
         store (ResultsStore, optional): where to record the verification (default: not recorded).
         profile (str): conformance profile, ``full`` or ``fast`` (default: ``full``).
         threads (int, optional): torch threads for the system (default: unchanged).
-        e2e (bool): run end-to-end parity (default: ``True``).
+        e2e (bool): run end-to-end parity and the model checks (default: ``True``).
         fallback (str, optional): system lending end-to-end training the operators ``system``
             lacks (Note [fallback accounting] in :mod:`gnnbench.fallback`; default: none).
         guard (bool): run kernels under the guarded runtime (default: ``True``).
+        isolate (bool): run the checks in child processes (Note [isolated verification]) (default: ``True``).
+        time_limit (float): seconds one check group may take before it counts as hung
+            (default: :data:`DEFAULT_TIME_LIMIT`).
+        models (str, optional): ``"module:attribute"`` of a model table to check instead of
+            ``models.MODELS`` (Note [model check]; for testing the check itself) (default: ``None``).
+        kinds (tuple of str, optional): only these check groups: ``op``, ``large``, ``model``, ``e2e``
+            (default: all); like ``operator``, a partial run is recorded only when it fails.
 
     Raises:
         UserError: unknown system or operator, or a native baseline.
     """
     from .api import OPERATORS
-    from .registry import load_system, system_hash, system_info
+    from .registry import system_hash, system_info
 
     start = time.perf_counter()
     info = system_info(system)
@@ -113,45 +126,84 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
         from .frameworks import framework_available
 
         reason = framework_available(framework)
-    if reason is None:
-        try:
-            load_system(system, framework, device)
-        except (UnavailableError, ImportError) as err:
-            reason = f"its glue cannot be loaded ({err}); run `gnnbench gen {system}`"
-    if reason is not None:
+    if reason is not None:   # a missing package or device: nothing here can run it (not a finding)
         report.reason = reason
         report.seconds = time.perf_counter() - start
         return report
 
-    report.operators, report.settings = run_suite(system, operator, profile, framework, device,
-                                                  guard=guard, threads=threads)
+    if fallback:
+        from .fallback import check_fallback
+
+        check_fallback(system, fallback, framework, device)
+    tasks = [t for t in plan(system, operator, slow, e2e) if kinds is None or t[0] in kinds]
+    options = dict(profile=profile, framework=framework, device=device, threads=threads, guard=guard,
+                   models=models, dataset=E2E_DATASET, epochs=E2E_EPOCHS, fallback=fallback)
+    outcome = run_isolated(system, tasks, options, time_limit) if isolate else run_inline(system, tasks, options)
+    report.settings = outcome.settings or _fallback_settings(system, profile, framework, device, guard)
+    if fallback:
+        report.settings["fallback"] = fallback
+    if outcome.load_failure:
+        report.load = CaseResult("load kernels", "failed", cases=1, failed_cases=1, failures=[outcome.load_failure])
+    rows = {row.operator: row for row in outcome.rows}
+    report.operators = [rows[label] for kind, label in tasks if kind in ("op", "quantised") and label in rows]
+    report.models = [rows[label] for kind, label in tasks if kind == "model" and label in rows]
+    report.end_to_end = [rows[label] for kind, label in tasks if kind == "e2e" and label in rows]
     label = f"large index (N x F > 2^31, F={LARGE_WIDTH})"
-    if operator not in (None, "spmm"):
+    if outcome.load_failure:
+        pass
+    elif operator not in (None, "spmm"):
         report.large_index = CaseResult(label, "skipped", reason=f"exercises spmm only (--operator {operator})")
     elif not slow:
         report.large_index = CaseResult(label, "skipped", reason="slow case: run with --slow (FULL_TEST=1 in tests)")
     else:
-        report.large_index = large_index_case(system, framework, device, threads=threads, guard=guard)
-    if not e2e:
-        report.end_to_end = [CaseResult("end-to-end", "skipped", reason="not requested")]
-    elif operator is not None:
-        report.end_to_end = [CaseResult("end-to-end", "skipped",
-                                        reason="needs every operator a model uses; runs without --operator")]
-    else:
-        if fallback:
-            from .fallback import check_fallback
-
-            check_fallback(system, fallback, framework, device)
-            report.settings["fallback"] = fallback
-        report.end_to_end = end_to_end(system, dtype=report.settings["dtype"], framework=framework, device=device,
-                                       threads=threads, guard=guard, fallback=fallback)
+        report.large_index = rows.get(label)
+    if not outcome.load_failure:
+        if not e2e:
+            report.end_to_end = [CaseResult("end-to-end", "skipped", reason="not requested")]
+        elif operator is not None:
+            report.end_to_end = [CaseResult("end-to-end", "skipped",
+                                            reason="needs every operator a model uses; runs without --operator")]
     report.status = "failed" if any(r.status == "failed" for r in report.rows()) else "passed"
     report.seconds = time.perf_counter() - start
-    if store is not None and (operator is None or report.status == "failed"):
+    if store is not None and ((operator is None and kinds is None) or report.status == "failed"):
         report.recorded_id = store.record_verification(system, info.version, report.system_hash, report.status,
                                                        report.as_dict())
         report.recorded_in = str(store.path)
     return report
+
+
+def plan(system: str, operator: str | None, slow: bool, e2e: bool) -> list[tuple[str, str]]:
+    """The check groups of one verification, in report order, as ``(kind, row label)``."""
+    from .conformance import OP_CASES
+
+    tasks = [("op", case.label) for case in OP_CASES if operator is None or case.operator == operator]
+    if operator in (None, "spmm"):
+        from .verify_quantised import quantised_labels
+
+        try:
+            tasks += [("quantised", label) for label in quantised_labels(system)]
+        except Exception:  # noqa: BLE001 - glue that does not load fails in the child, with its cause
+            pass
+    if slow and operator in (None, "spmm"):
+        tasks.append(("large", f"large index (N x F > 2^31, F={LARGE_WIDTH})"))
+    if e2e and operator is None:
+        from .model_check import MODEL_CHECK_NAMES
+
+        tasks += [("model", f"model {name}") for name in MODEL_CHECK_NAMES]
+        tasks += [("e2e", f"end-to-end {model} on {E2E_DATASET.split(':')[0]}") for model in E2E_MODELS]
+    return tasks
+
+
+def _fallback_settings(system, profile, framework, device, guard) -> dict[str, Any]:
+    from .conformance import system_float_dtype
+    from .registry import system_info
+
+    try:
+        dtype = system_float_dtype(system_info(system).spec_path)
+    except Exception:  # noqa: BLE001 - a spec that does not parse is reported by the load row
+        dtype = "float64"
+    return {"dtype": dtype, "tolerance": str(TOLERANCES[dtype]), "profile": profile, "guard": guard,
+            "options": {}, "device": device, "framework": framework, "notes": []}
 
 
 # ----------------------------------------------------------------- end-to-end parity

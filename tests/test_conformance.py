@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from gnnbench.boundary import KernelDecl, arg
-from gnnbench.conformance import (OP_CASES, TOLERANCES, KernelFault, OpCase, adversarial_graphs, compare,
-                                  guarded_run, run_suite, system_float_dtype)
+from gnnbench.conformance import (OP_CASES, TOLERANCES, KernelFault, OpCase, adversarial_graphs, case_grid, compare,
+                                  guarded_run, longest_row, run_suite, system_float_dtype)
 from gnnbench.registry import list_systems
 
 DEMO_SYSTEMS = Path(__file__).resolve().parent / "demo_systems"
@@ -26,10 +26,18 @@ DEMO_SYSTEMS = Path(__file__).resolve().parent / "demo_systems"
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_adversarial_graphs_each_isolate_their_hazard(index_dtype):
     graphs = adversarial_graphs(index_dtype)
-    assert list(graphs) == ["no_edges", "isolated", "self_loops", "duplicates", "hub", "single_node"]
+    assert list(graphs) == ["no_edges", "isolated", "self_loops", "duplicates", "hub", "single_node", "multi_loops",
+                            "single_node_loops", "hub_50k"]
     assert all(g.index_dtype == index_dtype for g in graphs.values())
     loops = {name: int(np.sum(np.equal(*g.edges()))) for name, g in graphs.items()}
-    assert {name for name, count in loops.items() if count} == {"self_loops", "single_node"}
+    assert {name for name, count in loops.items() if count} == {"self_loops", "single_node", "multi_loops",
+                                                                "single_node_loops"}
+    src, dst = graphs["multi_loops"].edges()
+    assert np.sum((src == 0) & (dst == 0)) == 4 and loops["single_node_loops"] == 3   # parallel loops on one node
+    rows_of_copies = [i for i in range(8) if np.sum(dst == i) >= 2 and len(set(src[dst == i])) == 1]
+    assert rows_of_copies                                                           # a row of copies of one edge
+    big = graphs["hub_50k"]
+    assert big.in_degree[0] >= 50_000 and big.out_degree[1] >= 50_000
     assert graphs["no_edges"].num_edges == 0
     iso = graphs["isolated"]
     assert np.sum((iso.in_degree == 0) & (iso.out_degree == 0)) >= 4
@@ -44,7 +52,70 @@ def test_op_cases_cover_every_operator_variant():
     labels = [c.label for c in OP_CASES]
     assert labels == ["spmm(reduce=sum)", "spmm(reduce=sum, weight)", "spmm(reduce=mean)",
                       "spmm(reduce=mean, weight)", "spmm(reduce=max)", "spmm(reduce=max, weight)",
-                      "sddmm(op=dot)", "sddmm(op=add)", "edge_softmax", "gat_aggregate"]
+                      "sddmm(op=dot)", "sddmm(op=add)", "edge_softmax", "gat_aggregate",
+                      "edge_softmax(large scores)", "edge_softmax(extreme scores)", "gat_aggregate(large scores)",
+                      "gat_aggregate(extreme scores)", "spmm(reduce=sum, NaN/inf)", "spmm(reduce=mean, NaN/inf)",
+                      "spmm(reduce=max, NaN/inf)", "spmm(reduce=max, weight, NaN/inf)", "sddmm(op=dot, NaN/inf)",
+                      "sddmm(op=add, NaN/inf)", "edge_softmax(NaN/inf)", "gat_aggregate(NaN/inf)"]
+
+
+def test_hard_values_overflow_a_naive_softmax_and_stay_exact():
+    graph = adversarial_graphs()["hub"]
+    for case in OP_CASES:
+        if case.values not in ("large scores", "extreme scores"):
+            continue
+        for dtype in ("float32", "float64"):
+            arrays = case.inputs(graph, 3, 17, np.random.default_rng(0), dtype)
+            scores = arrays.get("scores", arrays.get("score_src"))
+            assert np.all(np.isfinite(scores))
+            assert np.array_equal(scores.astype(dtype).astype(np.float64), scores)     # exact in the dtype
+            assert np.abs(scores).max() > (709 if case.values == "large scores" else 2.0**90)
+    nan_case = next(c for c in OP_CASES if c.values == "NaN/inf" and c.operator == "spmm")
+    x = nan_case.inputs(graph, 1, 17, np.random.default_rng(0))["x"]
+    assert np.isnan(x).sum() == 1 and np.isposinf(x).sum() == 1 and np.isneginf(x).sum() == 1
+
+
+def test_case_grid_runs_the_big_hub_at_reduced_shapes_and_special_values_on_long_rows():
+    dot = next(c for c in OP_CASES if c.label == "sddmm(op=dot)")
+    grid = case_grid(dot, "fast", list(adversarial_graphs()))
+    assert {(h, w) for idx, name, h, w in grid if name == "hub_50k"} == {(1, 17)}
+    assert {w for idx, name, h, w in grid if name == "hub"} == {1, 17, 33}
+    assert {h for idx, name, h, w in grid if name == "hub"} == {1, 3}
+    nan = next(c for c in OP_CASES if c.label == "sddmm(op=dot, NaN/inf)")
+    assert {name for _, name, _, _ in case_grid(nan, "fast", list(adversarial_graphs()))} == {
+        "duplicates", "hub", "multi_loops"}
+
+
+def test_tolerance_grows_with_the_square_root_of_row_length():
+    tol = TOLERANCES["float32"]
+    assert tol.for_rows(0) == tol.for_rows(256) == tol
+    wide = tol.for_rows(256 * 100)
+    assert wide.rtol == pytest.approx(10 * tol.rtol) and wide.atol == pytest.approx(10 * tol.atol)
+    assert longest_row(adversarial_graphs()["hub_50k"]) == 50_001
+
+
+def test_compare_follows_the_nan_policy():
+    expected = np.array([np.nan, np.inf, -np.inf, 1.0])
+    assert compare(expected.copy(), expected, TOLERANCES["float64"]) is None
+    assert "got 0, expected nan" in compare(np.array([0.0, np.inf, -np.inf, 1.0]), expected, TOLERANCES["float64"])
+    assert "got -inf, expected inf" in compare(np.array([np.nan, -np.inf, -np.inf, 1.0]), expected,
+                                               TOLERANCES["float64"])
+
+
+def test_reference_float32_accumulates_like_float64_on_the_50k_hub():
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.glue import BoundGraph
+    from gnnbench.registry import load_system
+
+    graph = adversarial_graphs(np.int32)["hub_50k"]
+    scores = np.random.default_rng(0).uniform(-4, 4, (graph.num_edges, 1))
+    out = {}
+    for dtype in ("float32", "float64"):
+        F = get_frontend("torch", "cpu", dtype)
+        bound = BoundGraph(graph, load_system("reference"))
+        out[dtype] = F.edge_softmax(bound, F.tensor(scores.astype(dtype))).numpy().astype(np.float64)
+    rel = np.abs(out["float32"] - out["float64"]) / out["float64"]
+    assert rel.max() < 2e-7     # float32 sums of 50,001 terms would be off by ~1e-5
 
 
 def test_max_inputs_have_distinct_columns_and_exact_products():

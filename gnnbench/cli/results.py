@@ -20,8 +20,10 @@ def add_arguments(p) -> None:
 
 
 def run(store_path=None, **filters) -> list[dict]:
-    with open_store(store_path, create=False) as db:
-        return db.rows(**{k: v for k, v in filters.items() if v is not None})
+    from gnnbench.verify_status import with_current_status
+
+    with open_store(store_path, create=False) as db:   # Note [status by build hash]
+        return with_current_status(db, db.rows(**{k: v for k, v in filters.items() if v is not None}))
 
 
 def main(args) -> int:

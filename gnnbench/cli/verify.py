@@ -1,7 +1,9 @@
 """``gnnbench verify``: check a system against ``reference`` and record the verdict.
 
-Exit status: 0 when the system passes (or cannot run here, printed as
-skipped with the reason), 1 when it fails, 2 on bad input.
+Exit status: 0 when the system passes (or cannot run here because a package
+or device is missing, printed as skipped with the reason), 1 when it fails
+(including kernels that cannot be loaded, crash or hang: the whole report is
+printed first), 2 on bad input.
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ def add_arguments(p) -> None:
     p.add_argument("--framework", default="torch",
                    help="framework whose glue is verified: torch or tensorflow (default: torch)")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the system (default: unchanged)")
-    p.add_argument("--no-e2e", action="store_true", help="skip end-to-end training parity")
+    p.add_argument("--no-e2e", action="store_true", help="skip end-to-end training parity and the model checks")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds a check group may go without progress before it counts as hung (default: 1200)")
     p.add_argument("--fallback", default=None, metavar="SYSTEM",
                    help="end-to-end training borrows the operators the system lacks from SYSTEM, e.g. reference")
     p.add_argument("--no-store", action="store_true", help="do not record the verification")
@@ -33,12 +37,14 @@ def add_arguments(p) -> None:
 
 def run(system: str, operator: str | None = None, slow: bool = False, fast: bool = False, device: str = "cpu",
         framework: str = "torch", threads: int | None = None, e2e: bool = True, store_path: str | None = None,
-        store: bool = True, fallback: str | None = None):
+        store: bool = True, time_limit: float | None = None, fallback: str | None = None):
     """Verify ``system`` and record the outcome in the results store; returns the :class:`VerifyReport`."""
     from gnnbench.verify import verify
+    from gnnbench.verify_isolation import DEFAULT_TIME_LIMIT
 
     kwargs = dict(operator=operator, slow=slow, profile="fast" if fast else "full", framework=framework,
-                  device=device, threads=threads, e2e=e2e, fallback=fallback)
+                  device=device, threads=threads, e2e=e2e, time_limit=time_limit or DEFAULT_TIME_LIMIT,
+                  fallback=fallback)
     if not store:
         return verify(system, **kwargs)
     with open_store(store_path) as db:
@@ -47,7 +53,7 @@ def run(system: str, operator: str | None = None, slow: bool = False, fast: bool
 
 def main(args) -> int:
     report = run(args.system, args.operator, args.slow, args.fast, args.device, args.framework, args.threads,
-                 not args.no_e2e, args.results, not args.no_store, args.fallback)
+                 not args.no_e2e, args.results, not args.no_store, args.time_limit, args.fallback)
     if args.json:
         print_json(report.as_dict())
     else:
@@ -81,6 +87,7 @@ def render(report) -> str:
     if report.status == "skipped":
         lines.append(f"skipped: {report.system} cannot run here: {report.reason}; nothing recorded")
         return "\n".join(lines)
+    lines.extend(f"note: {note}" for note in s.get("notes", ()))
     rows = report.rows()
     width = max(len(r.operator) for r in rows) + 2
     lines.append(f"{'check':<{width}}{'status':<9}{'cases':>6}{'time':>9}  detail")

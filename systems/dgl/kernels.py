@@ -179,6 +179,40 @@ def spmm_max(graph, x, weight, out, argmax, *, reduce):
     out.copy_(value.masked_fill(empty, 0.0))
     argmax.copy_(arg_e)
     argmax.masked_fill_(empty.expand_as(argmax), -1)
+    if d.num_edges and (not torch.isfinite(x).all() or (weight is not None and not torch.isfinite(weight).all())):
+        _special_winners(d, x, weight, out, argmax)
+
+
+def _special_winners(d: DglGraph, x, weight, out, argmax) -> None:
+    """Note [DGL drops NaN]
+        DGL's max (``gspmm`` with ``max``, DGL 2.1 on CPU) compares with ``>``
+        from a -inf start, so a NaN message never wins: the row's maximum of
+        the other messages comes back. Note [NaN policy] (gnnbench/api.py) makes
+        a NaN the maximum; DGL's kernel cannot be changed here, so its result
+        is corrected afterwards: where any message of a row is NaN, ``out`` is
+        NaN and the winner is the lowest edge id among the NaN messages. A row
+        whose messages are all ``-inf`` never beats the start either (no
+        winner, so no gradient); it gets ``-inf`` and its lowest edge id.
+    """
+    rows = d.graph.edges(order="eid")[1].to(torch.int64)
+    msg = x[d.cols] * (1.0 if weight is None else weight.unsqueeze(-1))
+    index = rows[:, None, None].expand_as(msg)
+    num_edges = d.num_edges
+    edge_id = torch.arange(num_edges)[:, None, None].expand_as(msg)
+
+    def lowest(where):
+        return torch.full(out.shape, num_edges, dtype=torch.int64).scatter_reduce_(
+            0, index, torch.where(where, edge_id, num_edges), "amin", include_self=True)
+
+    first_nan = lowest(torch.isnan(msg))
+    first_neg_inf = lowest(msg == -torch.inf)
+    all_neg_inf = (first_neg_inf < num_edges) & ~d.empty_rows[:, None, None] & \
+        (torch.full(out.shape, -torch.inf, dtype=msg.dtype).scatter_reduce_(0, index, msg, "amax") == -torch.inf)
+    out.masked_fill_(all_neg_inf, -torch.inf)
+    argmax.copy_(torch.where(all_neg_inf, first_neg_inf, argmax))
+    hit = first_nan < num_edges
+    out.masked_fill_(hit, float("nan"))
+    argmax.copy_(torch.where(hit, first_nan, argmax))
 
 
 def _winners(d: DglGraph, argmax: torch.Tensor, like: torch.Tensor):

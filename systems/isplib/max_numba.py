@@ -4,7 +4,9 @@ Note [max ties and empty rows]
     A row keeps the *first* maximal edge in storage order (strict ``>``), which
     on the forward view is ascending canonical edge id. An empty row yields
     ``out = 0`` and ``argmax = -1``; the backwards skip ``-1``. No fastmath:
-    comparisons must honour NaN and infinities.
+    comparisons must honour NaN and infinities. A NaN message wins over any
+    number and the first NaN is kept (Note [NaN policy] in gnnbench/api.py):
+    ``v > best`` alone is false for a NaN met after the first edge.
 
 Note [race-free max backward]
     ``grad_x[indices[e]] += ...`` scatters into source rows that many
@@ -61,13 +63,13 @@ def spmm_max_rows(indptr, indices, eids, has_eids, w, has_w, x, out, argmax, bou
                         c = w[eid, h]
                         for d in range(D):
                             v = c * x[j, h, d]
-                            if v > out[i, h, d]:
+                            if v > out[i, h, d] or (v != v and out[i, h, d] == out[i, h, d]):  # NaN wins once
                                 out[i, h, d] = v
                                 argmax[i, h, d] = eid
                     else:
                         for d in range(D):
                             v = x[j, h, d]
-                            if v > out[i, h, d]:
+                            if v > out[i, h, d] or (v != v and out[i, h, d] == out[i, h, d]):  # NaN wins once
                                 out[i, h, d] = v
                                 argmax[i, h, d] = eid
 

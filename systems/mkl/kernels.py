@@ -32,6 +32,14 @@ Note [CSR gradients in torch 2.13]
     every gradient is one of this module's backward kernels, which the
     specs declare and the generated glue calls.
 
+Note [sampled_addmm over-full pattern]
+    On torch 2.13 (CPU) ``torch.sparse.sampled_addmm`` raises "torch.copy_:
+    only sparse compressed tensors with the same number of specified
+    elements" when the CSR pattern stores more entries than it has cells
+    (``nnz > rows * cols``), e.g. one node with two or more parallel self
+    loops. Such a pattern takes a plain gather-and-sum instead (the result is
+    the same; the graph is tiny by construction).
+
 Note [argmax of amax]
     ``torch.sparse.mm(A, x, "amax")`` computes the max but does not return
     the winning entry. The kernel behind it,
@@ -194,6 +202,10 @@ def spmm_sum_backward(graph, grad_out, weight, grad_x, *, reduce):
 def _sampled_dot(c: CsrGraph, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor) -> None:
     """``out[e,h] = <left[row(e),h], right[col(e),h]>`` (canonical order), one vendor SDDMM per head."""
     pattern = c.pattern(left.dtype)
+    if c.nnz > pattern.shape[0] * pattern.shape[1]:   # Note [sampled_addmm over-full pattern]
+        _PATHS["sddmm_dot"] = "gather (pattern has more entries than cells)"
+        c.to_canonical((left[c.rows] * right[c.cols]).sum(-1), out)
+        return
     for h in range(out.shape[1]):
         sampled = torch.sparse.sampled_addmm(pattern, left[:, h, :], right[:, h, :].t(), beta=0.0)
         c.to_canonical(sampled.values(), out[:, h])
@@ -211,7 +223,15 @@ def spmm_weight_backward(graph, x, grad_out, grad_weight, *, reduce):
 
 # ---------------------------------------------------------------- spmm (max)
 def _amax_with_arg(matrix: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Max-reduce SpMM and its winning positions; see Note [argmax of amax]."""
+    """Max-reduce SpMM and its winning positions; see Note [sampled_addmm over-full pattern]
+    On torch 2.13 (CPU) ``torch.sparse.sampled_addmm`` raises "torch.copy_:
+    only sparse compressed tensors with the same number of specified
+    elements" when the CSR pattern stores more entries than it has cells
+    (``nnz > rows * cols``), e.g. one node with two or more parallel self
+    loops. Such a pattern takes a plain gather-and-sum instead (the result is
+    the same; the graph is tiny by construction).
+
+Note [argmax of amax]."""
     with torch.enable_grad():
         value, arg = torch.ops.aten._sparse_mm_reduce_impl(matrix, x.detach().requires_grad_(), "amax")
     return value.detach(), arg
@@ -226,7 +246,8 @@ def _max_fallback(c: CsrGraph, x, weight, out, argmax) -> None:
     out.zero_()
     out.scatter_reduce_(0, index, msg, "amax", include_self=False)
     edge_id = torch.arange(c.nnz, device=x.device) if c.edge_ids is None else c.edge_ids
-    winner = torch.where(msg == out[c.rows], edge_id[:, None, None], c.nnz)
+    best = out[c.rows]   # Note [NaN policy] (gnnbench/api.py): the lowest-id NaN message wins
+    winner = torch.where((msg == best) | (torch.isnan(msg) & torch.isnan(best)), edge_id[:, None, None], c.nnz)
     argmax.fill_(c.nnz)
     argmax.scatter_reduce_(0, index, winner, "amin", include_self=True)
     argmax[argmax == c.nnz] = -1
@@ -259,6 +280,9 @@ def spmm_max(graph, x, weight, out, argmax, *, reduce):
         argmax.copy_(torch.where(empty, 0, argmax))
         argmax.copy_(c.edge_ids[argmax])
     argmax.masked_fill_(empty, -1)
+    if torch.isnan(out).any() or (out == -torch.inf).any():   # torch's amax reports some NaN's position (or
+        # none for a row of -inf), not the winner of Note [NaN policy]
+        _max_fallback(c, x, weight, out, argmax)
 
 
 def _winners(c: CsrGraph, argmax: torch.Tensor, like: torch.Tensor):

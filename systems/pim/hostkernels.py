@@ -111,7 +111,7 @@ def _spmm_max(indptr, indices, eids, x, weight, has_weight, out, argmax):
                     v = x[indices[p], h, d]
                     if has_weight:
                         v = v * weight[eids[p], h if wh > 1 else 0]
-                    if arg < 0 or v > best:
+                    if arg < 0 or v > best or (v != v and best == best):  # Note [NaN policy]: NaN wins once
                         best = v
                         arg = eids[p]
                 out[i, h, d] = best if arg >= 0 else 0.0

@@ -181,7 +181,8 @@ def spmm_max(graph, x, weight, out, argmax, *, reduce):
         msg = msg * p.per_position(weight).unsqueeze(-1)
     out.copy_(scatter(msg, p.rows, 0, dim_size=p.shape[0], reduce="max"))
     edge_id = torch.arange(p.num_edges, device=x.device) if p.edge_ids is None else p.edge_ids
-    winner = torch.where(msg == out.index_select(0, p.rows), edge_id[:, None, None], p.num_edges)
+    best = out.index_select(0, p.rows)   # Note [NaN policy] (gnnbench/api.py): the lowest-id NaN message wins
+    winner = torch.where((msg == best) | (torch.isnan(msg) & torch.isnan(best)), edge_id[:, None, None], p.num_edges)
     argmax.copy_(scatter(winner, p.rows, 0, dim_size=p.shape[0], reduce="min") if p.num_edges else
                  torch.zeros_like(argmax))
     argmax[(argmax == p.num_edges) | (p.row_degree == 0)[:, None, None]] = -1

@@ -43,3 +43,26 @@ def test_max_uses_the_csr_reduce_kernel_and_reports_it():
     report = system.hook("report")()
     assert report["paths"]["spmm_max"] == "torch.sparse.mm(csr, reduce=amax)"
     assert report["mkl_available"] is torch.backends.mkl.is_available()
+
+
+def test_parallel_self_loops_on_one_node_do_not_crash_the_vendor_sddmm():
+    """Note [sampled_addmm over-full pattern]: one node with three loops (more entries than cells)."""
+    import numpy as np
+    import torch
+
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.glue import BoundGraph
+    from gnnbench.graph import Graph
+    from gnnbench.registry import load_system
+
+    graph = Graph.from_edges(np.zeros(3, np.int64), np.zeros(3, np.int64), 1, np.int32)
+    F = get_frontend("torch", "cpu", "float64")
+    src = torch.tensor([[[1.0, 2.0]]], dtype=torch.float64, requires_grad=True)
+    dst = torch.tensor([[[3.0, -1.0]]], dtype=torch.float64, requires_grad=True)
+    weight = torch.tensor([[1.0], [2.0], [-0.5]], dtype=torch.float64, requires_grad=True)
+    mkl = BoundGraph(graph, load_system("mkl"))
+    out = F.sddmm(mkl, src, dst, op="dot")
+    assert out.detach().flatten().tolist() == [1.0, 1.0, 1.0]
+    total = F.spmm(mkl, src, weight, reduce="sum")
+    (grad_w,) = torch.autograd.grad(total.sum(), [weight])
+    assert grad_w.flatten().tolist() == [3.0, 3.0, 3.0]

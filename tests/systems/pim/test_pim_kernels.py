@@ -266,3 +266,24 @@ def test_cli_strings_are_parsed():
     assert K.report()["options"]["sp"] == 2 and K.report()["options"]["ds"] is None
     with pytest.raises(UserError, match="expected an integer"):
         K.configure(ds="many")
+
+
+def test_verify_checks_the_default_int32_mode_against_its_dequantised_expectation():
+    """Note [quantised verification]: int32 is the default mode, and the mode verify checks besides float32."""
+    from gnnbench.systems.pim import kernels as pim_kernels
+    from gnnbench.verify_quantised import quantised_labels
+
+    assert pim_kernels._DEFAULTS["arithmetic"] == pim_kernels.VERIFY_QUANTISED["options"]["arithmetic"] == "int32"
+    assert quantised_labels("pim") == ["spmm(reduce=sum, arithmetic=int32)", "spmm(reduce=sum, weight, arithmetic=int32)",
+                                       "spmm(reduce=mean, arithmetic=int32)",
+                                       "spmm(reduce=mean, weight, arithmetic=int32)"]
+    assert quantised_labels("reference") == []
+
+
+@pytest.mark.slow
+def test_int32_mode_stays_within_its_stated_bound():
+    from gnnbench.verify_quantised import check_quantised
+
+    row = check_quantised("pim", "spmm(reduce=sum, weight, arithmetic=int32)", threads=1)
+    assert row.status == "passed", row.failures
+    assert "within the stated bound" in row.detail

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_gcn_row_norm` (see demo_gcn_row_norm.gnn)."""

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_missing_kernel` (see demo_missing_kernel.gnn)."""

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_naive_softmax` (see demo_naive_softmax.gnn)."""

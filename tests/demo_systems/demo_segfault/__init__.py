@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_segfault` (see demo_segfault.gnn)."""
