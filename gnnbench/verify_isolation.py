@@ -236,6 +236,16 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
 
 
 # ----------------------------------------------------------------- load failures
+def _provides_line(spec_path) -> str:
+    """``path:line`` of the spec's ``provides`` line (the parsed spec keeps no location for it)."""
+    from pathlib import Path
+
+    for number, line in enumerate(Path(spec_path).read_text(encoding="utf-8").splitlines(), 1):
+        if line.split("#")[0].split()[:1] == ["provides"]:
+            return f"{spec_path}:{number}"
+    return str(spec_path)
+
+
 def describe_load_failure(system: str, framework: str, err: BaseException) -> str:
     """What keeps ``system``'s glue from loading, and the fix (Note [load failures])."""
     import importlib
@@ -265,6 +275,11 @@ def describe_load_failure(system: str, framework: str, err: BaseException) -> st
     for kernel in spec.kernels:
         if not callable(getattr(module, kernel.name, None)):
             at = f"{kernel.location.path}:{kernel.location.line}" if kernel.location else str(spec_path)
+            if getattr(kernel, "standard", False):  # taken from the system API by the spec's `provides` line
+                return (f"kernels module {module_name} has no function `{kernel.name}`, a standard kernel the spec "
+                        f"takes with `provides` at {_provides_line(spec_path)} (declared at {at}); define "
+                        f"`{kernel.name}` in {where}, or provide only the kernels you write (e.g. `provides "
+                        f"spmm_sum`) and run `gnnbench gen {system}`")
             return (f"kernels module {module_name} has no function `{kernel.name}` named by the spec at {at}; "
                     f"define `{kernel.name}` in {where}, or remove the kernel from the spec and run "
                     f"`gnnbench gen {system}`")

@@ -18,6 +18,8 @@ from gnnbench.cli import main as cli
 from gnnbench.conformance import run_suite
 from gnnbench.model_check import MODEL_CHECK_NAMES, check_model
 from gnnbench.store import ResultsStore
+
+API_SPEC = "gnnbench/api.gnn"  # how spec locations name the system API (dsl/system_api.py)
 from gnnbench.verify import large_index_case, plan, verify
 
 DEMO_SYSTEMS = Path(__file__).resolve().parent / "demo_systems"
@@ -170,9 +172,10 @@ def test_missing_kernel_fails_with_its_cause_and_fix(demos, capsys):
     assert report.status == "failed" and report.operators == []
     (message,) = report.load.failures
     spec = DEMO_SYSTEMS / "demo_missing_kernel" / "demo_missing_kernel.gnn"
-    assert message == (f"kernels module demo_missing_kernel.kernels has no function `spmm_max` named by the spec at "
-                       f"{spec}:36; define `spmm_max` in {spec.parent / 'kernels.py'}, or remove the kernel from "
-                       f"the spec and run `gnnbench gen demo_missing_kernel`")
+    assert message == (f"kernels module demo_missing_kernel.kernels has no function `spmm_max`, a standard kernel "
+                       f"the spec takes with `provides` at {spec}:14 (declared at {API_SPEC}:67); define `spmm_max` "
+                       f"in {spec.parent / 'kernels.py'}, or provide only the kernels you write (e.g. `provides "
+                       f"spmm_sum`) and run `gnnbench gen demo_missing_kernel`")
     assert cli(["verify", "--system", "demo_missing_kernel", "--fast", "--no-store"]) == 1
     out = capsys.readouterr().out
     assert "load kernels" in out and "FAILED" in out and "has no function `spmm_max`" in out
