@@ -203,7 +203,6 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     accuracy = best if spec.selection == "best_val" else final
     extra["final_accuracy"] = final
     extra["metric"] = objective.metric
-    extra["dataset_load"] = dataset.provenance
     extra["selected_epoch"] = best_epoch if spec.selection == "best_val" else hyper.epochs - 1
 
     if info.kind == "kernel":

@@ -50,3 +50,17 @@ def test_multilabel_loss_in_tensorflow_matches_torch():
         get_frontend("tensorflow", "cpu", "float64").tensor(logits))
     torch_loss = Objective(get_frontend("torch", "cpu", "float64"), ds).loss(torch.from_numpy(logits))
     assert float(tf_loss.numpy()) == pytest.approx(float(torch_loss), rel=1e-12)
+
+
+def test_rocauc_agrees_with_ogbs_evaluator():
+    pytest.importorskip("ogb")
+    from ogb.nodeproppred import Evaluator
+
+    from gnnbench.datasets.ogb import rocauc
+
+    rng = np.random.default_rng(1)
+    labels = (rng.random((60, 112)) < 0.2).astype(np.int64)
+    labels[:, 0] = 0  # a task with one class only is skipped by both
+    scores = rng.standard_normal((60, 112))
+    want = Evaluator("ogbn-proteins").eval({"y_true": labels, "y_pred": scores})["rocauc"]
+    assert rocauc(labels, scores) == pytest.approx(want)
