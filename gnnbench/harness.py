@@ -13,6 +13,35 @@ Note [fair timing]
     compilation) runs before training and is reported apart. Epoch count
     includes the warm-ups, so accuracy does not depend on ``warmup``.
 
+Note [tune on first use]
+    A system with a ``tune`` hook (isplib) records, during the first epoch
+    (a warm-up, untimed), every kernel path its tuning cache had no choice
+    for. Right after it the harness calls the hook as
+    ``tune(graph, views=(forward, transposed), budget_s=B, progress=log)``;
+    the hook tunes those paths on the prepared views, caches and installs
+    the winners, and returns a result (``wall_time_s``, ``as_dict()``) or
+    None when nothing was missing. Its wall time is the row's
+    ``tune_time_s``: never part of an epoch or of ``prepare_time_s``. The
+    budget ``B`` is 5 % of a 200-epoch run estimated from that first epoch
+    (at least :data:`TUNE_BUDGET_MIN_S`, at most :data:`TUNE_BUDGET_MAX_S`;
+    ``$GNNBENCH_TUNE_BUDGET_S`` overrides it), so tuning stays under 10 % of
+    the run it serves; a later run finds the cache and tunes nothing. The
+    memory tuning allocates is not the run's: the peak is the larger of the
+    peak before tuning and the peak after it. ``TaskSpec.tune=False``
+    (``--no-tune``) skips the call, so the run measures whatever the cache
+    holds, the default variant on a fresh cache. With ``warmup=0`` the first
+    epoch is timed and ran untuned; the row says so
+    (``extra.tuned_after_timed_epoch``).
+
+Note [inference mode]
+    ``TaskSpec.mode="inference"`` times forward passes only, in evaluation
+    mode (no dropout) under the frontend's ``no_grad`` (``torch.no_grad``; no
+    ``GradientTape`` is open in TensorFlow), each closed by a device sync.
+    ``epochs`` counts passes, warm-ups included; a pass's time is stored as
+    ``epoch_times`` and ``forward_times`` (backward and optimizer stay null),
+    and the accuracies are those of the untrained model. The mode is part of
+    the row's identity (``hyperparameters.mode``).
+
 Note [model selection]
     With ``selection="best_val"`` (the default, as in the GAT paper and PyG's
     examples) the model is evaluated after every epoch, outside the timed
@@ -22,6 +51,8 @@ Note [model selection]
 """
 from __future__ import annotations
 
+import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
@@ -35,7 +66,14 @@ from .errors import UserError
 from .kernel_clock import measuring
 from .measurement import Measurement
 
-__all__ = ["TaskSpec", "train", "resolve_hyperparameters", "stored_hyperparameters"]
+__all__ = ["TaskSpec", "train", "resolve_hyperparameters", "stored_hyperparameters", "MODES", "tune_budget_s",
+           "TUNE_BUDGET_MIN_S", "TUNE_BUDGET_MAX_S"]
+
+#: Values of ``TaskSpec.mode`` (Note [inference mode]).
+MODES = ("train", "inference")
+#: Bounds of the first-use tuning budget in seconds (Note [tune on first use]).
+TUNE_BUDGET_MIN_S = 1.0
+TUNE_BUDGET_MAX_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +98,8 @@ class TaskSpec:
     selection: str = "best_val"
     system_options: tuple[tuple[str, str], ...] = ()
     allocator: str = "auto"
+    mode: str = "train"  # Note [inference mode]
+    tune: bool = True  # Note [tune on first use]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -79,6 +119,8 @@ def resolve_hyperparameters(spec: TaskSpec):
     overrides = {k: v for k, v in (("hidden", spec.hidden), ("heads", spec.heads), ("lr", spec.lr),
                                    ("epochs", spec.epochs)) if v is not None}
     hyper = replace(hyper, **overrides)
+    if spec.mode not in MODES:
+        raise UserError(f"unknown mode '{spec.mode}'; choose one of: {', '.join(MODES)}")
     if hyper.epochs <= spec.warmup:
         raise UserError(f"--epochs ({hyper.epochs}) must exceed --warmup ({spec.warmup}) so that some epochs are timed")
     return model_cls, hyper
@@ -86,8 +128,14 @@ def resolve_hyperparameters(spec: TaskSpec):
 
 def stored_hyperparameters(spec: TaskSpec, hyper) -> dict[str, Any]:
     """The ``hyperparameters`` column of a run of ``spec``: the one place that builds it."""
-    return {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype, "index_dtype": spec.index_dtype,
-            "selection": spec.selection, "system_options": dict(spec.system_options)}
+    stored = {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype, "index_dtype": spec.index_dtype,
+              "selection": spec.selection, "system_options": dict(spec.system_options)}
+    # only when not the default, so rows stored before these fields keep their identity
+    if spec.mode != "train":
+        stored["mode"] = spec.mode
+    if not spec.tune:
+        stored["tune"] = False
+    return stored
 
 
 @dataclass
@@ -173,43 +221,20 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
             logits = forward(False)
             return {name: F.accuracy(logits, labels, mask) for name, mask in masks.items()}
 
-    optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
-    best: dict[str, float] | None = None
-    best_epoch = -1
     phases = _Phases()
     time_kernels = info.kind == "kernel" and spec.device == "cpu"  # Note [kernel time]
+    tuner = None if info.kind == "native" or not spec.tune else system.hook("tune")
+    tuning = _FirstUseTuning(tuner, bound if tuner is not None else None, hyper.epochs, extra)
     memory = PeakMemory()
     memory.start()
-    for epoch in range(hyper.epochs):
-        F.zero_grad(optimizer)
-        with measuring() if time_kernels else nullcontext() as kernels:
-            t0 = clock()
-            loss = F.nll_loss(F.log_softmax(forward(True)), labels, masks["train"])
-            F.sync()
-            t1 = clock()
-            F.backward(loss)
-            F.sync()
-            t2 = clock()
-            F.step(optimizer)
-            F.sync()
-            t3 = clock()
-        phases.losses.append(F.to_float(loss))
-        if epoch >= spec.warmup:
-            phases.forward.append(t1 - t0)
-            phases.backward.append(t2 - t1)
-            phases.optimizer.append(t3 - t2)
-            phases.epoch.append(t3 - t0)
-            if kernels is not None:
-                phases.kernel.append(kernels.total)
-                phases.kernel_by_name.append(dict(kernels.seconds))
-        if spec.selection == "best_val" and epoch < hyper.epochs - 1:
-            current = evaluate()
-            if best is None or current["val"] > best["val"]:
-                best, best_epoch = current, epoch
-    peak = memory.peak_above_baseline()
-    final = evaluate()
-    if best is None or final["val"] > best["val"]:
+    tuning.watch(memory)
+    if spec.mode == "inference":
+        final = _infer(spec, hyper, F, forward, evaluate, phases, time_kernels, tuning, clock)
         best, best_epoch = final, hyper.epochs - 1
+    else:
+        best, best_epoch, final = _train_epochs(spec, hyper, F, forward, evaluate, params, labels, masks, phases,
+                                                time_kernels, tuning, clock)
+    peak = max(memory.peak_above_baseline(), tuning.peak_before)
     accuracy = best if spec.selection == "best_val" else final
     extra["final_accuracy"] = final
     extra["selected_epoch"] = best_epoch if spec.selection == "best_val" else hyper.epochs - 1
@@ -245,23 +270,147 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
         "epoch_time_median_s": epoch_m.median,
         "epoch_time_iqr_s": epoch_m.iqr,
         "forward_median_s": Measurement(tuple(phases.forward)).median,
-        "backward_median_s": Measurement(tuple(phases.backward)).median,
-        "optimizer_median_s": Measurement(tuple(phases.optimizer)).median,
+        "backward_median_s": Measurement(tuple(phases.backward)).median if phases.backward else None,
+        "optimizer_median_s": Measurement(tuple(phases.optimizer)).median if phases.optimizer else None,
         "kernel_median_s": Measurement(tuple(phases.kernel)).median if phases.kernel else None,
         "prepare_time_s": prepare_s,
+        "tune_time_s": tuning.seconds,
         "peak_memory_bytes": peak,
         "train_accuracy": accuracy["train"],
         "val_accuracy": accuracy["val"],
         "test_accuracy": accuracy["test"],
-        "first_loss": phases.losses[0],
-        "final_loss": phases.losses[-1],
+        "first_loss": phases.losses[0] if phases.losses else None,
+        "final_loss": phases.losses[-1] if phases.losses else None,
         "epoch_times": phases.epoch,
         "forward_times": phases.forward,
-        "backward_times": phases.backward,
-        "optimizer_times": phases.optimizer,
+        "backward_times": phases.backward or None,
+        "optimizer_times": phases.optimizer or None,
         "kernel_times": phases.kernel or None,
         "cpu_model": cpu_model(),
         "machine": machine_info(),
         "git_commit": git_commit(),
         "extra": extra,
     }
+
+
+def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, labels, masks, phases: _Phases,
+                  time_kernels: bool, tuning: "_FirstUseTuning", clock):
+    """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``."""
+    optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
+    best: dict[str, float] | None = None
+    best_epoch = -1
+    for epoch in range(hyper.epochs):
+        F.zero_grad(optimizer)
+        with measuring() if time_kernels else nullcontext() as kernels:
+            t0 = clock()
+            loss = F.nll_loss(F.log_softmax(forward(True)), labels, masks["train"])
+            F.sync()
+            t1 = clock()
+            F.backward(loss)
+            F.sync()
+            t2 = clock()
+            F.step(optimizer)
+            F.sync()
+            t3 = clock()
+        phases.losses.append(F.to_float(loss))
+        if epoch >= spec.warmup:
+            phases.forward.append(t1 - t0)
+            phases.backward.append(t2 - t1)
+            phases.optimizer.append(t3 - t2)
+            phases.epoch.append(t3 - t0)
+            if kernels is not None:
+                phases.kernel.append(kernels.total)
+                phases.kernel_by_name.append(dict(kernels.seconds))
+        if epoch == 0:
+            tuning.after_first_epoch(t3 - t0, timed=spec.warmup == 0)
+        if spec.selection == "best_val" and epoch < hyper.epochs - 1:
+            current = evaluate()
+            if best is None or current["val"] > best["val"]:
+                best, best_epoch = current, epoch
+    final = evaluate()
+    if best is None or final["val"] > best["val"]:
+        best, best_epoch = final, hyper.epochs - 1
+    return best, best_epoch, final
+
+
+def _infer(spec: TaskSpec, hyper, F, forward, evaluate, phases: _Phases, time_kernels: bool,
+           tuning: "_FirstUseTuning", clock) -> dict[str, float]:
+    """Forward passes only, without autograd (Note [inference mode]); returns the accuracies of the last."""
+    for step in range(hyper.epochs):
+        with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
+            t0 = clock()
+            logits = forward(False)
+            F.sync()
+            t1 = clock()
+        del logits
+        if step >= spec.warmup:
+            phases.forward.append(t1 - t0)
+            phases.epoch.append(t1 - t0)
+            if kernels is not None:
+                phases.kernel.append(kernels.total)
+                phases.kernel_by_name.append(dict(kernels.seconds))
+        if step == 0:
+            tuning.after_first_epoch(t1 - t0, timed=spec.warmup == 0)
+    return evaluate()
+
+
+def tune_budget_s(first_epoch_s: float, epochs: int) -> float:
+    """The first-use tuning budget (Note [tune on first use]): 5 % of a run of ``max(epochs, 200)`` epochs."""
+    override = os.environ.get("GNNBENCH_TUNE_BUDGET_S")
+    if override:
+        try:
+            value = float(override)
+        except ValueError:
+            raise UserError(f"GNNBENCH_TUNE_BUDGET_S must be a number of seconds (got {override!r})") from None
+        if value <= 0:
+            raise UserError(f"GNNBENCH_TUNE_BUDGET_S must be positive (got {override!r})")
+        return value
+    return min(TUNE_BUDGET_MAX_S, max(TUNE_BUDGET_MIN_S, 0.05 * max(epochs, 200) * first_epoch_s))
+
+
+class _FirstUseTuning:
+    """Calls a system's ``tune`` hook once, after the first epoch (Note [tune on first use])."""
+
+    def __init__(self, tuner, bound, epochs: int, extra: dict[str, Any]):
+        self.tuner, self.bound, self.epochs, self.extra = tuner, bound, epochs, extra
+        self.seconds: float | None = None
+        self.peak_before = 0
+        self._memory: PeakMemory | None = None
+
+    def watch(self, memory: PeakMemory) -> None:
+        self._memory = memory
+
+    def after_first_epoch(self, first_epoch_s: float, timed: bool) -> None:
+        if self.tuner is None:
+            return
+        budget = tune_budget_s(first_epoch_s, self.epochs)
+        if self._memory is not None:
+            self.peak_before = self._memory.peak_above_baseline()
+        start = time.perf_counter()
+        result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
+                            budget_s=budget, progress=_progress)
+        if result is None:
+            return
+        self.seconds = time.perf_counter() - start
+        _progress(f"tuned in {self.seconds:.2f} s (budget {budget:.1f} s); the choices are cached for later runs")
+        self.extra["tuning"] = result.as_dict() if hasattr(result, "as_dict") else str(result)
+        if timed:
+            self.extra["tuned_after_timed_epoch"] = True
+        if self._memory is not None:
+            _reset_peak()
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _reset_peak() -> None:
+    """Restart the kernel's high-water mark (VmHWM) at the current RSS, so tuning's arrays are not the run's."""
+    from .allocator import release_free_memory
+
+    release_free_memory()
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass

@@ -32,6 +32,12 @@ def add_arguments(p) -> None:
                    help="report accuracy at the best-validation epoch (default) or the last one")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="system option, passed to its configure hook (repeatable)")
+    # wt-19 (issue 19): tune on first use and inference mode
+    p.add_argument("--mode", default="train", choices=("train", "inference"),
+                   help="train (default), or inference: timed forward passes without autograd")
+    p.add_argument("--no-tune", dest="tune", action="store_false",
+                   help="do not tune on first use: measure what the tuning cache holds (the default variant "
+                        "when empty)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before the run is stopped")
     p.add_argument("--in-process", action="store_true", help="run in this process (no isolation)")
     p.add_argument("--no-store", action="store_true", help="do not write the row to the results store")
@@ -117,7 +123,8 @@ def main(args) -> int:
                     device=args.device, data_dir=args.data_dir, epochs=args.epochs, warmup=args.warmup,
                     hidden=args.hidden, heads=args.heads, lr=args.lr, seed=args.seed, threads=args.threads,
                     dtype=args.dtype, index_dtype=args.index_dtype, selection=args.selection,
-                    system_options=parse_options(args.option, "--option"), allocator=args.allocator)
+                    system_options=parse_options(args.option, "--option"), allocator=args.allocator,
+                    mode=args.mode, tune=args.tune)
     row = run(spec, isolate=not args.in_process, timeout_s=args.timeout, store_path=args.results,
               store=not args.no_store)
     if args.json:
@@ -137,10 +144,12 @@ def summary(row: dict) -> str:
         f"/ {row['device']}",
         f"  epoch      {ms(row['epoch_time_median_s'])} median, IQR {ms(row['epoch_time_iqr_s'])} "
         f"over {len(row['epoch_times'])} timed epochs ({row['warmup']} warm-up excluded)",
-        f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
-        f"optimizer {ms(row['optimizer_median_s'])}",
+        (f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
+         f"optimizer {ms(row['optimizer_median_s'])}" if row.get("backward_median_s") is not None
+         else "  mode       inference: forward passes only, without autograd"),
         *_kernel_lines(row),
-        f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)",
+        f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)"
+        + (f"; tuned on first use in {row['tune_time_s']:.2f} s (apart)" if row.get("tune_time_s") else ""),
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline "
         f"({row.get('allocator') or 'unknown'} allocator)",
         f"  accuracy   train {row['train_accuracy']:.3f}, val {row['val_accuracy']:.3f}, test {row['test_accuracy']:.3f}",
