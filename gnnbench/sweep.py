@@ -105,6 +105,8 @@ class Matrix:
     data_dir: str | None = None
     timeout_s: float | None = 1800.0
     memory_limit_bytes: int | None = None
+    mode: str = "train"  # wt-19: Note [inference mode] in gnnbench.harness
+    tune: bool = True  # wt-19: Note [tune on first use] in gnnbench.harness
 
 
 @dataclass(frozen=True)
@@ -265,7 +267,7 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
 _SWEEP_KEYS = ("name", "results", "executor", "ray_address", "repeat", "retry_failed", "matrix")
 _MATRIX_KEYS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
                 "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "options",
-                "data_dir", "timeout", "memory_limit")
+                "data_dir", "timeout", "memory_limit", "mode", "tune")
 
 
 def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -311,7 +313,7 @@ def _matrix(data: Mapping[str, Any], where: str) -> Matrix:
         raise UserError(f"{where}: 'options' must be a table of key = value (got {options!r})")
     timeout = _number(data.get("timeout", 1800.0), "timeout", where, float, 0)
     choices_of = {"allocator": ALLOCATORS, "dtype": ("float32", "float64"), "index_dtype": ("int64", "int32"),
-                  "selection": ("best_val", "last")}
+                  "selection": ("best_val", "last"), "mode": ("train", "inference")}
     for key, choices in choices_of.items():
         if data.get(key, choices[0]) not in choices:
             raise UserError(f"{where}: '{key}' must be one of {', '.join(choices)} (got {data[key]!r})")
@@ -331,7 +333,14 @@ def _matrix(data: Mapping[str, Any], where: str) -> Matrix:
         options=tuple((str(k), str(v)) for k, v in options.items()),
         data_dir=str(Path(data_dir).resolve()) if data_dir else None,
         timeout_s=timeout or None, memory_limit_bytes=parse_memory(data.get("memory_limit")),
+        mode=data.get("mode", "train"), tune=_flag(data.get("tune", True), "tune", where),
     )
+
+
+def _flag(value: Any, key: str, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise UserError(f"{where}: '{key}' must be true or false (got {value!r})")
+    return value
 
 
 def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign") -> Campaign:
@@ -421,7 +430,8 @@ def _expand(campaign: Campaign) -> list[Task]:
             spec = TaskSpec(system=system, model=model, dataset=canonical_name(label), framework=framework,
                             device=m.device, data_dir=m.data_dir, epochs=m.epochs, warmup=m.warmup, hidden=m.hidden,
                             heads=m.heads, lr=m.lr, seed=seed, threads=m.threads, allocator=m.allocator, dtype=m.dtype,
-                            index_dtype=m.index_dtype, selection=m.selection, system_options=m.options)
+                            index_dtype=m.index_dtype, selection=m.selection, system_options=m.options,
+                            mode=m.mode, tune=m.tune)
             if (spec, rep) in seen:  # two blocks, or two spellings of one dataset, name the same run
                 continue
             seen.add((spec, rep))

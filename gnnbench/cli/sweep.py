@@ -16,7 +16,7 @@ HELP = "run systems x models x datasets x frameworks x seeds (or a TOML campaign
 # flags that define the matrix: given either here or in the campaign file, never both
 _MATRIX_FLAGS = ("systems", "models", "datasets", "frameworks", "seeds", "rounds", "device", "epochs", "warmup",
                  "hidden", "heads", "lr", "threads", "allocator", "dtype", "index_dtype", "selection", "option",
-                 "data_dir", "timeout", "memory_limit")
+                 "data_dir", "timeout", "memory_limit", "mode", "tune")
 
 
 def add_arguments(p) -> None:
@@ -46,6 +46,10 @@ def add_arguments(p) -> None:
                    help="accuracy of the best-validation epoch or of the last (default: best_val)")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE", help="system option (repeatable)")
     p.add_argument("--data-dir", help="folder of raw dataset files (Planetoid)")
+    # wt-19 (issue 19): inference mode and tune on first use (see `gnnbench run --help`)
+    p.add_argument("--mode", choices=("train", "inference"), help="train (default) or inference")
+    p.add_argument("--no-tune", dest="tune", action="store_const", const=False, default=None,
+                   help="do not tune on first use (measure what the tuning cache holds)")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="seconds before a run is stopped (default: 1800; 0: none)")
     p.add_argument("--memory-limit", metavar="SIZE", help="address-space limit per run, e.g. 4G (default: none)")
