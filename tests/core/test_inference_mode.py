@@ -51,3 +51,13 @@ def test_inference_records_no_autograd_graph(monkeypatch):
 def test_unknown_mode_is_a_user_error():
     with pytest.raises(UserError, match="unknown mode 'serve'; choose one of: train, inference"):
         train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="serve"))
+
+
+def test_pim_inference_is_reported_as_modeled():
+    row = train(TaskSpec(system="pim", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
+    modeled = row["extra"]["modeled_inference"]
+    assert modeled["label"] == "modeled" and modeled["passes_modeled"] == 4
+    assert modeled["pass_time_s"] == modeled["host_measured_s"] + modeled["aggregation_modeled_s"]
+    assert modeled["aggregation_modeled_s"] > 0 and modeled["simulation_wall_s"] > 0
+    plain = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
+    assert "modeled_inference" not in plain["extra"]
