@@ -28,9 +28,8 @@ Note [tuning key]
     ``weighted``, a gathered per-edge weight; ``gcn``, GCN's weight run as
     node scales, Note [factorised weights]), ``reduce`` (``sum`` or ``mean``,
     which adds a row or gathered-row scale), the flattened width ``H * D``,
-    the float dtype and the thread count. The scaled paths ignore ``unroll``
-    (they always take 4 edges at a time), so it is not searched there. CPU
-    model and compiler are the cache's machine fingerprint.
+    the float dtype and the thread count. CPU model and compiler are the
+    cache's machine fingerprint.
 
 Note [tuning budget]
     Tuning on first use (:mod:`~gnnbench.systems.isplib.first_use`) must cost
@@ -334,20 +333,14 @@ def _thread_counts() -> list[int]:
     return sorted(counts)
 
 
-def _stage_one(scaled: bool) -> list[Variant]:
-    """Loop shapes, most promising first (from the timings in ``benchmarks/bench_spmm.py``).
-
-    A scaled path (weights or gathered-row scales) always takes 4 edges at a
-    time, so only ``unroll=4`` is listed there (Note [tuning key]).
-    """
+def _stage_one() -> list[Variant]:
+    """Loop shapes, most promising first (from the timings in ``benchmarks/bench_spmm.py``)."""
     first = [Variant("fixed", 4, 16), Variant("fixed", 8, 16), Variant("fixed", 4, 32), Variant("generic", 8, 16),
              Variant("fixed", 4, 8), Variant("fixed", 8, 32), Variant("generic", 4, 32), Variant("fixed", 4, 0)]
     rest = [Variant(k, u, pf) for k in KERNELS for u in (1, 4, 8) for pf in (0, 8, 16, 32)]
     order = [default_variant()] + first + rest
     seen, out = set(), []
     for v in order:
-        if scaled and v.unroll != 4:
-            continue
         if v not in seen:
             seen.add(v)
             out.append(v)
@@ -426,7 +419,6 @@ class _Case:
             else:
                 inv = (1.0 / np.maximum(np.asarray(view.row_degree, dtype=np.float64), 1.0))[rows].astype(dtype)
                 self.row_scale = inv if self.row_scale is None else self.row_scale * inv
-        self.scaled = weighted or self.col_scale is not None
         self.indptr, self.indices = sub_indptr, sub_indices
         self.prep = IsplibGraph("tuning", "", rows.shape[0], sub_indptr)
         self.x = rng.standard_normal((view.num_cols, task.width)).astype(dtype)
@@ -485,8 +477,7 @@ def _probe_ms_per_nnz(task: TuneTask, rng: np.random.Generator) -> float:
 def _tune_one(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool, budget_s: float | None):
     """``(chosen, {label: ms}, default ms, sample nonzeros)`` for one kernel path (Note [tuning budget])."""
     default = default_variant()
-    scaled = task.weighting != "unweighted" or (task.reduce == "mean" and task.view.transposed)
-    candidates = _stage_one(scaled)
+    candidates = _stage_one()
     if budget_s is None:
         target = _FULL_SAMPLE_NNZ
     else:

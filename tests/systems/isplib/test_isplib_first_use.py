@@ -100,8 +100,7 @@ def test_large_graphs_are_timed_on_sampled_rows(cache_dir, monkeypatch):
     monkeypatch.setattr(tuning, "_MIN_SAMPLE_NNZ", 2000)
     task = tuning.TuneTask(g.view(transposed=True), "weighted", "mean", 8, "float32")
     chosen, times, default_ms, sample_nnz = tuning._tune_one(task, 1, np.random.default_rng(0), True, 0.3)
-    assert sample_nnz < g.num_edges and default_variant().label in times
-    assert all(v.unroll == 4 for v in [chosen])  # scaled paths search unroll 4 only
+    assert sample_nnz < g.num_edges and default_variant().label in times and chosen.label in times
 
 
 def test_budget_is_five_percent_of_a_200_epoch_run(monkeypatch):
