@@ -27,7 +27,9 @@ Note [tune on first use]
     ``$GNNBENCH_TUNE_BUDGET_S`` overrides it), so tuning stays under 10 % of
     the run it serves; a later run finds the cache and tunes nothing. The
     memory tuning allocates is not the run's: the peak is the larger of the
-    peak before tuning and the peak after it. ``TaskSpec.tune=False``
+    peak before tuning and the peak after it, less what tuning left resident
+    (compiled kernels, allocator caches), as prepare's residue is part of the
+    baseline. ``TaskSpec.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
     epoch is timed and ran untuned; the row says so
@@ -242,7 +244,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     else:
         best, best_epoch, final = _train_epochs(spec, hyper, F, forward, evaluate, params, labels, masks, phases,
                                                 time_kernels, tuning, clock)
-    peak = max(memory.peak_above_baseline(), tuning.peak_before)
+    peak = max(memory.peak_above_baseline() - tuning.residue, tuning.peak_before)
     accuracy = best if spec.selection == "best_val" else final
     extra["final_accuracy"] = final
     extra["selected_epoch"] = best_epoch if spec.selection == "best_val" else hyper.epochs - 1
@@ -387,6 +389,7 @@ class _FirstUseTuning:
         self.tuner, self.bound, self.epochs, self.extra = tuner, bound, epochs, extra
         self.seconds: float | None = None
         self.peak_before = 0
+        self.residue = 0  # bytes tuning left resident (Note [tune on first use])
         self._memory: PeakMemory | None = None
 
     def watch(self, memory: PeakMemory) -> None:
@@ -398,6 +401,8 @@ class _FirstUseTuning:
         budget = tune_budget_s(first_epoch_s, self.epochs)
         if self._memory is not None:
             self.peak_before = self._memory.peak_above_baseline()
+            _release()
+            resident = _resident_bytes()
         start = time.perf_counter()
         result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
                             budget_s=budget, progress=_progress)
@@ -409,6 +414,8 @@ class _FirstUseTuning:
         if timed:
             self.extra["tuned_after_timed_epoch"] = True
         if self._memory is not None:
+            _release()
+            self.residue = max(0, _resident_bytes() - resident)
             _reset_peak()
 
 
@@ -416,11 +423,20 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _reset_peak() -> None:
-    """Restart the kernel's high-water mark (VmHWM) at the current RSS, so tuning's arrays are not the run's."""
+def _release() -> None:
     from .allocator import release_free_memory
 
     release_free_memory()
+
+
+def _resident_bytes() -> int:
+    from .environment import _status_kib
+
+    return (_status_kib("VmRSS") or 0) * 1024
+
+
+def _reset_peak() -> None:
+    """Restart the kernel's high-water mark (VmHWM) at the current RSS, so tuning's arrays are not the run's."""
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")
