@@ -47,11 +47,12 @@ Note [tuning budget]
       two runs only on the budget left.
 
     * no compilation: a width-specialised kernel compiles once per width
-      and machine (numba's disk cache keeps it), 5-30 s, more than most
-      budgets. Under a budget it is a candidate only when already compiled
-      in this process or found in numba's disk cache
-      (:func:`_fixed_ready`), or when the path's share of the budget is at
-      least :data:`_COMPILE_ALLOWANCE_S`.
+      and machine (numba's disk cache keeps it), 5-30 s on a quiet machine
+      and minutes on a loaded one (GCN's first run at 4M edges took 455 s
+      of tuning against a 120 s budget when compilation was allowed). Under
+      a budget it is a candidate only when already compiled in this process
+      or found in numba's disk cache (:meth:`_Case.fixed_ready`);
+      ``gnnbench tune`` compiles it, after which every run may choose it.
 
     A budget of ``None`` (``gnnbench tune``) times the full candidate set on
     at most ``2^22`` nonzeros, compiling what it must.
@@ -204,8 +205,6 @@ _MARGIN = 0.02
 _MIN_SAMPLE_NNZ = 1 << 18
 _FULL_SAMPLE_NNZ = 1 << 22
 _SAMPLE_RUNS = 16
-#: Note [tuning budget]: a path's share of the budget that may pay for compiling a width-specialised kernel.
-_COMPILE_ALLOWANCE_S = 30.0
 #: A path whose share of the budget is below this is left for a later run (seconds).
 _MIN_SHARE_S = 0.05
 #: Timed rounds per candidate under a budget (an unbudgeted tune takes ``reps``).
@@ -493,7 +492,7 @@ def _tune_one(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool, b
             candidates = candidates[:max(2, keep)]
             target = _MIN_SAMPLE_NNZ
     case = _Case(task, target, rng)
-    if budget_s is not None and budget_s < _COMPILE_ALLOWANCE_S and not case.fixed_ready():
+    if budget_s is not None and not case.fixed_ready():
         candidates = [v for v in candidates if v.kernel != "fixed"]
     reference = case.run(default).copy()
     dtype = np.dtype(task.dtype)
