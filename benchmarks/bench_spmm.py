@@ -304,7 +304,8 @@ def run_orientations(graph: Graph, width: int, rounds: int, tuning_dir: str) -> 
 def orientation_markdown(report: dict) -> list[str]:
     lines = ["## Forward view against transposed view (the backward's SpMM over the same nonzeros)", "",
              "Each path tuned for itself (Note [tuning key]); medians of interleaved rounds.", "",
-             "| graph | F | path | forward ms | transposed ms | transposed / forward |", "|---|---:|---|---:|---:|---:|"]
+             "| graph | F | path | forward ms | transposed ms | transposed / forward |",
+             "|---|---:|---|---:|---:|---:|"]
     for case in report.get("orientations", []):
         med = case["median_ms"]
         for path in ("sum", "mean", "GCN weights"):

@@ -32,7 +32,8 @@ def _scatter(indptr, indices, cursor, indices_t, edge_ids):
             cursor[j] = q + 1
 
 
-def transpose_csr(indptr: np.ndarray, indices: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def transpose_csr(indptr: np.ndarray, indices: np.ndarray,
+                  num_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr_t, indices_t, edge_ids)`` of the transpose, in the index dtype of ``indices`` (Note [linear transpose]).
 
     Shapes:

@@ -139,7 +139,7 @@ def _plain_row(i, F, indptr, indices, x, acc, unroll, dist, line):
 
 @njit(fastmath=FASTMATH, inline="always")
 def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_scale, has_cs, unroll, dist, line, one):
-    """``acc = sum_{p in row i} coef(p) x[indices[p]]`` with the edge weight and gathered-row scale, 8, 4 or 1 at a time."""
+    """``acc = sum_{p in row i} coef(p) x[indices[p]]`` (edge weight, gathered-row scale), 8, 4 or 1 edges at a time."""
     E = indices.shape[0]
     p = indptr[i]
     e = indptr[i + 1]

@@ -110,8 +110,9 @@ def test_cache_merges_graphs_and_ignores_other_machines(cache_dir, monkeypatch):
     kb = tuning.entry_key("forward", "unweighted", "sum", 4, "float64", 2)
     tuning._store(tuning.cache_file(), a.signature(), {ka: {"variant": Variant(unroll=1).as_dict()}})
     tuning._store(tuning.cache_file(), b.signature(), {kb: {"variant": Variant(unroll=8).as_dict()}})
-    assert tuning.lookup(a.signature(), "forward", threads=2) == {("unweighted", "sum", 4, "float32"): Variant(unroll=1)}
-    assert tuning.lookup(b.signature(), "forward", threads=2) == {("unweighted", "sum", 4, "float64"): Variant(unroll=8)}
+    key = ("unweighted", "sum", 4)
+    assert tuning.lookup(a.signature(), "forward", threads=2) == {(*key, "float32"): Variant(unroll=1)}
+    assert tuning.lookup(b.signature(), "forward", threads=2) == {(*key, "float64"): Variant(unroll=8)}
     assert tuning.lookup(b.signature(), "transposed", threads=2) == {}
     assert not list(cache_dir.glob("*.tmp"))  # atomic replace left no temp file
     monkeypatch.setattr(tuning, "cpu_fingerprint", lambda: "another cpu|64 cores|numba 0")
