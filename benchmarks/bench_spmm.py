@@ -212,7 +212,7 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
 
     rng = np.random.default_rng(width)
     x = rng.standard_normal((graph.num_nodes, width), dtype=np.float32)
-    tune = isplib.tune(graph, [width], np.float32, reps=5)
+    tune = isplib.tune(graph, [width], np.float32, reps=5, weightings=("unweighted",))
     notes: list[str] = []
     systems = build_systems(graph, x, tuning_dir, notes)
     a = sp.csr_matrix((np.ones(graph.num_edges), np.asarray(graph.indices), np.asarray(graph.indptr)),
@@ -243,11 +243,75 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
         q1, q3 = np.percentile(ts, [25, 75])
         results[name] = {"median_ms": med, "min_ms": float(min(ts)), "iqr_ms": float(q3 - q1),
                          "GBps": (gathered if name == _FLOOR else moved) / (med / 1e3) / 1e9, "samples_ms": ts}
-    key = ("forward", width)
+    key = ("forward", "unweighted", "sum", width, "float32")
     return {"width": width, "bytes_moved": moved, "results": results, "notes": notes,
             "tuning": {"chosen": tune.choices[key].label, "wall_time_s": tune.wall_time_s,
                        "chosen_ms": tune.times_ms[key][tune.choices[key].label], "default_ms": tune.default_ms[key],
                        "variants_ms": tune.times_ms[key]}}
+
+
+# ------------------------------------------------ forward vs transposed view
+#: (label, transposed, weighting of the GCN case or None, reduce): the SpMMs a training epoch runs
+_ORIENTATION_CASES = (
+    ("sum, forward", False, None, "sum"), ("sum, transposed (backward)", True, None, "sum"),
+    ("mean, forward", False, None, "mean"), ("mean, transposed (backward)", True, None, "mean"),
+    ("GCN weights, forward", False, "gcn", "sum"), ("GCN weights, transposed (backward)", True, "gcn", "sum"),
+)
+
+
+def run_orientations(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
+    """Each SpMM path a training epoch runs, forward view against transposed view, each path tuned for itself.
+
+    The transposed rows are the backward's ``spmm_sum_backward`` over the same
+    nonzeros; the GCN rows pass ``Graph.gcn_norm()`` as the weight, so the
+    forward reads it in order and the backward runs it as node scales (Note
+    [factorised weights]). Tuning (unbounded) runs first, on the path each
+    call takes (Note [tuning key]); rounds are interleaved.
+    """
+    from gnnbench.systems.isplib import kernels as K
+    from gnnbench.systems.isplib import prepare
+    from gnnbench.systems.isplib.first_use import tune_pending
+
+    cache = os.path.join(tuning_dir, f"orient-{width}.json")
+    views = [graph.view(transposed=t) for t in (False, True)]
+    views = [v.with_prepared(prepare(v, cache_path=cache)) for v in views]
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((graph.num_nodes, 1, width), dtype=np.float32)
+    norm = graph.gcn_norm().reshape(-1, 1)
+    outs = {label: np.empty_like(x) for label, *_ in _ORIENTATION_CASES}
+    calls = {}
+    for label, transposed, weighting, reduce in _ORIENTATION_CASES:
+        view, out, w = views[transposed], outs[label], norm if weighting else None
+        fn = K.spmm_sum_backward if transposed else K.spmm_sum
+        calls[label] = (lambda fn=fn, view=view, w=w, out=out, reduce=reduce: fn(view, x, w, out, reduce=reduce))
+    for call in calls.values():
+        call()  # records each path as pending
+    t0 = time.perf_counter()
+    tuned = tune_pending(views, budget_s=None)
+    tune_s = time.perf_counter() - t0
+    samples: dict[str, list[float]] = {k: [] for k in calls}
+    for call in calls.values():
+        call()
+    for _ in range(rounds):
+        for label, call in calls.items():
+            samples[label].append(_timed(call) * 1e3)
+    return {"width": width, "tune_s": tune_s,
+            "chosen": {":".join(map(str, k)): v.label for k, v in (tuned.choices.items() if tuned else [])},
+            "median_ms": {k: float(np.median(v)) for k, v in samples.items()},
+            "iqr_ms": {k: float(np.subtract(*np.percentile(v, [75, 25]))) for k, v in samples.items()}}
+
+
+def orientation_markdown(report: dict) -> list[str]:
+    lines = ["## Forward view against transposed view (the backward's SpMM over the same nonzeros)", "",
+             "Each path tuned for itself (Note [tuning key]); medians of interleaved rounds.", "",
+             "| graph | F | path | forward ms | transposed ms | transposed / forward |",
+             "|---|---:|---|---:|---:|---:|"]
+    for case in report.get("orientations", []):
+        med = case["median_ms"]
+        for path in ("sum", "mean", "GCN weights"):
+            f, t = med[f"{path}, forward"], med[f"{path}, transposed (backward)"]
+            lines.append(f"| {case['graph']} | {case['width']} | {path} | {f:.1f} | {t:.1f} | {t / f:.2f}x |")
+    return lines + [""]
 
 
 # ---------------------------------------------------------------- report
@@ -300,6 +364,8 @@ def markdown(report: dict) -> str:
                   f"and {plain / tuned:.2f}x faster than the plain numba loop.", ""]
         lines += [f"- {n}" for n in case["notes"] if not n.startswith("isplib: tuned")]
         lines.append("")
+    if report.get("orientations"):
+        lines += orientation_markdown(report)
     return "\n".join(lines)
 
 
@@ -309,6 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved timed rounds (default 15, quick 3)")
     parser.add_argument("--widths", default="32,64,128", help="comma-separated feature widths")
     parser.add_argument("--graphs", default="rmat,uniform", help="comma-separated: rmat, uniform")
+    parser.add_argument("--orientations", action="store_true",
+                        help="also time forward against transposed view for sum, mean and GCN's weights")
+    parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (orientations only)")
     parser.add_argument("--out", default=str(ROOT / "results" / "bench_spmm"), help="output path without suffix")
     parser.add_argument("--allocator", default="auto",
                         help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
@@ -331,7 +400,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tuning_dir:
         for gname in args.graphs.split(","):
             name, graph = makers[gname](args.quick)
-            for width in widths:
+            for width in widths if args.orientations else ():
+                o = run_orientations(graph, width, rounds, tuning_dir)
+                o.update(graph=name)
+                report.setdefault("orientations", []).append(o)
+                print(f"{name} F={width}: " + ", ".join(f"{k} {v:.1f}" for k, v in o["median_ms"].items()),
+                      file=sys.stderr)
+            for width in widths if not args.no_peers else ():
                 case = run_case(graph, width, rounds, tuning_dir)
                 case.update(graph=name, nodes=graph.num_nodes, edges=graph.num_edges)
                 report["cases"].append(case)

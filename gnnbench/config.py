@@ -35,10 +35,11 @@ from pydantic.dataclasses import dataclass
 
 from .errors import UserError
 
-__all__ = ["RunConfig", "SELECTIONS", "DTYPES", "INDEX_DTYPES", "make_config", "config_fields", "ConfigField",
+__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "make_config", "config_fields", "ConfigField",
            "parse_memory", "parse_options", "add_config_flags", "config_values_from_flags"]
 
 SELECTIONS = ("best_val", "last")
+MODES = ("train", "inference")  # Note [inference mode] in gnnbench.harness
 DTYPES = ("float32", "float64")
 INDEX_DTYPES = ("int32", "int64")
 _MAX_SEED = 2**32 - 1  # NumPy's SeedSequence takes 32-bit words
@@ -119,6 +120,11 @@ class RunConfig:
         short="-o", metavar="KEY=VALUE", key="options")
     allocator: str = _field("auto", help="memory allocator of the run's process: auto (tcmalloc, else jemalloc, if "
                             "installed; else the C library's), system, tcmalloc or jemalloc", choices=_allocators)
+    mode: str = _field("train", help="train: epochs with backward and optimizer; inference: timed forward passes "
+                       "without autograd (Note [inference mode])", choices=MODES, sweep="modes")
+    tune: bool = _field(True, help="do not tune on first use: measure what the tuning cache holds, the default "
+                        "variant when it is empty (default: tune on first use, Note [tune on first use])",
+                        flag="--no-tune")
     fallback: str | None = _field(None, help="borrow the operators the system lacks from SYSTEM, e.g. reference (the "
                                   "row records which, and their share of kernel time)", metavar="SYSTEM",
                                   min_length=1, max_length=200)
@@ -132,13 +138,13 @@ class RunConfig:
     @field_validator("*", mode="before")
     @classmethod
     def _no_booleans_for_numbers(cls, value: Any, info) -> Any:
-        if isinstance(value, bool) and info.field_name not in ("system_options",):
+        if isinstance(value, bool) and info.field_name not in ("system_options", "tune"):
             raise ValueError(f"must not be true/false (got {value})")
         if isinstance(value, str) and info.field_name in _NUMERIC and not value.isascii():
             raise ValueError(f"must be written with ASCII digits (got {value!r})")
         return value
 
-    @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator")
+    @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator", "mode")
     @classmethod
     def _one_of_the_choices(cls, value: str, info) -> str:
         choices = config_fields()[info.field_name].choices
@@ -340,6 +346,9 @@ def add_config_flags(parser, *, sweep: bool = False) -> None:
                           + kwargs["help"])
         elif f.name == "system_options":
             kwargs["action"] = "append"
+        elif isinstance(f.default, bool):  # a switch: its flag (--no-tune) sets the opposite of the default
+            kwargs.update(action="store_const", const=not f.default)
+            kwargs.pop("metavar", None)
         else:
             if f.choices:
                 kwargs["choices"] = f.choices

@@ -190,25 +190,25 @@ class Graph:
         ``D^-1/2 (A + I) D^-1/2``.
         """
         if "gcn_norm" not in self._cache:
-            src, dst = self.edges()
+            # in chunks of rows, so no E-long temporaries (Note [linear transpose]); the same float32 ops
             din, dout = self.in_degree, self.out_degree
-            w = 1.0 / np.sqrt(np.maximum(din[dst], 1.0) * np.maximum(dout[src], 1.0))
-            self._cache["gcn_norm"] = _readonly(w.astype(np.float32))
+            indptr = self.indptr.astype(np.int64)
+            w = np.empty(self.num_edges, dtype=np.float32)
+            step = max(1, (1 << 20) * self.num_nodes // max(self.num_edges, 1))
+            for r0 in range(0, self.num_nodes, step):
+                r1 = min(self.num_nodes, r0 + step)
+                a, b = indptr[r0], indptr[r1]
+                dst = np.repeat(np.arange(r0, r1, dtype=np.int64), np.diff(indptr[r0:r1 + 1]))
+                w[a:b] = 1.0 / np.sqrt(np.maximum(din[dst], 1.0) * np.maximum(dout[self.indices[a:b]], 1.0))
+            self._cache["gcn_norm"] = _readonly(w)
         return self._cache["gcn_norm"]
 
     def _transpose(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if "transpose" not in self._cache:
-            src, _ = self.edges()
-            # stable sort by source keeps destinations ascending inside each row
-            order = np.argsort(src, kind="stable")
-            counts = np.bincount(src, minlength=self.num_nodes)
-            indptr_t = np.zeros(self.num_nodes + 1, dtype=np.int64)
-            np.cumsum(counts, out=indptr_t[1:])
-            dst = np.repeat(np.arange(self.num_nodes, dtype=np.int64), np.diff(self.indptr.astype(np.int64)))
-            idt = self.index_dtype
-            self._cache["transpose"] = (_readonly(indptr_t.astype(idt) if idt == np.int32 else indptr_t),
-                                        _readonly(dst[order].astype(idt)),
-                                        _readonly(order.astype(idt)))
+            from .csr_transpose import transpose_csr  # Note [linear transpose]
+
+            indptr_t, indices_t, edge_ids = transpose_csr(self.indptr, self.indices, self.num_nodes)
+            self._cache["transpose"] = (_readonly(indptr_t), _readonly(indices_t), _readonly(edge_ids))
         return self._cache["transpose"]
 
     def view(self, transposed: bool = False) -> GraphView:

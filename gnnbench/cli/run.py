@@ -110,11 +110,13 @@ def summary(row: dict) -> str:
         f"/ {row['device']}",
         f"  epoch      {ms(row['epoch_time_median_s'])} median, IQR {ms(row['epoch_time_iqr_s'])} "
         f"over {len(row['epoch_times'])} timed epochs ({row['warmup']} warm-up excluded)",
-        f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
-        f"optimizer {ms(row['optimizer_median_s'])}",
+        (f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
+         f"optimizer {ms(row['optimizer_median_s'])}" if row.get("backward_median_s") is not None
+         else "  mode       inference: forward passes only, without autograd"),
         *_kernel_lines(row),
         *_fallback_lines(row),
-        f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)",
+        f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)"
+        + (f"; tuned on first use in {row['tune_time_s']:.2f} s (apart)" if row.get("tune_time_s") else ""),
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline "
         f"({row.get('allocator') or 'unknown'} allocator)",
         f"  accuracy   train {row['train_accuracy']:.3f}, val {row['val_accuracy']:.3f}, test {row['test_accuracy']:.3f}",

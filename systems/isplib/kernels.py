@@ -44,16 +44,16 @@ def _eids(graph: GraphView):
 
 
 def _sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.ndarray,
-         row_scale: np.ndarray | None, col_scale: np.ndarray | None) -> None:
+         row_scale: np.ndarray | None, col_scale: np.ndarray | None, reduce: str) -> None:
     """The one SpMM-sum entry: tuned flat loop, or the per-head loop for multi-head weights."""
     p = _as_prepared(graph)
     fdt = x.dtype
     dummies = p.dummies(graph.index_dtype, fdt)
     H = x.shape[1]
     width = H * x.shape[2]
-    variant = p.variant(width, fdt)
-    bounds = p.bounds_for(variant)
     if weight is not None and H > 1:
+        variant = p.variant(width, fdt, "heads", reduce, record=False)  # not tuned: prefetch and threads only
+        bounds = p.bounds_for(variant)
         eids, has_eids = _eids(graph)
         with ThreadScope(variant):
             _spmm.spmm_heads(graph.indptr, graph.indices, dummies.index if eids is None else eids, has_eids,
@@ -62,14 +62,16 @@ def _sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.nda
                              dummies.vector if col_scale is None else col_scale, col_scale is not None,
                              bounds, variant.prefetch, 64 // fdt.itemsize, dummies.one)
         return
+    weighting = "unweighted" if weight is None else "weighted"
     if (weight is not None and graph.transposed and row_scale is None and col_scale is None
             and fdt == np.float32):
         factors = p.gcn_factors(weight)  # Note [factorised weights]
         if factors is not None:
-            weight, row_scale, col_scale = None, factors.row, factors.col
+            weight, row_scale, col_scale, weighting = None, factors.row, factors.col, "gcn"
+    variant = p.variant(width, fdt, weighting, reduce)  # Note [tuning key]
     # without a weight the edge ids are never read
     eids = graph.edge_ids if weight is not None else None
-    run_variant(variant, bounds, graph.indptr, graph.indices, eids, weight, _flat(x), _flat(out),
+    run_variant(variant, p.bounds_for(variant), graph.indptr, graph.indices, eids, weight, _flat(x), _flat(out),
                 row_scale, col_scale, dummies)
 
 
@@ -81,7 +83,7 @@ def spmm_sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np
         x ``[num_cols, H, D]``; weight ``[E, H]`` or None; out ``[num_rows, H, D]``.
     """
     p = _as_prepared(graph)
-    _sum(graph, x, weight, out, p.inv_row_degree(x.dtype) if reduce == "mean" else None, None)
+    _sum(graph, x, weight, out, p.inv_row_degree(x.dtype) if reduce == "mean" else None, None, reduce)
 
 
 def spmm_sum_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarray | None,
@@ -95,7 +97,8 @@ def spmm_sum_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarra
         grad_out ``[N, H, D]``; weight ``[E, H]`` or None; grad_x ``[N, H, D]``.
     """
     p = _as_prepared(graphT)
-    _sum(graphT, grad_out, weight, grad_x, None, p.inv_col_degree(grad_out.dtype) if reduce == "mean" else None)
+    _sum(graphT, grad_out, weight, grad_x, None, p.inv_col_degree(grad_out.dtype) if reduce == "mean" else None,
+         reduce)
 
 
 def spmm_weight_backward(graph: GraphView, x: np.ndarray, grad_out: np.ndarray, grad_weight: np.ndarray, *,
@@ -300,8 +303,25 @@ def report() -> dict:
     return {"tuning": dict(_TUNING_LINES), "summary": lines}
 
 
-def tune(graph: Graph, widths, dtype: Any = np.float32):
-    """The spec's ``tune`` hook (``gnnbench tune --system isplib``)."""
+def tune(graph: Graph, widths=None, dtype: Any = np.float32, *, views=None, budget_s: float | None = None,
+         progress=None):
+    """The spec's ``tune`` hook.
+
+    ``gnnbench tune --system isplib`` passes ``widths``: both orientations,
+    unweighted and weighted, are tuned for them. A run passes its prepared
+    ``views`` and a budget (Note [tune on first use] in :mod:`gnnbench.harness`):
+    the paths its first epoch ran untuned are tuned and installed, and None
+    is returned when there were none.
+    """
+    from gnnbench.systems.isplib.prepared import describe_tuning
+
+    if views is not None:
+        from gnnbench.systems.isplib.first_use import tune_pending
+
+        result = tune_pending(views, budget_s=budget_s, progress=progress)
+        for view in views:
+            _TUNING_LINES["transposed" if view.transposed else "forward"] = describe_tuning(view.prepared)
+        return result
     from gnnbench.systems.isplib.tuning import tune as run_tuning
 
-    return run_tuning(graph, widths, dtype)
+    return run_tuning(graph, widths, dtype, budget_s=budget_s, progress=progress)

@@ -3,7 +3,35 @@
 ``prepare(view)`` runs outside the timed epochs. It computes the row blocks
 every kernel distributes over threads, the inverse degrees a mean needs, and
 loads this graph's entries from the tuning cache, so that a kernel call only
-does a dict lookup (Note [tuning lookup]).
+does a dict lookup (Note [prepare at scale]
+    Where isplib's ``prepare`` time and its extra memory went at 16M-64M
+    edges (profiled on the 16M-edge R-MAT graph with self loops, 16.5M
+    edges; 2 shared cores under a load of 15-19, so absolute times are
+    several times an idle machine's, ratios hold):
+
+    * the transposed view, the backward's graph, was a stable ``argsort``
+      of the sources: ``O(E log E)`` on one core, 28-31 s here against
+      5.8-6.0 s for the counting sort that replaced it (Note [linear
+      transpose] in :mod:`gnnbench.csr_transpose`), with 638 MiB of NumPy
+      temporaries against 260 MiB, which is the output itself (indices and
+      edge ids, int64). DGL builds the same CSC for its backward;
+    * the graph signature (SHA-256 of the CSR, the tuning cache's key):
+      1.5 s, linear, once per graph;
+    * ``warm_up``, loading the kernels from numba's disk cache: 2.5 s, a
+      constant, which is why isplib's prepare is worse relative to DGL's on
+      small graphs than on large ones;
+    * the forward and transposed ``IsplibGraph`` (row blocks, GCN factors):
+      0.05 s each, ``N``-long arrays;
+    * GCN's normalisation (``Graph.gcn_norm``), computed on the first
+      forward, so inside the peak-memory window of the run: whole-array
+      float32 arithmetic held about 28 bytes per edge of temporaries (445 MiB
+      at 16M edges, 1.7 GiB at 64M) on top of the epoch's own peak, the
+      extra memory isplib (and every kernel system running GCN with edge
+      weights) showed over DGL, whose GraphConv scales nodes. Computed in
+      row chunks it holds 88 MiB (the 4-byte result) and took 2.5 s against
+      10.0 s.
+
+Note [tuning lookup]).
 
 Note [balanced row blocks]
     Block boundaries split the cumulative cost ``indptr[i] + i`` (one unit per
@@ -12,12 +40,43 @@ Note [balanced row blocks]
     On a power-law graph equal row counts can leave one thread with most hub
     rows; equal cost cannot, up to the size of the largest single row.
 
+Note [prepare at scale]
+    Where isplib's ``prepare`` time and its extra memory went at 16M-64M
+    edges (profiled on the 16M-edge R-MAT graph with self loops, 16.5M
+    edges; 2 shared cores under a load of 15-19, so absolute times are
+    several times an idle machine's, ratios hold):
+
+    * the transposed view, the backward's graph, was a stable ``argsort``
+      of the sources: ``O(E log E)`` on one core, 28-31 s here against
+      5.8-6.0 s for the counting sort that replaced it (Note [linear
+      transpose] in :mod:`gnnbench.csr_transpose`), with 638 MiB of NumPy
+      temporaries against 260 MiB, which is the output itself (indices and
+      edge ids, int64). DGL builds the same CSC for its backward;
+    * the graph signature (SHA-256 of the CSR, the tuning cache's key):
+      1.5 s, linear, once per graph;
+    * ``warm_up``, loading the kernels from numba's disk cache: 2.5 s, a
+      constant, which is why isplib's prepare is worse relative to DGL's on
+      small graphs than on large ones;
+    * the forward and transposed ``IsplibGraph`` (row blocks, GCN factors):
+      0.05 s each, ``N``-long arrays;
+    * GCN's normalisation (``Graph.gcn_norm``), computed on the first
+      forward, so inside the peak-memory window of the run: whole-array
+      float32 arithmetic held about 28 bytes per edge of temporaries (445 MiB
+      at 16M edges, 1.7 GiB at 64M) on top of the epoch's own peak, the
+      extra memory isplib (and every kernel system running GCN with edge
+      weights) showed over DGL, whose GraphConv scales nodes. Computed in
+      row chunks it holds 88 MiB (the 4-byte result) and took 2.5 s against
+      10.0 s.
+
 Note [tuning lookup]
-    Entries are keyed ``(orientation, width, dtype)`` with width ``H * D``
-    (the flattened feature width the SpMM loop sees). A miss is not an error:
-    the kernel uses :func:`~gnnbench.systems.isplib.variant.default_variant`
-    and ``tuned`` stays False so the harness can say so once
-    (:func:`describe_tuning`).
+    Entries are keyed ``(weighting, reduce, width, dtype)`` within one
+    orientation and thread count (Note [tuning key]), width ``H * D`` (the
+    flattened feature width the SpMM loop sees). A miss is not an error: the
+    kernel uses :func:`~gnnbench.systems.isplib.variant.default_variant`, the
+    key joins ``pending`` (what a run tunes on first use, Note [tune on first
+    use]) and ``tuned`` stays False so the harness can say so once
+    (:func:`describe_tuning`). Lookups are memoised, so a kernel call costs
+    one dict lookup.
 """
 from __future__ import annotations
 
@@ -66,7 +125,36 @@ class IsplibGraph:
         signature: ``Graph.signature()`` of the underlying graph.
         num_rows: rows of the view.
         indptr: the view's offsets (kept to build more block sets lazily).
-        variants: tuned choice per ``(width, dtype name)`` (Note [tuning lookup]).
+        variants: tuned choice per ``(weighting, reduce, width, dtype name)``, or per
+            ``(width, dtype name)`` for every path (Note [prepare at scale]
+    Where isplib's ``prepare`` time and its extra memory went at 16M-64M
+    edges (profiled on the 16M-edge R-MAT graph with self loops, 16.5M
+    edges; 2 shared cores under a load of 15-19, so absolute times are
+    several times an idle machine's, ratios hold):
+
+    * the transposed view, the backward's graph, was a stable ``argsort``
+      of the sources: ``O(E log E)`` on one core, 28-31 s here against
+      5.8-6.0 s for the counting sort that replaced it (Note [linear
+      transpose] in :mod:`gnnbench.csr_transpose`), with 638 MiB of NumPy
+      temporaries against 260 MiB, which is the output itself (indices and
+      edge ids, int64). DGL builds the same CSC for its backward;
+    * the graph signature (SHA-256 of the CSR, the tuning cache's key):
+      1.5 s, linear, once per graph;
+    * ``warm_up``, loading the kernels from numba's disk cache: 2.5 s, a
+      constant, which is why isplib's prepare is worse relative to DGL's on
+      small graphs than on large ones;
+    * the forward and transposed ``IsplibGraph`` (row blocks, GCN factors):
+      0.05 s each, ``N``-long arrays;
+    * GCN's normalisation (``Graph.gcn_norm``), computed on the first
+      forward, so inside the peak-memory window of the run: whole-array
+      float32 arithmetic held about 28 bytes per edge of temporaries (445 MiB
+      at 16M edges, 1.7 GiB at 64M) on top of the epoch's own peak, the
+      extra memory isplib (and every kernel system running GCN with edge
+      weights) showed over DGL, whose GraphConv scales nodes. Computed in
+      row chunks it holds 88 MiB (the 4-byte result) and took 2.5 s against
+      10.0 s.
+
+Note [tuning lookup]).
         tuned: whether the tuning cache had any entry for this orientation.
         cache_path: the tuning cache file that was read.
     """
@@ -75,31 +163,50 @@ class IsplibGraph:
     signature: str
     num_rows: int
     indptr: np.ndarray = field(repr=False)
-    variants: dict[tuple[int, str], Variant] = field(default_factory=dict)
+    variants: dict[tuple, Variant] = field(default_factory=dict)
     tuned: bool = False
     cache_path: str = ""
     _bounds: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
     _inv_row: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _inv_col: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _dummies: dict[tuple[np.dtype, np.dtype], Dummies] = field(default_factory=dict, repr=False)
-    _lookup: dict[tuple[int, np.dtype], Variant] = field(default_factory=dict, repr=False)
+    _lookup: dict[tuple, Variant] = field(default_factory=dict, repr=False)
+    pending: set[tuple[str, str, int, str]] = field(default_factory=set, repr=False)
     row_degree: np.ndarray | None = field(default=None, repr=False)
     col_degree: np.ndarray | None = field(default=None, repr=False)
     _gcn: GcnFactors | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
-    def variant(self, width: int, dtype: np.dtype) -> Variant:
-        """The tuned variant for a flattened width and float dtype, or the default."""
-        key = (width, dtype)
+    def variant(self, width: int, dtype: np.dtype, weighting: str = "unweighted", reduce: str = "sum",
+                record: bool = True) -> Variant:
+        """The tuned variant of one kernel path (Note [tuning key]), or the default.
+
+        A miss with ``record`` joins :attr:`pending` (Note [tune on first use]).
+        """
+        key = (weighting, reduce, width, dtype)
         v = self._lookup.get(key)
         if v is None:
-            v = self._lookup[key] = self.variants.get((width, dtype.name), _DEFAULT)
+            v = self.variants.get((weighting, reduce, width, dtype.name)) or self.variants.get((width, dtype.name))
+            if v is None:
+                v = _DEFAULT
+                if record:
+                    self.pending.add((weighting, reduce, width, dtype.name))
+            self._lookup[key] = v
         return v
 
-    def set_variants(self, variants: dict[tuple[int, str], Variant]) -> None:
-        """Replace the tuned choices ``{(width, dtype name): Variant}`` (e.g. to force one in a test)."""
+    def set_variants(self, variants: dict[tuple, Variant]) -> None:
+        """Replace the tuned choices (keys as :attr:`variants`; e.g. to force one in a test)."""
         self.variants = dict(variants)
         self.tuned = bool(variants)
+        self._lookup.clear()
+        for v in variants.values():
+            self.bounds_for(v)
+
+    def add_variants(self, variants: dict[tuple[str, str, int, str], Variant]) -> None:
+        """Merge freshly tuned choices (what first-use tuning found) and drop them from :attr:`pending`."""
+        self.variants = {**self.variants, **variants}
+        self.tuned = bool(self.variants)
+        self.pending.difference_update(variants)
         self._lookup.clear()
         for v in variants.values():
             self.bounds_for(v)
@@ -176,7 +283,7 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     if view.transposed:  # only the backward's view factorises (Note [factorised weights])
         prepared._gcn = GcnFactors(view.graph, True, 4 * numba.get_num_threads())
     prepared.default_bounds()
-    for (width, _dtype), v in entries.items():
+    for (_weighting, _reduce, width, _dtype), v in entries.items():
         prepared.bounds_for(v)
         if v.kernel == "fixed":
             from gnnbench.systems.isplib.kernels import warm_up_fixed
@@ -196,8 +303,8 @@ def describe_tuning(prepared: IsplibGraph | None) -> str:
     if not prepared.tuned:
         return (f"isplib: no tuning cache entry for this graph ({prepared.signature}, {prepared.orientation}) "
                 f"in {prepared.cache_path}; using default variant {_DEFAULT.label} "
-                f"(run `gnnbench tune --system isplib --dataset D`)")
-    chosen = ", ".join(f"F={w} {dt}: {v.label}" for (w, dt), v in sorted(prepared.variants.items()))
+                f"(a run tunes what it uses on first use unless --no-tune)")
+    chosen = ", ".join(f"{':'.join(map(str, k))}: {v.label}" for k, v in sorted(prepared.variants.items(), key=str))
     return f"isplib: tuned variants for {prepared.orientation} graph {prepared.signature}: {chosen}"
 
 

@@ -44,6 +44,14 @@ Note [stack accumulator]
     ``acc`` (the final write is then a copy onto itself), so no kernel
     allocates anything.
 
+Note [gathered scales]
+    The backward of GCN (node scales, Note [factorised weights]) and of a
+    mean multiplies each gathered row by ``col_scale[indices[p]]``: a
+    4-byte read at a random place of an ``N``-float vector, one more cache
+    miss per edge once that vector outgrows L2 (524k nodes and up: 2 MiB).
+    It is prefetched with the rows, the same distance ahead, as the
+    transposed view's weights are (Note [permuted weights]).
+
 Note [fastmath]
     The sums use ``reassoc``/``contract``/``nsz`` only: reordering a sum and
     fusing multiply-adds are what make it vectorise, while the ``nnan``/``ninf``
@@ -54,7 +62,7 @@ from __future__ import annotations
 import numba
 from numba import njit, prange
 
-from gnnbench.systems.isplib.intrinsics import prefetch_row, stack_row
+from gnnbench.systems.isplib.intrinsics import prefetch_item, prefetch_row, stack_row
 
 __all__ = ["spmm_rows", "spmm_rows_fixed", "spmm_heads", "FASTMATH"]
 
@@ -87,6 +95,13 @@ def _prefetch_weights(eids, q, k, w):
     """Prefetch the weights ``w[eids[q .. q+k-1]]`` of the transposed view (Note [permuted weights])."""
     for u in range(k):
         prefetch_row(w, eids[q + u], 0)
+
+
+@njit(fastmath=FASTMATH, inline="always")
+def _prefetch_scales(indices, q, k, col_scale):
+    """Prefetch the gathered-row scales ``col_scale[indices[q .. q+k-1]]`` (Note [gathered scales])."""
+    for u in range(k):
+        prefetch_item(col_scale, indices[q + u])
 
 
 @njit(fastmath=FASTMATH, inline="always")
@@ -123,26 +138,51 @@ def _plain_row(i, F, indptr, indices, x, acc, unroll, dist, line):
 
 
 @njit(fastmath=FASTMATH, inline="always")
-def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_scale, has_cs, dist, line, one):
-    """``acc = sum_{p in row i} coef(p) x[indices[p]]`` with the edge weight and gathered-row scale."""
+def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_scale, has_cs, unroll, dist, line, one):
+    """``acc = sum_{p in row i} coef(p) x[indices[p]]`` (edge weight, gathered-row scale), 8, 4 or 1 edges at a time."""
     E = indices.shape[0]
     p = indptr[i]
     e = indptr[i + 1]
     for f in range(F):
         acc[f] = 0
-    while p + 4 <= e:
-        if dist > 0 and p + dist + 4 <= E:
-            _prefetch_rows(indices, p + dist, 4, x, F, line)
-            if has_w and has_eids:
-                _prefetch_weights(eids, p + dist, 4, w)
-        j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
-        c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-        c1 = _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-        c2 = _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-        c3 = _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-        for f in range(F):
-            acc[f] += (c0 * x[j0, f] + c1 * x[j1, f]) + (c2 * x[j2, f] + c3 * x[j3, f])
-        p += 4
+    if unroll >= 8:
+        while p + 8 <= e:
+            if dist > 0 and p + dist + 8 <= E:
+                _prefetch_rows(indices, p + dist, 8, x, F, line)
+                if has_w and has_eids:
+                    _prefetch_weights(eids, p + dist, 8, w)
+                if has_cs:
+                    _prefetch_scales(indices, p + dist, 8, col_scale)
+            j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
+            j4 = indices[p + 4]; j5 = indices[p + 5]; j6 = indices[p + 6]; j7 = indices[p + 7]  # noqa: E702
+            c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c1 = _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c2 = _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c3 = _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c4 = _coef(p + 4, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c5 = _coef(p + 5, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c6 = _coef(p + 6, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c7 = _coef(p + 7, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            for f in range(F):
+                acc[f] += (((c0 * x[j0, f] + c1 * x[j1, f]) + (c2 * x[j2, f] + c3 * x[j3, f]))
+                           + ((c4 * x[j4, f] + c5 * x[j5, f]) + (c6 * x[j6, f] + c7 * x[j7, f])))
+            p += 8
+    if unroll >= 4:
+        while p + 4 <= e:
+            if dist > 0 and p + dist + 4 <= E:
+                _prefetch_rows(indices, p + dist, 4, x, F, line)
+                if has_w and has_eids:
+                    _prefetch_weights(eids, p + dist, 4, w)
+                if has_cs:
+                    _prefetch_scales(indices, p + dist, 4, col_scale)
+            j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
+            c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c1 = _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c2 = _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            c3 = _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
+            for f in range(F):
+                acc[f] += (c0 * x[j0, f] + c1 * x[j1, f]) + (c2 * x[j2, f] + c3 * x[j3, f])
+            p += 4
     while p < e:
         j0 = indices[p]
         c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
@@ -156,7 +196,8 @@ def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, acc, row_scale
          col_scale, has_cs, unroll, dist, line, one):
     """Output row ``i``, summed in ``acc`` and written once (the body of the generic and fixed kernels)."""
     if has_w or has_cs:
-        _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_scale, has_cs, dist, line, one)
+        _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_scale, has_cs, unroll, dist, line,
+                    one)
     else:
         _plain_row(i, F, indptr, indices, x, acc, unroll, dist, line)
     if has_rs:

@@ -6,7 +6,7 @@ Note [tuning search]
     independent:
 
     1. loop shape -- ``kernel x unroll x prefetch`` at all threads with the
-       nonzero-balanced split;
+       nonzero-balanced split, most promising first (:func:`_stage_one`);
     2. work split -- the best shape under every ``partition x threads``.
        On a busy machine (1-minute load above 3/4 of the cores) only all
        threads are tried: fewer threads win there because the others are
@@ -17,22 +17,60 @@ Note [tuning search]
     kernel), its output is checked against the default variant's, then all
     candidates run ``reps`` interleaved rounds so machine drift is shared; the
     winner has the smallest median, unless it beats the default variant by
-    less than 2 % (noise on shared cores), in which case the default stays. Graphs whose transpose differs from
-    themselves are tuned in both orientations (the backward runs on the
-    transpose); symmetric ones reuse the forward choice.
+    less than 2 % (noise on shared cores), in which case the default stays.
+    Each orientation is tuned apart (the backward runs on the transpose,
+    whose degree distribution differs), and so is each kernel path
+    (Note [tuning key]).
+
+Note [tuning key]
+    A choice holds for one kernel path only: ``orientation`` (forward, or the
+    transposed view of the backward), ``weighting`` (``unweighted``;
+    ``weighted``, a gathered per-edge weight; ``gcn``, GCN's weight run as
+    node scales, Note [factorised weights]), ``reduce`` (``sum`` or ``mean``,
+    which adds a row or gathered-row scale), the flattened width ``H * D``,
+    the float dtype and the thread count. CPU model and compiler are the
+    cache's machine fingerprint.
+
+Note [tuning budget]
+    Tuning on first use (:mod:`~gnnbench.systems.isplib.first_use`) must cost
+    a small fraction of the run it serves, so :func:`tune_keys` takes a time
+    budget. Two things keep it inside:
+
+    * sampled rows: the candidates run on a subset of the rows (16 runs of
+      consecutive rows, started at evenly spaced nonzero quantiles, so hub
+      rows are sampled in proportion to their nonzeros) gathering from the
+      full feature matrix, so the gathers see the real cache behaviour. The
+      sample is sized from a probe call so that every planned call fits;
+      ``2^18`` nonzeros at least, the whole graph when it is that small;
+    * fewer candidates: when even the smallest sample cannot time them all,
+      the least promising are dropped (the default always stays), and stage
+      two runs only on the budget left.
+
+    * no compilation: a width-specialised kernel compiles once per width
+      and machine (numba's disk cache keeps it), 5-30 s on a quiet machine
+      and minutes on a loaded one (GCN's first run at 4M edges took 455 s
+      of tuning against a 120 s budget when compilation was allowed). Under
+      a budget it is a candidate only when already compiled in this process
+      or found in numba's disk cache (:meth:`_Case.fixed_ready`);
+      ``gnnbench tune`` compiles it, after which every run may choose it.
+
+    A budget of ``None`` (``gnnbench tune``) times the full candidate set on
+    at most ``2^22`` nonzeros, compiling what it must.
 
 Note [tuning cache]
     One JSON file, ``$GNNBENCH_CACHE/isplib-tuning.json`` (default
     ``~/.cache/gnnbench``)::
 
-        {"version": 1, "machines": {FINGERPRINT: {SIGNATURE: {
-            "forward:64:float32": {"variant": {...}, "ms": 21.3, "default_ms": 24.9,
-                                    "tuned_at": "2025-..."}}}}}
+        {"version": 2, "machines": {FINGERPRINT: {SIGNATURE: {
+            "forward:unweighted:sum:64:float32:t2": {"variant": {...}, "ms": 21.3,
+                                    "default_ms": 24.9, "tuned_at": "2025-..."}}}}}
 
     ``FINGERPRINT`` is CPU model, core count and numba version: a choice made
-    on another machine or compiler is never reused. Writes merge into the
-    current file under an ``flock`` and land by ``os.replace``, so concurrent
-    tuners never leave a torn file.
+    on another machine or compiler is never reused. The entry key is Note
+    [tuning key]; version 1 files (keyed by orientation, width and dtype
+    only) are ignored and rewritten. Writes merge into the current file under
+    an ``flock`` and land by ``os.replace``, so concurrent tuners never leave
+    a torn file.
 """
 from __future__ import annotations
 
@@ -45,19 +83,22 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numba
 import numpy as np
 
 from gnnbench.errors import UserError
-from gnnbench.graph import Graph
+from gnnbench.graph import Graph, GraphView
 from gnnbench.systems.isplib.variant import KERNELS, PARTITIONS, Variant, default_variant, run_variant
 
-__all__ = ["TuneResult", "tune", "cache_file", "cpu_fingerprint", "lookup", "CACHE_NAME"]
+__all__ = ["TuneResult", "TuneTask", "tune", "tune_keys", "cache_file", "cpu_fingerprint", "lookup", "entry_key",
+           "CACHE_NAME", "WEIGHTINGS"]
 
 CACHE_NAME = "isplib-tuning.json"
-_VERSION = 1
+_VERSION = 2
+#: Note [tuning key]
+WEIGHTINGS = ("unweighted", "weighted", "gcn")
 
 
 def cache_file(path: str | os.PathLike | None = None) -> Path:
@@ -111,15 +152,29 @@ def _read(path: Path) -> dict:
     return data
 
 
-def lookup(signature: str, orientation: str, path: str | os.PathLike | None = None) -> dict[tuple[int, str], Variant]:
-    """Tuned variants of one graph orientation on this CPU: ``{(width, dtype name): Variant}``."""
+def entry_key(orientation: str, weighting: str, reduce: str, width: int, dtype: str, threads: int) -> str:
+    """The cache entry name of one kernel path (Note [tuning key]), e.g. ``forward:gcn:sum:64:float32:t2``."""
+    return f"{orientation}:{weighting}:{reduce}:{width}:{dtype}:t{threads}"
+
+
+def lookup(signature: str, orientation: str, path: str | os.PathLike | None = None,
+           threads: int | None = None) -> dict[tuple[str, str, int, str], Variant]:
+    """Tuned variants of one graph orientation on this CPU and thread count.
+
+    Returns ``{(weighting, reduce, width, dtype name): Variant}`` (Note [tuning key]);
+    ``threads`` defaults to numba's current thread count.
+    """
     data = _read(cache_file(path))
     graphs = data.get("machines", {}).get(cpu_fingerprint(), {})
-    found: dict[tuple[int, str], Variant] = {}
+    threads = numba.get_num_threads() if threads is None else threads
+    found: dict[tuple[str, str, int, str], Variant] = {}
     for key, entry in graphs.get(signature, {}).items():
-        orient, width, dtype = key.split(":")
-        if orient == orientation:
-            found[(int(width), dtype)] = Variant.from_dict(entry["variant"])
+        parts = key.split(":")
+        if len(parts) != 6:
+            continue
+        orient, weighting, reduce, width, dtype, t = parts
+        if orient == orientation and t == f"t{threads}":
+            found[(weighting, reduce, int(width), dtype)] = Variant.from_dict(entry["variant"])
     return found
 
 
@@ -144,70 +199,116 @@ def _store(path: Path, signature: str, entries: dict[str, dict[str, Any]]) -> No
 
 
 # --------------------------------------------------------------------- tuning
+#: A variant must beat the default by this fraction to replace it (timing noise on shared cores).
+_MARGIN = 0.02
+#: Note [tuning budget]: smallest row sample, sample for an unbudgeted tune, runs of rows per sample.
+_MIN_SAMPLE_NNZ = 1 << 18
+_FULL_SAMPLE_NNZ = 1 << 22
+_SAMPLE_RUNS = 16
+#: A path whose share of the budget is below this is left for a later run (seconds).
+_MIN_SHARE_S = 0.05
+#: Timed rounds per candidate under a budget (an unbudgeted tune takes ``reps``).
+_BUDGET_REPS = 3
+
+
+@dataclass(frozen=True)
+class TuneTask:
+    """One kernel path to tune on one graph view (Note [tuning key]).
+
+    Args:
+        view: the forward or transposed :class:`~gnnbench.graph.GraphView`.
+        weighting: one of :data:`WEIGHTINGS`.
+        reduce: ``"sum"`` or ``"mean"``.
+        width: flattened feature width ``H * D``.
+        dtype: float dtype name.
+    """
+
+    view: GraphView = field(repr=False)
+    weighting: str
+    reduce: str
+    width: int
+    dtype: str
+
+    @property
+    def orientation(self) -> str:
+        return "transposed" if self.view.transposed else "forward"
+
+    @property
+    def key(self) -> tuple[str, str, str, int, str]:
+        return (self.orientation, self.weighting, self.reduce, self.width, self.dtype)
+
+
 @dataclass(frozen=True)
 class TuneResult:
-    """What :func:`tune` chose and measured.
+    """What :func:`tune_keys` chose and measured.
 
     Args:
         signature: the graph's signature.
         fingerprint: :func:`cpu_fingerprint` of this machine.
-        dtype: float dtype name.
-        choices: ``(orientation, width) -> Variant`` stored in the cache.
-        times_ms: ``(orientation, width) -> {variant label: median ms}``.
-        default_ms: ``(orientation, width) -> median ms`` of the default variant.
+        choices: ``(orientation, weighting, reduce, width, dtype) -> Variant`` stored in the cache.
+        times_ms: same keys ``-> {variant label: median ms}`` (on the row sample).
+        default_ms: same keys ``-> median ms`` of the default variant (on the row sample).
+        sample_nnz: same keys ``-> nonzeros`` the candidates ran on (Note [tuning budget]).
         wall_time_s: time the whole tuning took, compilation included.
         cache_path: the cache file written.
         load_avg: the 1-minute load average at start and end of tuning, the
             larger one; above the core count the timings saw contention.
+        budget_s: the time budget, None when unbounded.
+        threads: numba's thread count the choices are stored under.
+        skipped: keys left untuned because the budget was spent (a later run tunes them).
     """
 
     signature: str
     fingerprint: str
-    dtype: str
-    choices: dict[tuple[str, int], Variant]
-    times_ms: dict[tuple[str, int], dict[str, float]] = field(repr=False)
-    default_ms: dict[tuple[str, int], float]
+    choices: dict[tuple, Variant]
+    times_ms: dict[tuple, dict[str, float]] = field(repr=False)
+    default_ms: dict[tuple, float]
+    sample_nnz: dict[tuple, int]
     wall_time_s: float
     cache_path: str
     load_avg: float = 0.0
+    budget_s: float | None = None
+    threads: int = 1
+    skipped: tuple[tuple, ...] = ()
 
     @property
     def busy(self) -> bool:
         """Whether other processes competed for the cores while tuning (choices may not transfer)."""
         return _busy(self.load_avg)
 
-    def speedup(self, orientation: str, width: int) -> float:
-        """Default-variant time over chosen-variant time."""
-        key = (orientation, width)
+    def speedup(self, *key) -> float:
+        """Default-variant time over chosen-variant time for one key of :attr:`choices`."""
         return self.default_ms[key] / self.times_ms[key][self.choices[key].label]
 
     def __str__(self) -> str:
-        """One line per (orientation, width): the winner, its time and its gain over the default."""
-        lines = [f"isplib tuning of graph {self.signature} ({self.dtype}) on {self.fingerprint}"]
-        for (orientation, width), v in sorted(self.choices.items()):
-            ms, default = self.times_ms[(orientation, width)][v.label], self.default_ms[(orientation, width)]
-            lines.append(f"  {orientation:<10} F={width:<5} {v.label:<28} {ms:8.2f} ms  "
-                         f"(default {default:.2f} ms, {default / ms:.2f}x)")
+        """One line per kernel path: the winner, its time and its gain over the default."""
+        budget = "" if self.budget_s is None else f", budget {self.budget_s:.1f} s"
+        lines = [f"isplib tuning of graph {self.signature} on {self.fingerprint}, "
+                 f"{self.threads} threads{budget}"]
+        for key, v in sorted(self.choices.items()):
+            orientation, weighting, reduce, width, dtype = key
+            ms, default = self.times_ms[key][v.label], self.default_ms[key]
+            lines.append(f"  {orientation:<10} {weighting:<10} {reduce:<4} F={width:<5} {dtype:<7} "
+                         f"{v.label:<28} {ms:8.2f} ms  (default {default:.2f} ms, {default / ms:.2f}x, "
+                         f"{len(self.times_ms[key])} variants on {self.sample_nnz[key]} nonzeros)")
+        for key in self.skipped:
+            lines.append(f"  {' '.join(map(str, key))}: not tuned, the budget was spent (the next run tunes it)")
         if self.busy:
             lines.append(f"  load average {self.load_avg:.1f} while tuning: other work competed for the cores, "
                          "so these choices may not hold on a quiet machine")
-        lines.append(f"  cached in {self.cache_path}")
+        lines.append(f"  took {self.wall_time_s:.2f} s; cached in {self.cache_path}")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "signature": self.signature, "fingerprint": self.fingerprint, "dtype": self.dtype,
+            "signature": self.signature, "fingerprint": self.fingerprint, "threads": self.threads,
             "wall_time_s": self.wall_time_s, "cache_path": self.cache_path, "load_avg": self.load_avg,
-            "busy": self.busy,
-            "choices": [{"orientation": o, "width": w, "variant": v.as_dict(), "label": v.label,
-                         "ms": self.times_ms[(o, w)][v.label], "default_ms": self.default_ms[(o, w)]}
-                        for (o, w), v in sorted(self.choices.items())],
-            "times_ms": {f"{o}:{w}": t for (o, w), t in sorted(self.times_ms.items())},
+            "busy": self.busy, "budget_s": self.budget_s, "skipped": [list(k) for k in self.skipped],
+            "choices": [{"orientation": k[0], "weighting": k[1], "reduce": k[2], "width": k[3], "dtype": k[4],
+                         "variant": v.as_dict(), "label": v.label, "ms": self.times_ms[k][v.label],
+                         "default_ms": self.default_ms[k], "sample_nnz": self.sample_nnz[k]}
+                        for k, v in sorted(self.choices.items())],
         }
-
-
-#: A variant must beat the default by this fraction to replace it (timing noise on shared cores).
-_MARGIN = 0.02
 
 
 def _busy(load: float) -> bool:
@@ -232,8 +333,17 @@ def _thread_counts() -> list[int]:
 
 
 def _stage_one() -> list[Variant]:
-    return [Variant(kernel=k, unroll=u, prefetch=pf, partition="nnz", threads=0)
-            for k in KERNELS for u in (1, 4, 8) for pf in (0, 8, 16, 32)]
+    """Loop shapes, most promising first (from the timings in ``benchmarks/bench_spmm.py``)."""
+    first = [Variant("fixed", 4, 16), Variant("fixed", 8, 16), Variant("fixed", 4, 32), Variant("generic", 8, 16),
+             Variant("fixed", 4, 8), Variant("fixed", 8, 32), Variant("generic", 4, 32), Variant("fixed", 4, 0)]
+    rest = [Variant(k, u, pf) for k in KERNELS for u in (1, 4, 8) for pf in (0, 8, 16, 32)]
+    order = [default_variant()] + first + rest
+    seen, out = set(), []
+    for v in order:
+        if v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
 
 
 def _stage_two(best: Variant, busy: bool) -> list[Variant]:
@@ -243,61 +353,237 @@ def _stage_two(best: Variant, busy: bool) -> list[Variant]:
             for part in PARTITIONS for t in counts]
 
 
-def _time_variants(variants: list[Variant], run, reps: int, check) -> dict[str, float]:
+def _sample_segments(indptr: np.ndarray, target_nnz: int) -> list[tuple[int, int]] | None:
+    """Runs of consecutive rows with about ``target_nnz`` nonzeros in all, or None for every row.
+
+    Note [tuning budget]: :data:`_SAMPLE_RUNS` runs start at evenly spaced nonzero quantiles.
+    """
+    n, nnz = indptr.shape[0] - 1, int(indptr[-1])
+    if nnz <= target_nnz or n <= _SAMPLE_RUNS:
+        return None
+    per = max(1, target_nnz // _SAMPLE_RUNS)
+    starts = np.searchsorted(indptr, np.linspace(0, nnz, _SAMPLE_RUNS, endpoint=False), side="right") - 1
+    segments: list[tuple[int, int]] = []
+    for s in np.unique(np.clip(starts, 0, n - 1)):
+        s = int(s)
+        if segments and s < segments[-1][1]:
+            s = segments[-1][1]
+            if s >= n:
+                break
+        e = int(np.searchsorted(indptr, indptr[s] + per, side="left"))
+        segments.append((s, min(n, max(e, s + 1))))
+    return segments
+
+
+class _Case:
+    """The arrays one kernel path runs on while tuning: sampled rows, full gathered features."""
+
+    def __init__(self, task: TuneTask, target_nnz: int, rng: np.random.Generator):
+        from gnnbench.systems.isplib.prepared import IsplibGraph
+
+        view, dtype = task.view, np.dtype(task.dtype)
+        indptr, indices = np.asarray(view.indptr), np.asarray(view.indices)
+        eids = None if view.edge_ids is None else np.asarray(view.edge_ids)
+        segments = _sample_segments(indptr, target_nnz)
+        if segments is None:
+            rows = np.arange(view.num_rows)
+            positions = None
+            sub_indptr, sub_indices, sub_eids = indptr, indices, eids
+        else:
+            rows = np.concatenate([np.arange(s, e) for s, e in segments])
+            positions = np.concatenate([np.arange(indptr[s], indptr[e]) for s, e in segments])
+            counts = np.diff(indptr)[rows]
+            sub_indptr = np.zeros(rows.shape[0] + 1, dtype=indptr.dtype)
+            np.cumsum(counts, out=sub_indptr[1:])
+            sub_indices = indices[positions]
+            sub_eids = None if eids is None else eids[positions]
+        self.nnz = int(sub_indptr[-1])
+        weighted = task.weighting == "weighted"
+        transposed = view.transposed
+        self.w = None
+        if weighted:
+            # the transposed view gathers w[eids[p]] from all E weights; the forward one reads in order
+            self.w = (rng.random((view.num_edges if transposed else self.nnz, 1)) + 0.5).astype(dtype)
+        self.eids = sub_eids if (weighted and transposed) else None
+        if sub_eids is not None and self.eids is not None:
+            self.eids.setflags(write=False)
+        self.row_scale = self.col_scale = None
+        if task.weighting == "gcn":
+            self.row_scale = (rng.random(rows.shape[0]) + 0.5).astype(dtype)
+            self.col_scale = (rng.random(view.num_cols) + 0.5).astype(dtype)
+        if task.reduce == "mean":
+            if transposed:
+                inv = 1.0 / np.maximum(np.asarray(view.col_degree, dtype=np.float64), 1.0)
+                self.col_scale = inv.astype(dtype) if self.col_scale is None else self.col_scale * inv.astype(dtype)
+            else:
+                inv = (1.0 / np.maximum(np.asarray(view.row_degree, dtype=np.float64), 1.0))[rows].astype(dtype)
+                self.row_scale = inv if self.row_scale is None else self.row_scale * inv
+        self.indptr, self.indices = sub_indptr, sub_indices
+        self.prep = IsplibGraph("tuning", "", rows.shape[0], sub_indptr)
+        self.x = rng.standard_normal((view.num_cols, task.width)).astype(dtype)
+        self.out = np.empty((rows.shape[0], task.width), dtype=dtype)
+        self.dummies = self.prep.dummies(view.index_dtype, dtype)
+        del positions
+
+    def fixed_ready(self) -> bool:
+        """Whether this width's specialised kernel runs without compiling (Note [tuning budget])."""
+        from gnnbench.systems.isplib.spmm_numba import spmm_rows_fixed
+
+        line = 64 // self.x.dtype.itemsize
+        kernel = spmm_rows_fixed(self.x.shape[1], line)
+        if kernel.overloads:
+            return True
+        d = self.dummies
+        args = (self.indptr, self.indices, d.index if self.eids is None else self.eids, True,
+                d.weight if self.w is None else self.w, True, self.x, self.out,
+                d.vector if self.row_scale is None else self.row_scale, True,
+                d.vector if self.col_scale is None else self.col_scale, True,
+                self.prep.bounds("nnz", 1), 4, 16, line, d.one)
+        try:  # numba's own cache lookup; any failure just means "not known to be ready"
+            sig = tuple(numba.typeof(a) for a in args)
+            return kernel._cache.load_overload(sig, kernel.targetctx) is not None
+        except Exception:  # noqa: BLE001
+            return False
+
+    def run(self, v: Variant) -> np.ndarray:
+        run_variant(v, self.prep.bounds_for(v), self.indptr, self.indices, self.eids, self.w, self.x, self.out,
+                    self.row_scale, self.col_scale, self.dummies)
+        return self.out
+
+
+def _time_variants(variants: list[Variant], case: _Case, reps: int, check) -> dict[str, float]:
     """Median ms per variant over ``reps`` interleaved rounds, after one checked untimed call each."""
     for v in variants:
-        check(v, run(v))
+        check(v, case.run(v))
     samples: dict[str, list[float]] = {v.label: [] for v in variants}
     for _ in range(reps):
         for v in variants:
             t0 = time.perf_counter()
-            run(v)
+            case.run(v)
             samples[v.label].append((time.perf_counter() - t0) * 1e3)
     return {k: float(np.median(s)) for k, s in samples.items()}
 
 
-def _tune_one(view, width: int, dtype: np.dtype, reps: int, rng: np.random.Generator, busy: bool):
-    from gnnbench.systems.isplib.prepared import IsplibGraph
+def _probe_ms_per_nnz(task: TuneTask, rng: np.random.Generator) -> float:
+    """Milliseconds per nonzero of the default variant on the smallest sample (second of two calls)."""
+    case = _Case(task, _MIN_SAMPLE_NNZ, rng)
+    case.run(default_variant())
+    t0 = time.perf_counter()
+    case.run(default_variant())
+    return (time.perf_counter() - t0) * 1e3 / max(case.nnz, 1)
 
-    prep = IsplibGraph("tuning", "", view.num_rows, np.asarray(view.indptr),
-                       row_degree=np.asarray(view.row_degree), col_degree=np.asarray(view.col_degree))
-    x = rng.standard_normal((view.num_cols, width)).astype(dtype)
-    out = np.empty((view.num_rows, width), dtype=dtype)
-    dummies = prep.dummies(view.index_dtype, dtype)
-    indptr, indices = np.asarray(view.indptr), np.asarray(view.indices)
 
-    def run(v: Variant) -> np.ndarray:
-        run_variant(v, prep.bounds_for(v), indptr, indices, None, None, x, out, None, None, dummies)
-        return out
-
+def _tune_one(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool, budget_s: float | None):
+    """``(chosen, {label: ms}, default ms, sample nonzeros)`` for one kernel path (Note [tuning budget])."""
     default = default_variant()
-    reference = run(default).copy()
+    candidates = _stage_one()
+    if budget_s is None:
+        target = _FULL_SAMPLE_NNZ
+    else:
+        reps = _BUDGET_REPS
+        start = time.perf_counter()
+        ms_per_nnz = _probe_ms_per_nnz(task, rng)
+        left_ms = max(0.0, budget_s - (time.perf_counter() - start)) * 1e3
+        # stage one gets 3/4 of the budget; (reps + 1) calls per candidate
+        calls = len(candidates) * (reps + 1)
+        target = int(0.75 * left_ms / calls / max(ms_per_nnz, 1e-12))
+        if target < _MIN_SAMPLE_NNZ:
+            keep = int(0.75 * left_ms / ((reps + 1) * _MIN_SAMPLE_NNZ * max(ms_per_nnz, 1e-12)))
+            candidates = candidates[:max(2, keep)]
+            target = _MIN_SAMPLE_NNZ
+    case = _Case(task, target, rng)
+    if budget_s is not None and not case.fixed_ready():
+        candidates = [v for v in candidates if v.kernel != "fixed"]
+    reference = case.run(default).copy()
+    dtype = np.dtype(task.dtype)
     tol = 1e-4 if dtype == np.float32 else 1e-10
 
     def check(v: Variant, got: np.ndarray) -> None:
         if not np.allclose(got, reference, rtol=tol, atol=tol * max(1.0, float(np.abs(reference).max(initial=0)))):
-            raise AssertionError(f"isplib variant {v.label} disagrees with the default variant on width {width}")
+            raise AssertionError(f"isplib variant {v.label} disagrees with the default variant on {task.key}")
 
-    first = _time_variants([default] + [v for v in _stage_one() if v != default], run, reps, check)
-    best_label = min(first, key=first.get)
-    best = next(v for v in [default] + _stage_one() if v.label == best_label)
-    second = _time_variants([v for v in _stage_two(best, busy) if v.label not in first], run, reps, check)
+    t0 = time.perf_counter()
+    first = _time_variants(candidates, case, reps, check)
+    spent = time.perf_counter() - t0
+    best = next(v for v in candidates if v.label == min(first, key=first.get))
+    second_candidates = [v for v in _stage_two(best, busy) if v.label not in first]
+    if budget_s is not None:
+        # stage two on what is left: each candidate costs about what a stage-one one did
+        per = spent / max(len(candidates), 1)
+        fits = int(max(0.0, budget_s / 4) // max(per, 1e-9))
+        second_candidates = second_candidates[:fits]
+    second = _time_variants(second_candidates, case, reps, check) if second_candidates else {}
     times = {**first, **second}
     label = min(times, key=times.get)
     if times[label] > (1 - _MARGIN) * times[default.label]:
         label = default.label  # within noise of the default: keep the default
-    chosen = next(v for v in [default] + _stage_one() + _stage_two(best, busy) if v.label == label)
-    return chosen, times, first[default.label]
+    chosen = next(v for v in candidates + second_candidates if v.label == label)
+    return chosen, times, first[default.label], case.nnz
 
 
-def _is_symmetric(graph: Graph) -> bool:
-    t = graph.view(transposed=True)
-    return bool(np.array_equal(t.indptr, graph.indptr) and np.array_equal(t.indices, graph.indices))
+def tune_keys(tasks: Iterable[TuneTask], *, budget_s: float | None = None, reps: int = 5,
+              cache_path: str | os.PathLike | None = None, seed: int = 0,
+              progress: Callable[[str], None] | None = None) -> TuneResult:
+    """Tune each kernel path of ``tasks`` and store the winners (Notes [tuning search], [tuning budget]).
+
+    Args:
+        tasks: :class:`TuneTask` items, all views of one graph.
+        budget_s: seconds for all tasks together, shared equally; None for an
+            unbounded search (default: None).
+        reps: timed rounds per variant without a budget (default: 5).
+        cache_path: tuning cache file (default: :func:`cache_file`).
+        seed: for the random features timed on.
+        progress: called with one line before each task (default: silent).
+
+    Returns:
+        :class:`TuneResult`; the choices are also in the cache under the current thread count.
+    """
+    tasks = list(tasks)
+    if not tasks:
+        raise UserError("isplib tune was given nothing to tune")
+    if reps < 1:
+        raise UserError(f"isplib tune needs reps >= 1 (got {reps})")
+    if budget_s is not None and budget_s <= 0:
+        raise UserError(f"isplib tune needs a positive time budget (got {budget_s} s)")
+    t0 = time.perf_counter()
+    load = _load()
+    rng = np.random.default_rng(seed)
+    path = cache_file(cache_path)
+    threads = numba.get_num_threads()
+    signature = tasks[0].view.graph.signature()
+    choices: dict[tuple, Variant] = {}
+    times: dict[tuple, dict[str, float]] = {}
+    default_ms: dict[tuple, float] = {}
+    sample_nnz: dict[tuple, int] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    skipped: list[tuple] = []
+    for n, task in enumerate(tasks):
+        share = None
+        if budget_s is not None:
+            share = max(0.0, budget_s - (time.perf_counter() - t0)) / (len(tasks) - n)
+            if share < _MIN_SHARE_S:
+                skipped.append(task.key)
+                continue
+        if progress is not None:
+            budget = "" if share is None else f", {share:.1f} s"
+            progress(f"isplib: tuning {n + 1}/{len(tasks)} {':'.join(map(str, task.key))}{budget}")
+        key = task.key
+        chosen, t, d, nnz = _tune_one(task, reps, rng, _busy(load), share)
+        choices[key], times[key], default_ms[key], sample_nnz[key] = chosen, t, d, nnz
+        entries[entry_key(*key, threads)] = {"variant": chosen.as_dict(), "ms": t[chosen.label], "default_ms": d,
+                                             "sample_nnz": nnz, "tuned_at": stamp, "load_avg": max(load, _load())}
+    if entries:
+        _store(path, signature, entries)
+    return TuneResult(signature, cpu_fingerprint(), choices, times, default_ms, sample_nnz,
+                      time.perf_counter() - t0, str(path), max(load, _load()), budget_s, threads, tuple(skipped))
 
 
 def tune(graph: Graph, widths: Iterable[int], dtype: Any = np.float32, *, reps: int = 5,
-         cache_path: str | os.PathLike | None = None, seed: int = 0) -> TuneResult:
-    """Time the SpMM variants on ``graph`` for each width and store the winners (Note [tuning search]).
+         cache_path: str | os.PathLike | None = None, seed: int = 0,
+         weightings: Iterable[str] = ("unweighted", "weighted"), budget_s: float | None = None,
+         progress: Callable[[str], None] | None = None) -> TuneResult:
+    """Tune both orientations of ``graph`` for each width and weighting, sum reduce (``gnnbench tune``).
 
     Args:
         graph: the graph the kernels will run on (its index dtype is used).
@@ -306,10 +592,14 @@ def tune(graph: Graph, widths: Iterable[int], dtype: Any = np.float32, *, reps: 
         reps: timed rounds per variant; the median decides (default: 5).
         cache_path: tuning cache file (default: :func:`cache_file`).
         seed: for the random features timed on.
+        weightings: kernel paths to tune (Note [tuning key]) (default: unweighted and weighted).
+        budget_s: seconds for everything, None for unbounded (default: None).
+        progress: called with one line per kernel path.
 
     Returns:
         :class:`TuneResult`; the chosen variants are also in the cache, where
-        :func:`~gnnbench.systems.isplib.prepared.prepare` finds them.
+        :func:`~gnnbench.systems.isplib.prepared.prepare` finds them. A run
+        tunes what it misses by itself (:mod:`~gnnbench.systems.isplib.first_use`).
     """
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
@@ -317,28 +607,10 @@ def tune(graph: Graph, widths: Iterable[int], dtype: Any = np.float32, *, reps: 
     widths = sorted({int(w) for w in widths})
     if not widths or widths[0] < 1:
         raise UserError(f"isplib tune needs positive feature widths H*D (got {widths})")
-    if reps < 1:
-        raise UserError(f"isplib tune needs reps >= 1 (got {reps})")
-    t0 = time.perf_counter()
-    load = _load()
-    rng = np.random.default_rng(seed)
-    path = cache_file(cache_path)
-    orientations = ["forward"] if _is_symmetric(graph) else ["forward", "transposed"]
-    choices: dict[tuple[str, int], Variant] = {}
-    times: dict[tuple[str, int], dict[str, float]] = {}
-    default_ms: dict[tuple[str, int], float] = {}
-    entries: dict[str, dict[str, Any]] = {}
-    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    for orientation in orientations:
-        view = graph.view(transposed=orientation == "transposed")
-        for width in widths:
-            chosen, t, d = _tune_one(view, width, dtype, reps, rng, _busy(load))
-            # a symmetric graph's transpose is itself: one timing serves both
-            for o in ([orientation] if len(orientations) == 2 else ["forward", "transposed"]):
-                choices[(o, width)], times[(o, width)], default_ms[(o, width)] = chosen, t, d
-                entries[f"{o}:{width}:{dtype.name}"] = {"variant": chosen.as_dict(), "ms": t[chosen.label],
-                                                        "default_ms": d, "tuned_at": stamp,
-                                                        "load_avg": max(load, _load())}
-    _store(path, graph.signature(), entries)
-    return TuneResult(graph.signature(), cpu_fingerprint(), dtype.name, choices, times, default_ms,
-                      time.perf_counter() - t0, str(path), max(load, _load()))
+    weightings = tuple(weightings)
+    bad = [w for w in weightings if w not in WEIGHTINGS]
+    if bad or not weightings:
+        raise UserError(f"isplib tune weightings must be among {WEIGHTINGS} (got {weightings})")
+    tasks = [TuneTask(graph.view(transposed=t), weighting, "sum", width, dtype.name)
+             for t in (False, True) for weighting in weightings for width in widths]
+    return tune_keys(tasks, budget_s=budget_s, reps=reps, cache_path=cache_path, seed=seed, progress=progress)

@@ -33,7 +33,7 @@ def test_prepare_without_cache_entry_uses_default(cache_dir):
     p = isplib.prepare(g.view())
     assert not p.tuned and p.variant(16, np.dtype(np.float32)) == default_variant()
     text = isplib.describe_tuning(p)
-    assert "no tuning cache entry" in text and "gnnbench tune --system isplib" in text
+    assert "no tuning cache entry" in text and "first use" in text
     assert default_variant().label in text
 
 
@@ -44,26 +44,32 @@ def test_tune_writes_cache_and_prepare_reads_it(cache_dir, symmetric):
     path = cache_dir / tuning.CACHE_NAME
     assert result.cache_path == str(path) and path.exists()
     assert result.wall_time_s > 0 and result.signature == g.signature()
-    assert set(result.choices) == {(o, w) for o in ("forward", "transposed") for w in (3, 8)}
+    keys = {(o, wt, "sum", w, "float32") for o in ("forward", "transposed") for wt in ("unweighted", "weighted")
+            for w in (3, 8)}
+    assert set(result.choices) == keys
     for key, variant in result.choices.items():
         assert variant.label in result.times_ms[key]  # the winner was measured
         best = min(result.times_ms[key].values())
         # the fastest variant wins unless it is within 2 % of the default
         assert result.times_ms[key][variant.label] == best or (
             variant == default_variant() and result.default_ms[key] <= best / 0.98)
-        assert len(result.times_ms[key]) > 10  # both stages ran
+        assert len(result.times_ms[key]) > 8  # both stages ran
         assert result.speedup(*key) > 0
 
     data = json.loads(path.read_text())
     entries = data["machines"][tuning.cpu_fingerprint()][g.signature()]
-    assert set(entries) == {f"{o}:{w}:float32" for o in ("forward", "transposed") for w in (3, 8)}
+    assert set(entries) == {tuning.entry_key(*k, result.threads) for k in keys}
 
     for transposed in (False, True):
         p = isplib.prepare(g.view(transposed=transposed))
         orient = "transposed" if transposed else "forward"
+        f32 = np.dtype(np.float32)
         assert p.tuned
-        assert p.variant(8, np.dtype(np.float32)) == result.choices[(orient, 8)]
-        assert p.variant(5, np.dtype(np.float32)) == default_variant()  # untuned width
+        assert p.variant(8, f32) == result.choices[(orient, "unweighted", "sum", 8, "float32")]
+        assert p.variant(8, f32, "weighted") == result.choices[(orient, "weighted", "sum", 8, "float32")]
+        assert p.variant(5, f32) == default_variant()  # untuned width
+        assert p.variant(8, f32, "unweighted", "mean") == default_variant()  # untuned reduce
+        assert p.pending == {("unweighted", "sum", 5, "float32"), ("unweighted", "mean", 8, "float32")}
         assert "tuned variants" in isplib.describe_tuning(p)
 
     # the tuned variants compute the same SpMM
@@ -76,20 +82,41 @@ def test_tune_writes_cache_and_prepare_reads_it(cache_dir, symmetric):
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     assert json.loads(json.dumps(result.as_dict()))["choices"]
     shown = str(result).splitlines()  # what `gnnbench tune` prints
-    assert shown[0].startswith(f"isplib tuning of graph {g.signature()} (float32)")
-    assert len([line for line in shown if " F=" in line]) == 4 and shown[-1] == f"  cached in {path}"
+    assert shown[0].startswith(f"isplib tuning of graph {g.signature()} on ")
+    assert len([line for line in shown if " F=" in line]) == 8 and shown[-1].endswith(f"cached in {path}")
+
+
+def test_cache_key_covers_threads(cache_dir):
+    sig = _graph(True).signature()
+    tuning._store(tuning.cache_file(), sig, {
+        tuning.entry_key("forward", "weighted", "mean", 4, "float32", 1): {"variant": Variant(unroll=1).as_dict()},
+        tuning.entry_key("forward", "weighted", "mean", 4, "float32", 64): {"variant": Variant(unroll=8).as_dict()},
+    })
+    assert tuning.lookup(sig, "forward", threads=1) == {("weighted", "mean", 4, "float32"): Variant(unroll=1)}
+    assert tuning.lookup(sig, "forward", threads=64) == {("weighted", "mean", 4, "float32"): Variant(unroll=8)}
+    assert tuning.lookup(sig, "forward", threads=3) == {}
+    assert tuning.lookup(sig, "transposed", threads=1) == {}
+
+
+def test_version_one_cache_is_ignored(cache_dir):
+    (cache_dir / tuning.CACHE_NAME).write_text(json.dumps(
+        {"version": 1, "machines": {tuning.cpu_fingerprint(): {"0" * 16: {"forward:4:float32": {}}}}}))
+    assert tuning.lookup("0" * 16, "forward") == {}
 
 
 def test_cache_merges_graphs_and_ignores_other_machines(cache_dir, monkeypatch):
     a, b = _graph(True), _graph(False)
-    tuning._store(tuning.cache_file(), a.signature(), {"forward:4:float32": {"variant": Variant(unroll=1).as_dict()}})
-    tuning._store(tuning.cache_file(), b.signature(), {"forward:4:float64": {"variant": Variant(unroll=8).as_dict()}})
-    assert tuning.lookup(a.signature(), "forward") == {(4, "float32"): Variant(unroll=1)}
-    assert tuning.lookup(b.signature(), "forward") == {(4, "float64"): Variant(unroll=8)}
-    assert tuning.lookup(b.signature(), "transposed") == {}
+    ka = tuning.entry_key("forward", "unweighted", "sum", 4, "float32", 2)
+    kb = tuning.entry_key("forward", "unweighted", "sum", 4, "float64", 2)
+    tuning._store(tuning.cache_file(), a.signature(), {ka: {"variant": Variant(unroll=1).as_dict()}})
+    tuning._store(tuning.cache_file(), b.signature(), {kb: {"variant": Variant(unroll=8).as_dict()}})
+    key = ("unweighted", "sum", 4)
+    assert tuning.lookup(a.signature(), "forward", threads=2) == {(*key, "float32"): Variant(unroll=1)}
+    assert tuning.lookup(b.signature(), "forward", threads=2) == {(*key, "float64"): Variant(unroll=8)}
+    assert tuning.lookup(b.signature(), "transposed", threads=2) == {}
     assert not list(cache_dir.glob("*.tmp"))  # atomic replace left no temp file
     monkeypatch.setattr(tuning, "cpu_fingerprint", lambda: "another cpu|64 cores|numba 0")
-    assert tuning.lookup(a.signature(), "forward") == {}
+    assert tuning.lookup(a.signature(), "forward", threads=2) == {}
 
 
 def test_tune_rejects_bad_arguments(cache_dir):
