@@ -30,4 +30,4 @@ def test_cells(common):
 def test_benchmark_campaigns_parse_and_take_overrides(common, name):
     campaign = common.campaign(name, epochs=2, datasets=["karate"], seeds=None)
     assert campaign.name == name.replace("_", "-")
-    assert all(m.epochs == 2 and m.datasets == ("karate",) and m.seeds == (0,) for m in campaign.matrices)
+    assert all(c.epochs == 2 and c.dataset == "karate" and c.seed == 0 for m in campaign.matrices for c in m.configs)

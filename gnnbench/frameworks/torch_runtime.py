@@ -99,7 +99,8 @@ class _Bridge(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         call, plan = ctx.call, ctx.call.plan
-        tensors = dict(zip(plan.saved, ctx.saved_tensors))
+        # ctx.saved_tensors raises once the graph is freed, even when nothing was saved: read it only if needed
+        tensors = dict(zip(plan.saved, ctx.saved_tensors)) if plan.saved else {}
         tensors.update((f"grad_{n}", g.contiguous()) for n, g in zip(plan.output_names, grad_outputs))
         needs = ctx.needs_input_grad[3:]
         grads: list[Any] = [None] * len(needs)

@@ -49,8 +49,10 @@ def test_inference_records_no_autograd_graph(monkeypatch):
 
 
 def test_unknown_mode_is_a_user_error():
-    with pytest.raises(UserError, match="unknown mode 'serve'; choose one of: train, inference"):
-        train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="serve"))
+    from gnnbench.config import make_config
+
+    with pytest.raises(UserError, match=r"--mode must be one of train, inference \(got 'serve'\)"):
+        make_config(dict(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="serve"))
 
 
 def test_pim_inference_is_reported_as_modeled():

@@ -226,13 +226,13 @@ def test_kernel_outputs_and_gradients_match_torch_bit_for_bit(system):
                 if t is not None:
                     tape.watch(t)
             out_f = impl_f.apply(bf, attrs, *fin)
-        assert np.array_equal(out_t.detach().numpy(), out_f.numpy()), f"{system} {case.label}: forward differs"
+        assert np.array_equal(out_t.detach().numpy(), out_f.numpy(), equal_nan=True), f"{system} {case.label}: forward differs"
         present = [i for i, t in enumerate(fin) if t is not None]
         grads_f = tape.gradient(out_f, [fin[i] for i in present], output_gradients=tf.constant(upstream))
         out_t.backward(torch.tensor(upstream))
         for i, gf in zip(present, grads_f):
             name = list(arrays)[i]
-            assert np.array_equal(tin[i].grad.numpy(), gf.numpy()), f"{system} {case.label}: grad of {name} differs"
+            assert np.array_equal(tin[i].grad.numpy(), gf.numpy(), equal_nan=True), f"{system} {case.label}: grad of {name} differs"
         checked += 1
     assert checked > 0
 
