@@ -216,6 +216,8 @@ def test_kernel_outputs_and_gradients_match_torch_bit_for_bit(system):
         assert (impl_t is None) == (impl_f is None)
         if impl_t is None:
             continue
+        if system == "pim" and getattr(case, "values", ""):
+            continue  # pim's int32 quantisation refuses hard values (its verify checks them, Note [hard values])
         arrays = _case_inputs(case, graph, rng)
         tin = [None if a is None else torch.tensor(a, requires_grad=True) for a in arrays.values()]
         fin = [None if a is None else tf.constant(a) for a in arrays.values()]
