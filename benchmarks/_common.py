@@ -1,7 +1,7 @@
 """What the benchmark scripts share: running a campaign, formatting cells, provenance, writing results.
 
 Training benchmarks are campaigns (``campaigns/bench_*.toml``): :func:`run_campaign`
-runs one through :func:`gnnbench.sweep.run_sweep` (its own process per run,
+runs one through :func:`gnnbench.run.sweep.run_sweep` (its own process per run,
 interleaved, resumable, every row stored with its provenance in
 :data:`RESULTS_DB`) and returns the campaign's rows as a results frame
 (:func:`gnnbench.load_results`); the script only renders its table. The same
@@ -27,9 +27,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from gnnbench.environment import cpu_model  # noqa: F401  (re-exported for the scripts)
-from gnnbench.measurement import NOISE_THRESHOLD, Measurement
-from gnnbench.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
+from gnnbench.run.environment import cpu_model  # noqa: F401  (re-exported for the scripts)
+from gnnbench.run.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions",
            "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table"]
@@ -56,7 +56,7 @@ def ok(row: Mapping[str, Any] | None) -> bool:
 
 
 def epoch_ms(row: Mapping[str, Any] | None, digits: int = 1) -> str:
-    """The median epoch time in ms with its noise mark (:class:`~gnnbench.measurement.Measurement`);
+    """The median epoch time in ms with its noise mark (:class:`~gnnbench.run.measurement.Measurement`);
     the status for a failed run, ``-`` for none."""
     if row is None:
         return "-"
@@ -79,8 +79,8 @@ def versions(*packages: str) -> dict[str, str]:
 
 def provenance(**settings: Any) -> dict[str, Any]:
     """What a stored row records about where it ran: time, commit, machine (CPU, libraries), plus ``settings``."""
-    from gnnbench.environment import git_commit, machine_info
-    from gnnbench.store import utc_now
+    from gnnbench.run.environment import git_commit, machine_info
+    from gnnbench.results.store import utc_now
 
     return {"timestamp": utc_now(), "git_commit": git_commit(), "machine": machine_info(), **settings}
 
@@ -96,7 +96,7 @@ def write_results(out: str | Path, payload: Mapping[str, Any], markdown: str) ->
 
 def campaign(name: str, **overrides: Any):
     """The campaign ``campaigns/{name}.toml`` with top-level keys replaced by the non-None ``overrides``."""
-    from gnnbench.sweep import campaign_from_mapping
+    from gnnbench.run.sweep import campaign_from_mapping
 
     path = CAMPAIGNS / f"{name}.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -109,12 +109,12 @@ def run_campaign(the_campaign, results: str | Path | None = None):
 
     Progress goes to stderr (:func:`gnnbench.progress.progress`): a bar on a
     terminal, one line per run otherwise. Rows already stored with the same
-    provenance are reused, not rerun (Note [resuming] in :mod:`gnnbench.sweep`).
+    provenance are reused, not rerun (Note [resuming] in :mod:`gnnbench.run.sweep`).
     """
-    from gnnbench.frame import frame_records, load_results
+    from gnnbench.results.frame import frame_records, load_results
     from gnnbench.progress import progress
-    from gnnbench.store import ResultsStore
-    from gnnbench.sweep import plan, provenance as key_of, run_sweep
+    from gnnbench.results.store import ResultsStore
+    from gnnbench.run.sweep import plan, provenance as key_of, run_sweep
 
     path = Path(results or RESULTS_DB)
     with progress(None, the_campaign.name, plain_steps=True) as bar:
@@ -131,7 +131,7 @@ def run_campaign(the_campaign, results: str | Path | None = None):
     with ResultsStore(path) as db:
         keys = [task.key for task in plan(the_campaign, db).tasks]
     frame = load_results(path)
-    # the key the sweep itself matches stored rows by (Note [provenance] in gnnbench/sweep.py)
+    # the key the sweep itself matches stored rows by (Note [provenance] in gnnbench/run/sweep.py)
     frame["provenance"] = [key_of(r) for r in frame_records(frame)]
     frame = frame[frame["provenance"].isin(keys)].drop_duplicates("provenance", keep="last")
     order = {k: i for i, k in enumerate(dict.fromkeys(keys))}

@@ -14,9 +14,9 @@ is the framework's: its dense ops, its autograd, its allocator and its
 per-op overhead.
 
 Columns: median epoch time (forward + backward + optimizer, warm-up epochs
-excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.measurement`), the
+excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.run.measurement`), the
 TensorFlow/PyTorch ratio, peak resident memory above the pre-training
-baseline (see Note [peak memory] in :mod:`gnnbench.environment`) and final
+baseline (see Note [peak memory] in :mod:`gnnbench.run.environment`) and final
 test accuracy. A system that does not implement an operator the model needs
 is left out; a run that fails shows its status.
 
@@ -42,7 +42,7 @@ NEEDS = {"gcn": ({"spmm"},), "gin": ({"spmm"},), "sage": ({"spmm"},),
 
 def systems_under_both(names: list[str] | None = None) -> list:
     """Kernel systems with glue for both frameworks that can run here (optionally only ``names``)."""
-    from gnnbench.registry import list_systems
+    from gnnbench.runtime.registry import list_systems
 
     out = []
     for info in list_systems():
@@ -59,7 +59,7 @@ def runs_model(info, model: str) -> bool:
 
 def run_all(args) -> list[dict]:
     """Runs the campaign (one [[matrix]] per model, with the systems that implement what it needs)."""
-    from gnnbench.frame import frame_records
+    from gnnbench.results.frame import frame_records
 
     base = campaign("bench_frameworks")
     systems = systems_under_both(args.systems.split(",") if args.systems else list(base.matrices[0].systems))
@@ -110,7 +110,7 @@ def render(rows: list[dict], meta: dict) -> str:
 
 
 def _meta(args) -> dict:
-    from gnnbench.environment import cpu_model
+    from gnnbench.run.environment import cpu_model
 
     found = versions("torch", "tensorflow-cpu", "numba")
     return provenance(epochs=args.epochs, warmup=args.warmup, threads=args.threads, seed=args.seed,

@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
     parser.add_argument("--out", default="results/bench_gat_memory")
     args = parser.parse_args()
-    from gnnbench.frame import frame_records
+    from gnnbench.results.frame import frame_records
 
     load_start = os.getloadavg()[0]
     the_campaign = campaign("bench_gat_memory", datasets=[QUICK] if args.quick else None, epochs=args.epochs,

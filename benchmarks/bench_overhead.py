@@ -22,9 +22,9 @@ system), or the library's layers and autograd Functions (native). Their
 ratio is the framework's own overhead, in time and in peak memory.
 
 Columns: median epoch time (forward + backward + optimizer, warm-up epochs
-excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.measurement`), peak resident
+excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.run.measurement`), peak resident
 memory above the pre-training baseline (Note [peak memory] in
-:mod:`gnnbench.environment`), and final test accuracy. The default graph is
+:mod:`gnnbench.run.environment`), and final test accuracy. The default graph is
 ``rmat`` with 2^15 nodes and 1M edges (the issue's 2^17 nodes / 4M edges with
 ``--full``).
 
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "results" / "bench_overhead"),
                    help="output path without suffix (default: results/bench_overhead)")
     args = p.parse_args(argv)
-    from gnnbench.frame import frame_records
+    from gnnbench.results.frame import frame_records
 
     dataset = args.dataset or (FULL if args.full else None)
     the_campaign = campaign("bench_overhead", datasets=[dataset] if dataset else None,

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 import torch
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.pim.costmodel import estimate
 from gnnbench.systems.pim.execute import aggregate, quantize_weights, x_levels
 from gnnbench.systems.pim.hostrates import HostRates

@@ -109,7 +109,7 @@ def main() -> None:
     if args.one:
         print(json.dumps(one(args.one[0], args.one[1], dataset, args.epochs)))
         return
-    from gnnbench.runner import worker_env
+    from gnnbench.run.runner import worker_env
 
     env = worker_env(2, "auto")
     load = os.getloadavg()[0]

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 import torch
 from numba import njit, prange
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.isplib.intrinsics import prefetch_row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
                              "every call, isplib writes into a given one, so glibc's page faults would tax the peers")
     args = parser.parse_args(argv)
-    from gnnbench.allocator import run_under
+    from gnnbench.run.allocator import run_under
 
     allocator = run_under(args.allocator)
     rounds = args.rounds or (3 if args.quick else 15)

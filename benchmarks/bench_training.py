@@ -1,10 +1,10 @@
 """Training epochs of GCN, GraphSAGE and GIN: isplib against reference and the peers' native models (issue 4).
 
 Hidden 64, RMAT with 2^17 nodes and 4M edges, 128 features; each run in its own
-process through gnnbench.runner, interleaved by model, all under the same
-allocator (Note [allocator] in gnnbench/allocator.py). There is no manual
+process through gnnbench.run.runner, interleaved by model, all under the same
+allocator (Note [allocator] in gnnbench/run/allocator.py). There is no manual
 tuning step: the runs start from an empty tuning cache, so isplib tunes on
-first use (Note [tune on first use] in gnnbench/harness.py), reported apart
+first use (Note [tune on first use] in gnnbench/run/harness.py), reported apart
 as `tune_time_s`; `--no-tune` measures the default variant instead.
 
 Besides the systems, every model also runs on `floor` (benchmarks/bound_systems):
@@ -27,9 +27,9 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from gnnbench.harness import TaskSpec
-from gnnbench.registry import system_info
-from gnnbench.runner import run_task
+from gnnbench.run.harness import TaskSpec
+from gnnbench.runtime.registry import system_info
+from gnnbench.run.runner import run_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import ms  # noqa: E402

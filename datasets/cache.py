@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gnnbench.errors import UserError
-from gnnbench.graph import Graph, GraphError
+from gnnbench.runtime.graph import Graph, GraphError
 
 from .csr import add_self_loops, attach_transpose, link_self_loops, reverse_edge_ids
 from .dataset import Dataset

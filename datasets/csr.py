@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 
 __all__ = ["SymmetricCSRBuilder", "reverse_edge_ids", "add_self_loops", "attach_transpose", "link_self_loops",
            "with_index_dtype", "CHUNK"]

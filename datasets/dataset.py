@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 
 #: What a dataset asks of the model (Note [multi-label task]).
 TASKS = ("multiclass", "multilabel")

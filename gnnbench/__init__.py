@@ -13,7 +13,7 @@ __all__ = ["load_results"]
 
 def __getattr__(name: str) -> Any:
     if name == "load_results":
-        from .frame import load_results
+        from gnnbench.results.frame import load_results
 
         return load_results
     raise AttributeError(f"module 'gnnbench' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Every kernel system implements some of these operators; models call nothing
 else on the graph. Shapes use ``N`` nodes, ``E`` edges (canonical CSR-by-
-destination order, see :mod:`gnnbench.graph`), ``H`` heads and ``D`` features
+destination order, see :mod:`gnnbench.runtime.graph`), ``H`` heads and ``D`` features
 per head. A single-head tensor ``[N, F]`` is passed as ``[N, 1, F]``.
 
 ========================  ==========================================  =====================
@@ -26,7 +26,7 @@ from its own ``sddmm``, ``edge_softmax`` and ``spmm``.
 Note [kernel calling convention]
     A kernel is a plain function ``kernel(graph, *inputs, *outputs, *saves,
     *workspaces, **attrs)`` in the order its spec declares them. ``graph`` is a
-    :class:`~gnnbench.graph.GraphView` (forward or transposed, as the spec
+    :class:`~gnnbench.runtime.graph.GraphView` (forward or transposed, as the spec
     says); every array is a zero-copy view (NumPy on CPU by default, or
     framework tensors when the spec says ``arrays torch``) of memory the
     framework allocated. Absent optional inputs are ``None``. Declared attributes
@@ -59,7 +59,7 @@ Note [NaN policy]
     * ``gat_aggregate``: the composition it stands for, so the rules above.
 
     ``gnnbench verify`` checks this on every system with the ``NaN/inf`` cases
-    of :mod:`gnnbench.conformance` (Note [hard values]), against the float64
+    of :mod:`gnnbench.check.conformance` (Note [hard values]), against the float64
     ``reference``, which implements it.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@
     X' = \\hat{D}^{-1/2} (A + I) \\hat{D}^{-1/2} X W + b
 
 The normalisation is an edge weight computed once per graph
-(:meth:`gnnbench.graph.Graph.gcn_norm`); aggregation is ``spmm(reduce=sum)``
+(:meth:`gnnbench.runtime.graph.Graph.gcn_norm`); aggregation is ``spmm(reduce=sum)``
 with those weights, after the dense transform (the narrower width).
 
 Defaults (paper): 2 layers, hidden 16, dropout 0.5, lr 0.01, weight decay 5e-4

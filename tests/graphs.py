@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 
 
 def adversarial_graphs(index_dtype=np.int64) -> dict[str, Graph]:

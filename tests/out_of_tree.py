@@ -34,7 +34,7 @@ def _forget_modules(*prefixes: str) -> None:
 @contextmanager
 def installed_example(site: Path) -> Iterator[Path]:
     """``docs/examples/extsp`` copied into ``site`` and registered by its entry point; yields the package folder."""
-    from gnnbench.registry import forget_systems
+    from gnnbench.runtime.registry import forget_systems
 
     shutil.copytree(EXAMPLE / "extsp", site / "extsp", ignore=shutil.ignore_patterns("_glue_*", "__pycache__"))
     write_distribution(site, "gnnbench-extsp", {"extsp": "extsp"})

@@ -16,20 +16,20 @@ def add_results_option(parser) -> None:
 
 
 def results_path(path: str | None):
-    from gnnbench.store import default_results_path
+    from gnnbench.results.store import default_results_path
 
     return path or default_results_path()
 
 
 def open_store(path: str | None, create: bool = True):
     """The results store; commands that only read pass ``create=False`` (Note [store first])."""
-    from gnnbench.store import ResultsStore
+    from gnnbench.results.store import ResultsStore
 
     return ResultsStore(results_path(path), create=create)
 
 
 def parse_options(pairs: list[str] | None, flag: str) -> tuple[tuple[str, str], ...]:
-    from gnnbench.config import parse_options as parse
+    from gnnbench.run.config import parse_options as parse
 
     try:
         return parse(pairs)

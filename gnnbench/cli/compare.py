@@ -29,12 +29,12 @@ def add_arguments(p) -> None:
 
 def run(store_path=None, baseline="reference", systems=None, models=None, datasets=None,
         include_unverified=False):
-    from gnnbench.compare import compare
+    from gnnbench.results.compare import compare
     from gnnbench.errors import UserError
-    from gnnbench.frame import load_results
+    from gnnbench.results.frame import load_results
 
     filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}
-    rows = load_results(store_path, **filters)  # verification joined by build hash (gnnbench/frame.py)
+    rows = load_results(store_path, **filters)  # verification joined by build hash (gnnbench/results/frame.py)
     if rows.empty:
         raise UserError("no stored runs match; run `gnnbench run` or `gnnbench sweep` first")
     return compare(rows, baseline=baseline, include_unverified=include_unverified)
@@ -45,7 +45,7 @@ def main(args) -> int:
 
     result = run(args.results, args.baseline, args.system, args.model, args.dataset, args.include_unverified)
     if args.format == "text":  # rich on a terminal, aligned plain text in a pipe
-        from gnnbench.tables import print_table
+        from gnnbench.results.tables import print_table
 
         print_table(result.table(warnings=False))
     else:

@@ -16,7 +16,7 @@ def add_arguments(p) -> None:
 
 
 def resolve(targets: list[str]) -> list[Path]:
-    from gnnbench.registry import spec_source
+    from gnnbench.runtime.registry import spec_source
 
     paths = []
     for t in targets:
@@ -26,7 +26,7 @@ def resolve(targets: list[str]) -> list[Path]:
                 raise UserError(f"no spec file at {t}")
             paths.append(p)
             continue
-        # a system name, found the way every command finds it (gnnbench.discovery): systems/,
+        # a system name, found the way every command finds it (gnnbench.runtime.discovery): systems/,
         # GNNBENCH_SYSTEMS_PATH or an entry point; its glue is written beside its spec
         paths.append(spec_source(t).spec_path)
     return paths

@@ -61,7 +61,7 @@ def check_name(name: str, out_of_tree: bool) -> None:
             a Python keyword, is longer than :data:`MAX_NAME_LENGTH`, is taken by a
             system, or (out of tree) is already an importable module.
     """
-    from gnnbench.registry import system_names
+    from gnnbench.runtime.registry import system_names
 
     rule = (f"a system name is an ASCII Python identifier (letters, digits and _, starting with a letter) "
             f"of at most {MAX_NAME_LENGTH} characters, e.g. scipy_spmm")
@@ -118,7 +118,7 @@ def _missing_folders(folder: Path) -> list[Path]:
 def run(name: str, folder: str | None = None, tests: str | None = None) -> list[Path]:
     """Create the files (Note [scaffold all or nothing]); refuses to overwrite anything. Returns the paths written."""
     from gnnbench.dsl.gen import regenerate, systems_root
-    from gnnbench.registry import forget_systems
+    from gnnbench.runtime.registry import forget_systems
 
     root = Path(folder).resolve() if folder else systems_root()
     in_package = root == systems_root()
@@ -173,7 +173,7 @@ def run(name: str, folder: str | None = None, tests: str | None = None) -> list[
 
 def next_steps(name: str, folder: str | None) -> list[str]:
     """What to do after scaffolding, including how an out-of-tree system is found."""
-    from gnnbench.discovery import systems_path_folders
+    from gnnbench.runtime.discovery import systems_path_folders
     from gnnbench.dsl.gen import systems_root
 
     root = Path(folder).resolve() if folder else systems_root()

@@ -14,9 +14,9 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
-    from gnnbench.frame import load_results
+    from gnnbench.results.frame import load_results
     from gnnbench.paths import check_output_dir
-    from gnnbench.plot import plot
+    from gnnbench.results.plot import plot
 
     check_output_dir(args.out, "--out folder")  # before reading anything
     filters = {k: v for k, v in (("system", args.system), ("dataset", args.dataset)) if v}

@@ -21,9 +21,9 @@ def add_arguments(p) -> None:
 def run(store_path=None, out_dir="report", baseline="reference", systems=None, models=None, datasets=None,
         include_unverified=False, title="gnnbench report"):
     """Builds the report and returns the path of its ``index.html``."""
-    from gnnbench.frame import load_results
-    from gnnbench.report import build_report
-    from gnnbench.store import default_results_path
+    from gnnbench.results.frame import load_results
+    from gnnbench.results.report import build_report
+    from gnnbench.results.store import default_results_path
 
     path = store_path or default_results_path()
     filters = {k: v for k, v in (("system", systems), ("model", models), ("dataset", datasets)) if v}

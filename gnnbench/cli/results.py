@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
 
 
 def run(store_path=None, **filters) -> list[dict]:
-    from gnnbench.verify_status import with_current_status
+    from gnnbench.check.status import with_current_status
 
     with open_store(store_path, create=False) as db:   # Note [status by build hash]
         return with_current_status(db, db.rows(**{k: v for k, v in filters.items() if v is not None}))
@@ -28,7 +28,7 @@ def run(store_path=None, **filters) -> list[dict]:
 
 def main(args) -> int:
     from gnnbench.paths import check_output_file
-    from gnnbench.store import export_rows_csv
+    from gnnbench.results.store import export_rows_csv
 
     if args.csv and args.csv != "-":
         check_output_file(args.csv, "--csv")  # before reading anything

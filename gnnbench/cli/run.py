@@ -10,7 +10,7 @@ HELP = "train one model with one system and store the measurement"
 
 
 def add_arguments(p) -> None:
-    from gnnbench.config import add_config_flags
+    from gnnbench.run.config import add_config_flags
 
     add_config_flags(p)  # one flag per RunConfig field (Note [one run configuration])
     p.add_argument("--in-process", action="store_true", help="run in this process (no isolation)")
@@ -21,7 +21,7 @@ def add_arguments(p) -> None:
 
 def validate(spec, isolate: bool = True) -> None:
     """Fail fast, in this process, on names, files, allocator and options (exit 2 before any worker starts)."""
-    from gnnbench.preflight import check
+    from gnnbench.run.preflight import check
 
     check(spec, isolate=isolate)
 
@@ -31,7 +31,7 @@ def run(spec, isolate: bool = True, store_path: str | None = None, store: bool =
 
     If the row cannot be stored at the end it is saved as JSON and ``row["saved_to"]`` says where.
     """
-    from gnnbench.runner import run_task
+    from gnnbench.run.runner import run_task
 
     validate(spec, isolate=isolate)
     if not isolate and (spec.timeout or spec.memory_limit):
@@ -51,8 +51,8 @@ def _store(db, row: dict) -> None:
     """Insert ``row``; if that fails, save it as JSON (a measurement is never lost)."""
     import sqlite3
 
-    from gnnbench.store import save_unsaved
-    from gnnbench.verify_status import verification_status
+    from gnnbench.results.store import save_unsaved
+    from gnnbench.check.status import verification_status
 
     try:
         row["verified"] = verification_status(db, row.get("system"), row.get("system_hash"))
@@ -65,7 +65,7 @@ def _store(db, row: dict) -> None:
 def main(args) -> int:
     import sys
 
-    from gnnbench.config import config_values_from_flags, make_config
+    from gnnbench.run.config import config_values_from_flags, make_config
 
     spec = make_config(config_values_from_flags(args))
     row = run(spec, isolate=not args.in_process, store_path=args.results, store=not args.no_store)
@@ -86,7 +86,7 @@ def main(args) -> int:
 
 def explain_failure(row: dict, lines: int = 12) -> list[str]:
     """The last lines of a failed run's stderr and where the whole of it is (Note [process group])."""
-    from gnnbench.runner import stderr_tail
+    from gnnbench.run.runner import stderr_tail
 
     tail = stderr_tail(row.get("stderr"), lines)
     out = [f"last {len(tail)} lines of the worker's stderr:", *(f"  | {line}" for line in tail)] if tail else []
@@ -127,7 +127,7 @@ def summary(row: dict) -> str:
                                                     if not isinstance(v, (list, dict)))]
         lines += [f"  {row['system']:<10} {printable(line)}" for line in ([shown] if isinstance(shown, str) else shown)]
     if row.get("verified") != "passed":
-        lines.append(f"  WARNING    {row['system']} is {row.get('verified', 'unverified')}: run "
+        lines.append(f"  WARNING    {row['system']} is {row.get('verified') or 'unverified'}: run "
                      f"`gnnbench verify --system {row['system']}` before trusting these figures")
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")

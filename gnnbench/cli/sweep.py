@@ -14,10 +14,10 @@ from ._common import add_results_option, print_json
 HELP = "run systems x models x datasets x frameworks x seeds (or a TOML campaign), resumably, with failures recorded"
 
 def add_arguments(p) -> None:
-    from gnnbench.config import add_config_flags
+    from gnnbench.run.config import add_config_flags
 
     p.add_argument("--campaign", metavar="TOML", help="campaign file (see campaigns/); replaces the matrix flags")
-    add_config_flags(p, sweep=True)  # derived from RunConfig (Note [campaign keys] in gnnbench.sweep)
+    add_config_flags(p, sweep=True)  # derived from RunConfig (Note [campaign keys] in gnnbench.run.sweep)
     p.add_argument("--rounds", metavar="N", help="repetitions of every seed (default: 1)")
     p.add_argument("--repeat", action="store_true", default=None,
                    help="run configurations again even when already stored with the same provenance")
@@ -33,9 +33,9 @@ def add_arguments(p) -> None:
 
 
 def campaign_from_args(args):
-    """The :class:`~gnnbench.sweep.Campaign` the flags describe (file first, run-control flags on top)."""
-    from gnnbench.config import config_fields, config_values_from_flags
-    from gnnbench.sweep import campaign_from_mapping, load_campaign
+    """The :class:`~gnnbench.run.sweep.Campaign` the flags describe (file first, run-control flags on top)."""
+    from gnnbench.run.config import config_fields, config_values_from_flags
+    from gnnbench.run.sweep import campaign_from_mapping, load_campaign
 
     fields = config_fields()
     given = {(fields[name].sweep or fields[name].key): value for name, value in config_values_from_flags(args).items()}
@@ -116,8 +116,8 @@ class _ProgressLine:
 
 
 def run(campaign, progress: bool = True, dry_run: bool = False):
-    """Run ``campaign`` with a progress line on stderr; return the :class:`~gnnbench.sweep.SweepReport`."""
-    from gnnbench.sweep import run_sweep
+    """Run ``campaign`` with a progress line on stderr; return the :class:`~gnnbench.run.sweep.SweepReport`."""
+    from gnnbench.run.sweep import run_sweep
 
     line = _ProgressLine() if progress and not dry_run else None
     try:
@@ -158,7 +158,7 @@ def summary(report, results_path: str) -> str:
 
 
 def main(args) -> int:
-    from gnnbench.store import default_results_path
+    from gnnbench.results.store import default_results_path
 
     campaign = campaign_from_args(args)
     report = run(campaign, progress=not args.no_progress and not args.json, dry_run=args.dry_run)

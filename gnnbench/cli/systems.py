@@ -2,7 +2,7 @@
 
 A system whose spec cannot be read is listed as ``broken`` with its one-line
 error; every other system still lists and runs (Note [discovery one system at
-a time] in :mod:`gnnbench.discovery`).
+a time] in :mod:`gnnbench.runtime.discovery`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def add_arguments(p) -> None:
 
 def run(framework: str = "torch", device: str = "cpu") -> list[dict]:
     from gnnbench.frameworks import framework_available
-    from gnnbench.registry import list_systems
+    from gnnbench.runtime.registry import list_systems
 
     fw_reason = framework_available(framework)
     out = []

@@ -24,7 +24,7 @@ def run(system: str, dataset: str = "sbm", data_dir=None, widths=(16, 32, 64, 12
         self_loops: bool = False):
     """Returns ``(result, seconds)``; the system's tune hook stores the winners in its cache."""
     from gnnbench.datasets import load_dataset
-    from gnnbench.registry import load_system
+    from gnnbench.runtime.registry import load_system
 
     glue = load_system(system)
     tune = glue.hook("tune")

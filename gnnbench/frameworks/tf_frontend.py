@@ -32,8 +32,8 @@ import torch  # noqa: E402
 from tensorflow.python.eager import context as _eager_context  # noqa: E402
 
 from ..errors import UnavailableError, UserError  # noqa: E402
-from ..fallback import find_operator  # noqa: E402
-from ..glue import BoundGraph  # noqa: E402
+from gnnbench.runtime.fallback import find_operator  # noqa: E402
+from gnnbench.runtime.glue import BoundGraph  # noqa: E402
 
 __all__ = ["TensorFlowFrontend", "Adam"]
 

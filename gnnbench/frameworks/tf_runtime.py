@@ -2,11 +2,11 @@
 
 A generated ``_glue_tensorflow.py`` calls :func:`bind_system`; each operator
 it implements then runs through :func:`_bridge`, driven by the kernel's
-:class:`~gnnbench.glue.KernelPlan` like the PyTorch runtime's, with
+:class:`~gnnbench.runtime.glue.KernelPlan` like the PyTorch runtime's, with
 :class:`GradContext` for what ``torch.autograd.Function`` gives that one
 (``needs_input_grad``, absent optional inputs). Every kernel call goes through
 :func:`run`: check, allocate, hand out DLPack views, call. See Note
-[producer-only] in :mod:`gnnbench.boundary`.
+[producer-only] in :mod:`gnnbench.runtime.boundary`.
 
 Note [TensorFlow buffers]
     TensorFlow tensors are immutable to TensorFlow: it may hand one buffer to
@@ -36,11 +36,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record as _record
 
-from ..boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
+from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
 from ..errors import BoundaryError
-from ..glue import OperatorCall, bind_system as _bind_system
-from ..graph import GraphView
-from ..kernel_clock import call_kernel
+from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
+from gnnbench.runtime.graph import GraphView
+from gnnbench.runtime.kernel_clock import call_kernel
 
 __all__ = ["run", "facts", "to_view", "allocate", "data_pointer", "GradContext", "bind_system"]
 
@@ -199,7 +199,7 @@ class GradContext:
     constant such as GCN's edge weights costs no gradient kernel.
 
     Args:
-        graph: the :class:`~gnnbench.glue.BoundGraph`.
+        graph: the :class:`~gnnbench.runtime.glue.BoundGraph`.
         attrs: the operator's attribute values.
         inputs: the operator's inputs in spec order, ``None`` for absent ones.
     """
@@ -263,5 +263,5 @@ def _bridge(call: OperatorCall, graph, attrs: dict[str, Any], inputs: Sequence[A
     return forward(*ctx.present)
 
 
-#: What a generated ``_glue_tensorflow.py`` calls: :func:`gnnbench.glue.bind_system` for TensorFlow.
+#: What a generated ``_glue_tensorflow.py`` calls: :func:`gnnbench.runtime.glue.bind_system` for TensorFlow.
 bind_system = functools.partial(_bind_system, framework="tensorflow", bridge=_bridge)

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 import torch.nn.functional as TF
 
-from ..fallback import find_operator
-from ..glue import BoundGraph
+from gnnbench.runtime.fallback import find_operator
+from gnnbench.runtime.glue import BoundGraph
 from .dropout import dropout_mask
 
 __all__ = ["TorchFrontend"]

@@ -2,9 +2,9 @@
 
 A generated ``_glue_torch.py`` calls :func:`bind_system`; each operator it
 implements then runs through :class:`_Bridge`, a ``torch.autograd.Function``
-driven by the kernel's :class:`~gnnbench.glue.KernelPlan` (its backward rules
+driven by the kernel's :class:`~gnnbench.runtime.glue.KernelPlan` (its backward rules
 as data), and every kernel call goes through :func:`run`: check, allocate,
-hand out views, call. See Note [producer-only] in :mod:`gnnbench.boundary`.
+hand out views, call. See Note [producer-only] in :mod:`gnnbench.runtime.boundary`.
 """
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
+from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
 from ..errors import BoundaryError
-from ..glue import OperatorCall, bind_system as _bind_system
-from ..graph import GraphView
-from ..kernel_clock import call_kernel
+from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
+from gnnbench.runtime.graph import GraphView
+from gnnbench.runtime.kernel_clock import call_kernel
 
 __all__ = ["run", "facts", "to_view", "bind_system"]
 
@@ -120,5 +120,5 @@ def _bridge(call: OperatorCall, graph, attrs: dict[str, Any], inputs: Sequence[A
     return _Bridge.apply(call, graph, attrs, *inputs)
 
 
-#: What a generated ``_glue_torch.py`` calls: :func:`gnnbench.glue.bind_system` for PyTorch.
+#: What a generated ``_glue_torch.py`` calls: :func:`gnnbench.runtime.glue.bind_system` for PyTorch.
 bind_system = functools.partial(_bind_system, framework="torch", bridge=_bridge)

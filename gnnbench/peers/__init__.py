@@ -44,10 +44,10 @@ def build_native(system: str, model, graph, initial_params: dict, F, x: Any = No
     """The native model of ``system`` for ``model``, ready for the harness's training loop.
 
     Args:
-        system (str): ``pyg-native`` or ``dgl-native`` (:data:`gnnbench.registry.NATIVE_SYSTEMS`).
+        system (str): ``pyg-native`` or ``dgl-native`` (:data:`gnnbench.runtime.registry.NATIVE_SYSTEMS`).
         model (gnnbench.models.GNN): the gnnbench model whose function to reproduce
             (its ``name``, ``hyper``, ``layer_dims()`` and ``activation``).
-        graph (gnnbench.graph.Graph): the graph the model aggregates over.
+        graph (gnnbench.runtime.graph.Graph): the graph the model aggregates over.
         initial_params (dict[str, np.ndarray]): ``model.init_params(seed)``.
         F: the torch frontend (device, dtype, dropout, activations).
         x: node features ``[N, in_dim]`` as a frontend tensor.
@@ -56,7 +56,7 @@ def build_native(system: str, model, graph, initial_params: dict, F, x: Any = No
         ``(params, forward)``: the trainable tensors by name (``conv0.lin.weight``, ...)
         and ``forward(training) -> logits [N, classes]``.
     """
-    from ..registry import NATIVE_SYSTEMS
+    from gnnbench.runtime.registry import NATIVE_SYSTEMS
 
     if system not in NATIVE_SYSTEMS:
         raise UserError(f"unknown native baseline '{system}'; choose one of: {', '.join(NATIVE_SYSTEMS)}")

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gnnbench.graph import GraphView
+from gnnbench.runtime.graph import GraphView
 from gnnbench.peers.dgl_shim import dgl
 from dgl._sparse_ops import _edge_softmax_backward, _edge_softmax_forward, _gsddmm, _gspmm
 

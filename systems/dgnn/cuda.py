@@ -34,7 +34,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from gnnbench.graph import Graph, GraphView
+from gnnbench.runtime.graph import Graph, GraphView
 
 __all__ = ["gat_fused", "gat_fused_backward", "warm_up", "is_available"]
 

@@ -64,7 +64,7 @@ import numpy as np
 from numba import njit, prange
 
 from gnnbench.errors import BoundaryError
-from gnnbench.graph import Graph, GraphView
+from gnnbench.runtime.graph import Graph, GraphView
 
 __all__ = ["gat_fused", "gat_fused_backward", "prepare", "warm_up"]
 

@@ -2,7 +2,7 @@
 
 Note [factorised weights]
     GCN's weight on edge ``j -> i`` is ``1 / sqrt(deg_in(i) deg_out(j))``
-    (:meth:`gnnbench.graph.Graph.gcn_norm`): a row factor times a column
+    (:meth:`gnnbench.runtime.graph.Graph.gcn_norm`): a row factor times a column
     factor. On the transposed view of the backward pass the weights are
     read as ``w[eids[p]]``, a random gather per edge that made the weighted
     backward SpMM twice the unweighted one (40 against 18 ms at width 64 on

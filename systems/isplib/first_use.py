@@ -2,7 +2,7 @@
 
 The harness calls isplib's ``tune`` hook with the run's prepared views after
 the first (untimed) epoch (Note [tune on first use] in
-:mod:`gnnbench.harness`). Every SpMM call that found no tuned choice left its
+:mod:`gnnbench.run.harness`). Every SpMM call that found no tuned choice left its
 key in :attr:`~gnnbench.systems.isplib.prepared.IsplibGraph.pending`
 (Note [tuning lookup]); :func:`tune_pending` tunes exactly those paths
 (Note [tuning key]) on sampled rows within the budget (Note [tuning
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from gnnbench.graph import GraphView
+from gnnbench.runtime.graph import GraphView
 from gnnbench.systems.isplib.prepared import IsplibGraph
 from gnnbench.systems.isplib.tuning import TuneResult, TuneTask, tune_keys
 

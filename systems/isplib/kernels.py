@@ -2,7 +2,7 @@
 
 Each function is ``kernel(graph, *inputs, *outputs, **attrs)`` as in Note
 [kernel calling convention] of :mod:`gnnbench.api`: ``graph`` is a
-:class:`~gnnbench.graph.GraphView` whose ``prepared`` is the
+:class:`~gnnbench.runtime.graph.GraphView` whose ``prepared`` is the
 :class:`~gnnbench.systems.isplib.prepared.IsplibGraph` built by
 :func:`~gnnbench.systems.isplib.prepared.prepare`; arrays are C-contiguous
 NumPy views; outputs are written in place and nothing is returned.
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.graph import Graph, GraphView
+from gnnbench.runtime.graph import Graph, GraphView
 from gnnbench.systems.isplib import edge_numba as _edge
 from gnnbench.systems.isplib import max_numba as _max
 from gnnbench.systems.isplib import spmm_numba as _spmm
@@ -309,7 +309,7 @@ def tune(graph: Graph, widths=None, dtype: Any = np.float32, *, views=None, budg
 
     ``gnnbench tune --system isplib`` passes ``widths``: both orientations,
     unweighted and weighted, are tuned for them. A run passes its prepared
-    ``views`` and a budget (Note [tune on first use] in :mod:`gnnbench.harness`):
+    ``views`` and a budget (Note [tune on first use] in :mod:`gnnbench.run.harness`):
     the paths its first epoch ran untuned are tuned and installed, and None
     is returned when there were none.
     """

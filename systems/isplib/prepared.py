@@ -12,7 +12,7 @@ does a dict lookup (Note [prepare at scale]
     * the transposed view, the backward's graph, was a stable ``argsort``
       of the sources: ``O(E log E)`` on one core, 28-31 s here against
       5.8-6.0 s for the counting sort that replaced it (Note [linear
-      transpose] in :mod:`gnnbench.csr_transpose`), with 638 MiB of NumPy
+      transpose] in :mod:`gnnbench.runtime.csr_transpose`), with 638 MiB of NumPy
       temporaries against 260 MiB, which is the output itself (indices and
       edge ids, int64). DGL builds the same CSC for its backward;
     * the graph signature (SHA-256 of the CSR, the tuning cache's key):
@@ -49,7 +49,7 @@ Note [prepare at scale]
     * the transposed view, the backward's graph, was a stable ``argsort``
       of the sources: ``O(E log E)`` on one core, 28-31 s here against
       5.8-6.0 s for the counting sort that replaced it (Note [linear
-      transpose] in :mod:`gnnbench.csr_transpose`), with 638 MiB of NumPy
+      transpose] in :mod:`gnnbench.runtime.csr_transpose`), with 638 MiB of NumPy
       temporaries against 260 MiB, which is the output itself (indices and
       edge ids, int64). DGL builds the same CSC for its backward;
     * the graph signature (SHA-256 of the CSR, the tuning cache's key):
@@ -86,7 +86,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from gnnbench.graph import GraphView
+from gnnbench.runtime.graph import GraphView
 from gnnbench.systems.isplib.factorised import GcnFactors
 from gnnbench.systems.isplib.variant import Dummies, Variant, default_variant
 
@@ -135,7 +135,7 @@ class IsplibGraph:
     * the transposed view, the backward's graph, was a stable ``argsort``
       of the sources: ``O(E log E)`` on one core, 28-31 s here against
       5.8-6.0 s for the counting sort that replaced it (Note [linear
-      transpose] in :mod:`gnnbench.csr_transpose`), with 638 MiB of NumPy
+      transpose] in :mod:`gnnbench.runtime.csr_transpose`), with 638 MiB of NumPy
       temporaries against 260 MiB, which is the output itself (indices and
       edge ids, int64). DGL builds the same CSC for its backward;
     * the graph signature (SHA-256 of the CSR, the tuning cache's key):
@@ -267,7 +267,7 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     a tuned entry names, so no compilation happens inside an epoch.
 
     Args:
-        view: the forward or transposed :class:`~gnnbench.graph.GraphView`.
+        view: the forward or transposed :class:`~gnnbench.runtime.graph.GraphView`.
         cache_path: tuning cache file (default: ``$GNNBENCH_CACHE`` or
             ``~/.cache/gnnbench``, ``isplib-tuning.json``).
     """

@@ -51,7 +51,7 @@ class _Structure:
     """A CSR sparsity pattern's views for both directions, prepared for isplib (Note [adjacency cache])."""
 
     def __init__(self, crow: torch.Tensor, col: torch.Tensor, shape: tuple[int, int]):
-        from gnnbench.graph import GraphView
+        from gnnbench.runtime.graph import GraphView
         from gnnbench.systems.isplib import tuning
         from gnnbench.systems.isplib.prepared import IsplibGraph
 

@@ -89,7 +89,7 @@ import numba
 import numpy as np
 
 from gnnbench.errors import UserError
-from gnnbench.graph import Graph, GraphView
+from gnnbench.runtime.graph import Graph, GraphView
 from gnnbench.systems.isplib.variant import KERNELS, PARTITIONS, Variant, default_variant, run_variant
 
 __all__ = ["TuneResult", "TuneTask", "tune", "tune_keys", "cache_file", "cpu_fingerprint", "lookup", "entry_key",
@@ -216,7 +216,7 @@ class TuneTask:
     """One kernel path to tune on one graph view (Note [tuning key]).
 
     Args:
-        view: the forward or transposed :class:`~gnnbench.graph.GraphView`.
+        view: the forward or transposed :class:`~gnnbench.runtime.graph.GraphView`.
         weighting: one of :data:`WEIGHTINGS`.
         reduce: ``"sum"`` or ``"mean"``.
         width: flattened feature width ``H * D``.

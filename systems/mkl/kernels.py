@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gnnbench.graph import GraphView
+from gnnbench.runtime.graph import GraphView
 
 __all__ = ["CsrGraph", "prepare", "report", "spmm_sum", "spmm_sum_backward", "spmm_weight_backward",
            "spmm_max", "spmm_max_backward", "spmm_max_weight_backward", "sddmm_dot", "sddmm_add",

@@ -110,7 +110,7 @@ def _coerce(key: str, value):
 VERIFY_OPTIONS = {"arithmetic": "float32"}
 #: ... and the default int32 mode, which differs only in the PIM aggregations, is checked
 #: against its own dequantised expectation and a stated error bound (Note [quantised
-#: verification] in gnnbench/verify_quantised.py).
+#: verification] in gnnbench/check/quantised.py).
 VERIFY_QUANTISED = {"options": {"arithmetic": "int32"},
                     "quantisation_scales": lambda: (ACCOUNTING.last_quantisation["x_scale"],
                                                     ACCOUNTING.last_quantisation["w_scale"])}

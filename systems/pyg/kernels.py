@@ -40,7 +40,7 @@ import torch_geometric
 from torch_geometric.utils import scatter, softmax, spmm
 
 from gnnbench.errors import UserError
-from gnnbench.graph import GraphView
+from gnnbench.runtime.graph import GraphView
 
 __all__ = ["PygGraph", "prepare", "configure", "report", "spmm_sum", "spmm_sum_backward",
            "spmm_weight_backward", "spmm_max", "spmm_max_backward", "spmm_max_weight_backward",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from gnnbench.graph import GraphView
+from gnnbench.runtime.graph import GraphView
 
 
 @dataclass(frozen=True)

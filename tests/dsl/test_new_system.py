@@ -8,9 +8,9 @@ import torch
 
 from gnnbench.cli import main as cli
 from gnnbench.frameworks.torch_frontend import TorchFrontend
-from gnnbench.glue import BoundGraph
-from gnnbench.harness import TaskSpec, train
-from gnnbench.registry import load_system
+from gnnbench.runtime.glue import BoundGraph
+from gnnbench.run.harness import TaskSpec, train
+from gnnbench.runtime.registry import load_system
 from tests.graphs import adversarial_graphs
 
 KERNELS = '''

@@ -113,8 +113,8 @@ def karate():
 
 
 def _loss_and_grads(F, model, graph, params_np, data, system="reference"):
-    from gnnbench.glue import BoundGraph
-    from gnnbench.registry import load_system
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
 
     bound = BoundGraph(graph, load_system(system, F.name))
     params = {k: F.parameter(v) for k, v in params_np.items()}
@@ -146,7 +146,7 @@ def test_models_compute_the_same_function_and_gradients_as_under_torch(frontends
 
 def _harness_cases():
     """All four models on reference; the first model each other system with TensorFlow glue supports."""
-    from gnnbench.registry import list_systems
+    from gnnbench.runtime.registry import list_systems
 
     needs = {"gcn": ({"spmm"},), "gin": ({"spmm"},), "sage": ({"spmm"},),
              "gat": ({"gat_aggregate"}, {"sddmm", "edge_softmax", "spmm"})}
@@ -161,7 +161,7 @@ def _harness_cases():
 
 @pytest.mark.parametrize("system,name", _harness_cases())
 def test_harness_trains_under_tensorflow(system, name):
-    from gnnbench.harness import TaskSpec, train
+    from gnnbench.run.harness import TaskSpec, train
 
     row = train(TaskSpec(system=system, model=name, dataset="karate", framework="tensorflow", epochs=20, warmup=2,
                          lr=0.05))
@@ -191,8 +191,8 @@ def test_cora_accuracy_matches_torch_within_one_point(name):
     the difference of two five-seed means has a standard error of about 0.6
     points (seeds 0-4 alone gave 1.04 points, seeds 5-14 -0.27).
     """
-    from gnnbench.harness import TaskSpec
-    from gnnbench.runner import run_task
+    from gnnbench.run.harness import TaskSpec
+    from gnnbench.run.runner import run_task
 
     data_dir = planetoid_dir()
     if data_dir is None:

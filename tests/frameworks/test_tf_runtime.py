@@ -13,10 +13,10 @@ tf = pytest.importorskip("tensorflow")
 
 import torch  # noqa: E402
 
-from gnnbench.boundary import KernelDecl, arg  # noqa: E402
+from gnnbench.runtime.boundary import KernelDecl, arg  # noqa: E402
 from gnnbench.errors import BoundaryError  # noqa: E402
 from gnnbench.frameworks.tf_runtime import GradContext, data_pointer, run, to_view  # noqa: E402
-from gnnbench.graph import Graph  # noqa: E402
+from gnnbench.runtime.graph import Graph  # noqa: E402
 
 GRAPH = Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 1], 3)
 
@@ -178,7 +178,7 @@ def test_grad_context_drops_absent_inputs_and_knows_what_the_tape_records():
 
 # ----------------------------------------------------------------- same kernels, same bits
 def _systems_with_both_glues():
-    from gnnbench.registry import list_systems
+    from gnnbench.runtime.registry import list_systems
 
     return [s.name for s in list_systems() if s.kind == "kernel" and {"torch", "tensorflow"} <= set(s.frameworks)
             and s.unavailable_reason("tensorflow") is None]
@@ -191,7 +191,7 @@ def _random_graph():
 
 
 def _case_inputs(case, graph, rng):
-    from gnnbench.conformance import OpCase  # noqa: F401  (the cases' shapes)
+    from gnnbench.check.conformance import OpCase  # noqa: F401  (the cases' shapes)
 
     arrays = case.inputs(graph, 2, 5, rng)
     # random float32 values (not the exact grid) so that equality is a real bit-for-bit claim
@@ -201,9 +201,9 @@ def _case_inputs(case, graph, rng):
 
 @pytest.mark.parametrize("system", _systems_with_both_glues())
 def test_kernel_outputs_and_gradients_match_torch_bit_for_bit(system):
-    from gnnbench.conformance import OP_CASES
-    from gnnbench.glue import BoundGraph
-    from gnnbench.registry import load_system
+    from gnnbench.check.conformance import OP_CASES
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
 
     torch_glue, tf_glue = load_system(system, "torch"), load_system(system, "tensorflow")
     graph = _random_graph()
@@ -273,8 +273,8 @@ def spmm_sum(graph, x, weight, out, *, reduce):
 
 def test_generated_tensorflow_glue_of_a_new_system(tmp_path, monkeypatch):
     from gnnbench.cli import main as cli
-    from gnnbench.glue import BoundGraph
-    from gnnbench.registry import load_system
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
 
     name = "tfglue_demo"
     folder = tmp_path / "systems" / name

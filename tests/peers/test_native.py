@@ -14,11 +14,11 @@ import torch
 from gnnbench.datasets import load_dataset
 from gnnbench.errors import UserError
 from gnnbench.frameworks import get_frontend
-from gnnbench.glue import BoundGraph
-from gnnbench.harness import TaskSpec, train
+from gnnbench.runtime.glue import BoundGraph
+from gnnbench.run.harness import TaskSpec, train
 from gnnbench.models import get_model
 from gnnbench.peers import build_native
-from gnnbench.registry import load_system
+from gnnbench.runtime.registry import load_system
 
 DATASET = "sbm:nodes=150,classes=3,features=8,degree=6,seed=1"
 MODELS = ["gcn", "gat", "gin", "sage"]
@@ -80,7 +80,7 @@ def test_unknown_model_is_refused():
 
 def test_directed_graph_gcn_norm_difference_is_pyg_only():
     """On a directed graph PyG normalises by in-degrees only; DGL's norm='both' is gnnbench's."""
-    from gnnbench.graph import Graph
+    from gnnbench.runtime.graph import Graph
 
     src, dst = np.array([0, 0, 0, 1, 2, 3]), np.array([1, 2, 3, 0, 0, 1])
     graph = Graph.from_edges(src, dst, 4).with_self_loops()

@@ -4,7 +4,7 @@ The system declares ``arrays numpy``, as a C or Numba kernel would, and writes
 one element beyond the end of ``out`` through a raw pointer, the classic
 ``<=`` loop bound. NumPy cannot stop it: the write lands in whatever memory
 follows the framework's allocation. Only the conformance suite's guarded
-runtime (Note [guarded runtime] in ``gnnbench/conformance.py``), which puts
+runtime (Note [guarded runtime] in ``gnnbench/check/conformance.py``), which puts
 canaries after every output, sees it. Never run this system unguarded.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `dgl` system: conformance in float32 (float64 runs in tests/test_conformance.py), edge ids, availability."""
+"""The `dgl` system: conformance in float32 (float64 runs in tests/check/test_conformance.py), edge ids, availability."""
 from __future__ import annotations
 
 import importlib.util
@@ -10,10 +10,10 @@ import torch
 if importlib.util.find_spec("dgl") is None:
     pytest.skip("DGL is not installed (pip install dgl==2.1.0 pandas)", allow_module_level=True)
 
-from gnnbench.conformance import adversarial_graphs, run_suite  # noqa: E402
+from gnnbench.check.conformance import adversarial_graphs, run_suite  # noqa: E402
 from gnnbench.frameworks.torch_frontend import TorchFrontend  # noqa: E402
-from gnnbench.glue import BoundGraph  # noqa: E402
-from gnnbench.registry import load_system  # noqa: E402
+from gnnbench.runtime.glue import BoundGraph  # noqa: E402
+from gnnbench.runtime.registry import load_system  # noqa: E402
 
 
 @pytest.mark.parametrize("operator", ["spmm", "sddmm", "edge_softmax"])
@@ -61,7 +61,7 @@ def test_max_ties_go_to_the_first_edge_and_libxsmm_is_restored():
 
 def test_systems_lists_exactly_what_is_missing(monkeypatch):
     from gnnbench.cli import systems
-    from gnnbench.registry import forget_systems
+    from gnnbench.runtime.registry import forget_systems
 
     real = importlib.util.find_spec
     hidden = {"dgl", "pandas"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 
 
 def awkward_graph(index_dtype, seed: int = 0) -> Graph:

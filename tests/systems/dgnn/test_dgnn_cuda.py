@@ -13,7 +13,7 @@ import pytest
 import torch
 from .dgnn_reference import awkward_graph, random_inputs, reference_grads
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.dgnn import gat_fused, gat_fused_backward
 
 HERE = Path(__file__).parent
@@ -78,7 +78,7 @@ import numpy as np
 from numba import cuda
 sys.path.insert(0, sys.argv[1])
 from dgnn_reference import random_inputs, reference_grads
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.dgnn import cuda as dc
 src = [1] * 40 + [0] * 35 + [3, 2, 4]
 dst = [0] * 40 + [2] * 35 + [3, 1, 3]

@@ -9,7 +9,7 @@ from .dgnn_reference import awkward_graph, random_inputs, reference_grads
 from numba.core.runtime import _nrt_python, rtsys
 
 from gnnbench.errors import BoundaryError
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.dgnn import gat_fused, gat_fused_backward, kernels, prepare, warm_up
 
 SLOPE = 0.2

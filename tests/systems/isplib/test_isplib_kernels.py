@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.isplib import kernels as K
 from gnnbench.systems.isplib.prepared import balanced_bounds, prepare, row_bounds
 from gnnbench.systems.isplib.variant import KERNELS, PARTITIONS, Variant

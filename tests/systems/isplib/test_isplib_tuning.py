@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.errors import UserError
 from gnnbench.systems import isplib
 from gnnbench.systems.isplib import kernels as K

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from gnnbench.cli import main
-from gnnbench.conformance import run_suite
+from gnnbench.check.conformance import run_suite
 from gnnbench.errors import UnavailableError
 from gnnbench.dsl.parse import load_spec
-from gnnbench.registry import load_system, system_info
+from gnnbench.runtime.registry import load_system, system_info
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="cusparse needs a CUDA GPU; none here")
 without_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")

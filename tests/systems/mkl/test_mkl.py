@@ -1,14 +1,14 @@
-"""The `mkl` system: conformance in float32 (float64 runs in tests/test_conformance.py) and its CSR format."""
+"""The `mkl` system: conformance in float32 (float64 runs in tests/check/test_conformance.py) and its CSR format."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from gnnbench.conformance import adversarial_graphs, run_suite
+from gnnbench.check.conformance import adversarial_graphs, run_suite
 from gnnbench.frameworks.torch_frontend import TorchFrontend
-from gnnbench.glue import BoundGraph
-from gnnbench.registry import load_system
+from gnnbench.runtime.glue import BoundGraph
+from gnnbench.runtime.registry import load_system
 
 
 @pytest.mark.parametrize("operator", ["spmm", "sddmm", "edge_softmax"])
@@ -51,9 +51,9 @@ def test_parallel_self_loops_on_one_node_do_not_crash_the_vendor_sddmm():
     import torch
 
     from gnnbench.frameworks import get_frontend
-    from gnnbench.glue import BoundGraph
-    from gnnbench.graph import Graph
-    from gnnbench.registry import load_system
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.graph import Graph
+    from gnnbench.runtime.registry import load_system
 
     graph = Graph.from_edges(np.zeros(3, np.int64), np.zeros(3, np.int64), 1, np.int32)
     F = get_frontend("torch", "cpu", "float64")

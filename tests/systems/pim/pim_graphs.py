@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.pim.machine import DEFAULT_MACHINE_PATH, load_machine
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gnnbench.graph import Graph
+from gnnbench.runtime.graph import Graph
 from gnnbench.systems.pim.costmodel import estimate
 from gnnbench.systems.pim.errors import PimInfeasibleError
 from gnnbench.systems.pim.hostrates import HostRates

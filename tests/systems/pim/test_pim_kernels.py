@@ -271,7 +271,7 @@ def test_cli_strings_are_parsed():
 def test_verify_checks_the_default_int32_mode_against_its_dequantised_expectation():
     """Note [quantised verification]: int32 is the default mode, and the mode verify checks besides float32."""
     from gnnbench.systems.pim import kernels as pim_kernels
-    from gnnbench.verify_quantised import quantised_labels
+    from gnnbench.check.quantised import quantised_labels
 
     assert pim_kernels._DEFAULTS["arithmetic"] == pim_kernels.VERIFY_QUANTISED["options"]["arithmetic"] == "int32"
     assert quantised_labels("pim") == ["spmm(reduce=sum, arithmetic=int32)", "spmm(reduce=sum, weight, arithmetic=int32)",
@@ -282,7 +282,7 @@ def test_verify_checks_the_default_int32_mode_against_its_dequantised_expectatio
 
 @pytest.mark.slow
 def test_int32_mode_stays_within_its_stated_bound():
-    from gnnbench.verify_quantised import check_quantised
+    from gnnbench.check.quantised import check_quantised
 
     row = check_quantised("pim", "spmm(reduce=sum, weight, arithmetic=int32)", threads=1)
     assert row.status == "passed", row.failures

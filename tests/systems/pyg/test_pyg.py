@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from gnnbench.conformance import run_suite
+from gnnbench.check.conformance import run_suite
 from gnnbench.errors import UserError
-from gnnbench.registry import load_system
+from gnnbench.runtime.registry import load_system
 
 pytest.importorskip("torch_geometric")
 
@@ -41,7 +41,7 @@ def test_options_are_checked(aggr):
 
 
 def test_run_takes_the_option_and_reports_it():
-    from gnnbench.harness import TaskSpec, train
+    from gnnbench.run.harness import TaskSpec, train
 
     row = train(TaskSpec("pyg", "sage", "sbm:nodes=120,classes=3,features=8,degree=5", epochs=4, warmup=1,
                          system_options=(("aggr", "spmm"),)))

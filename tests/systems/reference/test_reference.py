@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from gnnbench.frameworks.torch_frontend import TorchFrontend
-from gnnbench.glue import BoundGraph
-from gnnbench.registry import load_system
+from gnnbench.runtime.glue import BoundGraph
+from gnnbench.runtime.registry import load_system
 from tests.graphs import adversarial_graphs
 
 F = TorchFrontend(dtype="float64")

@@ -1,0 +1,258 @@
+"""verify's model check: the four framework-neutral models against an independent dense float64 formulation.
+
+Note [model check]
+    A system and ``reference`` share the models (``models/*.py``), so end-to-end
+    parity cannot see a bug in a model: GCN normalised as ``D^-1 A`` instead of
+    ``D^-1/2 A D^-1/2`` trains identically on both. The model check runs each
+    model on the system under test (its kernels, its float dtype, no dropout)
+    and compares the logits and every parameter gradient of ``sum(logits * R)``
+    (``R`` a fixed random matrix) with a dense float64 formulation written
+    here from the papers' equations, independent of the system API:
+
+    * GCN: ``X' = D_in^-1/2 Â D_out^-1/2 X W + b`` with ``Â = A + I`` (one loop
+      added where a node lacks one; ``Â[i, j]`` counts the edges ``j -> i``);
+      on an undirected graph this is Kipf & Welling's ``D^-1/2 Â D^-1/2``.
+    * GIN-0: ``MLP(X + A X)``, MLP = Linear, ReLU, Linear.
+    * SAGE (mean): ``X W_r + (D_in^-1 A X) W_n + b``, an empty row giving 0.
+    * GAT: ``alpha_ij = C_ij exp(e_ij) / sum_k C_ik exp(e_ik)`` over ``Â``'s edges with
+      multiplicity ``C``, ``e_ij = LeakyReLU_0.2(a_s . h_j + a_d . h_i)``, heads
+      concatenated, ELU between layers.
+    * weighted GCN (verify's own probe): ``A_w X W + b`` with asymmetric random
+      edge weights, so that a backward reading the weight at the wrong edge
+      position (``w[p]`` for ``w[edge_ids[p]]`` on the transposed view) shows in
+      ``grad W`` even where GCN's own weights are symmetric.
+
+    Each runs on a small undirected and a small directed graph (with a
+    parallel edge and a loop), two layers with hidden width 17, three heads
+    for GAT. ``models`` may name another model table (``"module:attribute"``),
+    which is how ``tests/demo_systems/demo_gcn_row_norm`` shows that a broken
+    model is caught.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+import numpy as np
+
+from gnnbench.check.conformance import CaseResult, Tolerance, _nullcontext, _torch_threads, compare, guarded
+from gnnbench.runtime.graph import Graph
+
+__all__ = ["MODEL_CHECK_NAMES", "MODEL_TOLERANCES", "check_model", "model_graphs", "dense_forward"]
+
+MODEL_CHECK_NAMES = ("gcn", "gin", "sage", "gat", "weighted-gcn")
+#: logits and gradients vs the dense oracle; atol is relative to the largest expected magnitude. float64
+#: is limited to ~1e-7 because ``Graph.gcn_norm`` stores GCN's edge weights as float32 whatever the run's
+#: dtype (gnnbench/runtime/graph.py); a normalisation bug is off by far more (tens of percent).
+MODEL_TOLERANCES = {"float64": Tolerance(rtol=1e-6, atol=1e-7), "float32": Tolerance(rtol=2e-4, atol=2e-5)}
+_IN, _HIDDEN, _CLASSES, _HEADS = 9, 17, 5, 3
+
+
+def model_graphs(index_dtype=np.int64) -> dict[str, Graph]:
+    """A small undirected graph (with an isolated node) and a directed one with a parallel edge and a loop."""
+    rng = np.random.default_rng(7)
+    n = 24
+    pairs = {(int(a), int(b)) for a, b in rng.integers(0, n - 1, (40, 2)) if a != b}
+    src = np.array([a for a, b in pairs] + [b for a, b in pairs], np.int64)
+    dst = np.array([b for a, b in pairs] + [a for a, b in pairs], np.int64)
+    undirected = Graph.from_edges(src, dst, n, index_dtype)
+    dsrc, ddst = rng.integers(0, n, 60), rng.integers(0, n, 60)
+    directed = Graph.from_edges(np.r_[dsrc, dsrc[:1], 3], np.r_[ddst, ddst[:1], 3], n, index_dtype)
+    return {"undirected": undirected, "directed": directed}
+
+
+def _random_weights(graph: Graph) -> np.ndarray:
+    rng = np.random.default_rng(graph.num_edges)
+    return rng.uniform(0.25, 2.0, graph.num_edges) * np.where(rng.random(graph.num_edges) < 0.3, -1.0, 1.0)
+
+
+def _model_table(models: str | None) -> dict[str, Any]:
+    if models is None:
+        from gnnbench.models import MODELS
+
+        table = dict(MODELS)
+    else:
+        module, _, attribute = models.partition(":")
+        table = dict(getattr(importlib.import_module(module), attribute))
+    table["weighted-gcn"] = _weighted_gcn(table["gcn"])
+    return table
+
+
+def _weighted_gcn(gcn):
+    from gnnbench.models.base import Conv, glorot, zeros
+
+    class WeightedGCN(gcn):
+        name = "weighted-gcn"
+        self_loops = False
+
+        def conv(self, index, in_dim, out_dim):
+            def forward(F, p, graph, x):
+                w = F.graph_tensor(graph, "verify_random_weight", _random_weights(graph.graph))
+                return F.add(F.spmm(graph, F.matmul(x, p["weight"]), w, reduce="sum"), p["bias"])
+
+            return Conv({"weight": ((in_dim, out_dim), glorot), "bias": ((out_dim,), zeros)}, forward)
+
+    return WeightedGCN
+
+
+def _hyper(model_cls):
+    from dataclasses import replace
+
+    return replace(model_cls.defaults, hidden=_HIDDEN, layers=2, heads=_HEADS, dropout=0.0)
+
+
+# ----------------------------------------------------------------- the dense oracle
+def dense_forward(name: str, graph: Graph, params: dict, x):
+    """Logits of model ``name`` from its paper's equations with dense float64 torch tensors (Note [model check])."""
+    import torch
+
+    n = graph.num_nodes
+    src, dst = (torch.from_numpy(a.astype(np.int64)) for a in graph.edges())
+    counts = torch.zeros(n, n, dtype=torch.float64).index_put_((dst, src), torch.ones(len(src), dtype=torch.float64),
+                                                               accumulate=True)
+    if name in ("gcn", "gat"):
+        counts = counts + torch.diag((torch.diagonal(counts) == 0).to(torch.float64))
+    p = lambda i, k: params[f"conv{i}.{k}"]  # noqa: E731
+    h = x
+    for i in range(2):
+        last = i == 1
+        if name == "gcn":
+            d_in, d_out = counts.sum(1).clamp(min=1), counts.sum(0).clamp(min=1)
+            norm = d_in.rsqrt()[:, None] * counts * d_out.rsqrt()[None, :]
+            h = norm @ (h @ p(i, "weight")) + p(i, "bias")
+        elif name == "weighted-gcn":
+            weights = torch.zeros(n, n, dtype=torch.float64).index_put_(
+                (dst, src), torch.from_numpy(_random_weights(graph)), accumulate=True)
+            h = weights @ (h @ p(i, "weight")) + p(i, "bias")
+        elif name == "gin":
+            z = torch.relu((h + counts @ h) @ p(i, "weight1") + p(i, "bias1"))
+            h = z @ p(i, "weight2") + p(i, "bias2")
+        elif name == "sage":
+            mean = (counts @ h) / counts.sum(1).clamp(min=1)[:, None]
+            h = h @ p(i, "weight_root") + mean @ p(i, "weight_neigh") + p(i, "bias")
+        elif name == "gat":
+            heads = 1 if last else _HEADS
+            z = (h @ p(i, "weight")).reshape(n, heads, -1)
+            s_src, s_dst = (z * p(i, "att_src")).sum(-1), (z * p(i, "att_dst")).sum(-1)
+            e = torch.nn.functional.leaky_relu(s_dst[:, None, :] + s_src[None, :, :], 0.2)   # [i, j, h]
+            mask = (counts > 0)[:, :, None]
+            e = torch.where(mask, e, torch.full_like(e, -torch.inf))
+            weight = counts[:, :, None] * torch.exp(e - e.amax(1, keepdim=True).nan_to_num(neginf=0.0))
+            alpha = weight / weight.sum(1, keepdim=True).clamp(min=1e-300)
+            h = torch.einsum("ijh,jhc->ihc", alpha, z).reshape(n, -1) + p(i, "bias")
+        else:
+            raise ValueError(f"no dense formulation for model '{name}'")
+        if not last:
+            h = torch.nn.functional.elu(h) if name == "gat" else torch.relu(h)
+    return h
+
+
+# ----------------------------------------------------------------- the check
+def check_model(system: str, name: str, *, dtype: str = "float64", framework: str = "torch", device: str = "cpu",
+                threads: int | None = None, guard: bool = True, models: str | None = None,
+                on_case=None) -> CaseResult:
+    """Model ``name`` on ``system`` vs :func:`dense_forward`: logits and every parameter gradient, per graph."""
+    import torch
+
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
+
+    row = CaseResult(f"model {name}")
+    if framework != "torch":
+        row.status, row.reason = "skipped", f"the model check runs under torch (got {framework})"
+        return row
+    begin = time.perf_counter()
+    glue = load_system(system, framework, device)
+    model_cls = _model_table(models)[name]
+    F = get_frontend("torch", device, dtype)
+    tol = MODEL_TOLERANCES[dtype]
+    rng = np.random.default_rng(11)
+    for graph_name, base in model_graphs(np.int32).items():
+        graph = base.with_self_loops() if model_cls.self_loops else base
+        where = f"'{graph_name}' (int32, N={graph.num_nodes}, E={graph.num_edges}, F={_IN}->{_HIDDEN}->{_CLASSES}, " \
+                f"{dtype})"
+        if on_case:
+            on_case(where)
+        model = model_cls(_IN, _CLASSES, _hyper(model_cls))
+        initial = {k: v.astype(np.float64) for k, v in model.init_params(3).items()}
+        x = rng.uniform(-1, 1, (graph.num_nodes, _IN))
+        r = rng.uniform(-1, 1, (graph.num_nodes, _CLASSES))
+        row.cases += 1
+        # the system: the shared model on its kernels, in its dtype
+        params = {k: F.parameter(v) for k, v in initial.items()}
+        problems = []
+        try:
+            with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
+                logits = model.forward(F, params, BoundGraph(graph, glue), F.tensor(x), False)
+                grads = torch.autograd.grad((logits * F.tensor(r)).sum(), list(params.values()))
+        except Exception as err:  # noqa: BLE001 - a failing system is a finding
+            text = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+            problems.append(f"{row.operator} on {where}: raised {type(err).__name__}: {text}")
+        else:
+            ref_params = {k: torch.from_numpy(v).requires_grad_(True) for k, v in initial.items()}
+            ref_logits = dense_forward(name, graph, ref_params, torch.from_numpy(x))
+            ref_grads = torch.autograd.grad((ref_logits * torch.from_numpy(r)).sum(), list(ref_params.values()))
+            pairs = [("logits", logits, ref_logits)] + [(f"grad {k}", g, rg) for k, g, rg in
+                                                         zip(params, grads, ref_grads)]
+            for quantity, got, want in pairs:
+                want = want.detach().numpy()
+                scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want).max(initial=0.0))))
+                bad = compare(got.detach().cpu().numpy(), want, scaled)
+                if bad:
+                    problems.append(f"{row.operator} {quantity} on {where}: {bad}")
+            if graph_name == "undirected" and name in _NATIVE_MODELS:
+                problems += _native_problems(row.operator, name, model, graph, initial, x, ref_logits, where)
+        if problems:
+            row.status, row.failed_cases = "failed", row.failed_cases + 1
+            row.failed_graphs.append(graph_name)
+            row.failures.extend(problems[:3])
+    row.seconds = time.perf_counter() - begin
+    if row.status == "passed":
+        natives = [n for n in _installed_natives()] if name in _NATIVE_MODELS else []
+        row.detail = (f"logits and {len(initial)} parameter gradients vs dense float64, undirected and directed"
+                      + (f"; dense logits vs {' and '.join(natives)} on undirected" if natives else ""))
+    return row
+
+
+_NATIVE_MODELS = ("gcn", "gin", "sage", "gat")
+
+
+def _installed_natives() -> list[str]:
+    import importlib.util
+
+    from gnnbench.runtime.registry import NATIVE_SYSTEMS
+
+    return [n for n, entry in NATIVE_SYSTEMS.items() if all(importlib.util.find_spec(p) for p in entry["requires"])]
+
+
+def _native_problems(label, name, model, graph, initial, x, ref_logits, where) -> list[str]:
+    """The dense formulation's logits against PyG's and DGL's own layers (float64), where installed.
+
+    Undirected graph only: PyG's ``gcn_norm`` uses the in-degree on both ends, so on a directed graph
+    its GCN is a different function by design (ours and DGL's ``norm='both'`` use in- and out-degree).
+    Parameter gradients are compared against the dense formulation only (the natives' parameters are
+    laid out differently).
+    """
+    import torch
+
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.peers import build_native
+
+    F = get_frontend("torch", "cpu", "float64")
+    problems = []
+    want = ref_logits.detach().numpy()
+    for native in _installed_natives():
+        try:
+            _, forward = build_native(native, model, graph, initial, F, F.tensor(x))
+            with torch.no_grad():
+                got = forward(False).detach().numpy()
+        except Exception as err:  # noqa: BLE001 - a peer that cannot build the layer is reported
+            problems.append(f"{label} logits on {where} vs {native}: raised {type(err).__name__}: {err}")
+            continue
+        scaled = Tolerance(1e-6, 1e-7 * max(1.0, float(np.abs(want).max(initial=0.0))))
+        bad = compare(got, want, scaled)
+        if bad:
+            problems.append(f"{label} dense formulation vs {native} logits on {where}: {bad}")
+    return problems

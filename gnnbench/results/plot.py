@@ -1,0 +1,198 @@
+"""Figures of stored runs: epoch time, peak memory and scaling with graph size.
+
+:func:`plot` draws three figures from the results frame
+(:func:`gnnbench.load_results`, or rows of the results store), each written as
+PNG and SVG:
+
+* ``epoch_time``: grouped bars, one group per dataset x model x framework and
+  one bar per system, at the median epoch time with error bars from the first
+  to the third quartile of the raw samples;
+* ``peak_memory``: the same layout for peak memory in MiB;
+* ``scaling``: median epoch time against the number of edges, one line per
+  system (and model and framework when there are several), on log-log axes.
+
+Only successful runs are drawn, the latest one per group and system, as in
+:func:`gnnbench.results.compare.compare`. matplotlib is optional (``gnnbench[plot]``)
+and imported only here; figures are built with the object-oriented API, so
+nothing touches pyplot's global state or the user's backend.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gnnbench.errors import UserError
+from gnnbench.run.measurement import Measurement
+
+__all__ = ["plot", "FIGURES"]
+
+FIGURES = ("epoch_time", "peak_memory", "scaling")
+_GROUP = ("dataset", "model", "framework")
+_MIB = float(1 << 20)
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure  # noqa: F401  (checks the OO API imports)
+    except ImportError:
+        raise UserError("plotting needs matplotlib: pip install 'gnnbench[plot]'") from None
+    return matplotlib
+
+
+def _latest_ok(data: Any) -> dict[tuple, dict[str, Mapping[str, Any]]]:
+    """group key -> system -> its latest run (:func:`gnnbench.results.compare.latest_runs`), successful runs only."""
+    from gnnbench.results.compare import latest_runs
+
+    latest: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    for row in latest_runs(data, _GROUP):
+        key = tuple(row.get(g) for g in _GROUP)
+        runs = latest.setdefault(key, {})
+        if (row.get("status") or "ok") == "ok":
+            runs[row.get("system") or "?"] = row
+    return latest
+
+
+def _quartiles(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """(q1, median, q3) of the epoch times (:class:`~gnnbench.run.measurement.Measurement`), or None."""
+    m = Measurement.from_row(row)
+    return None if m.empty else m.quartiles
+
+
+def _short(value: Any) -> str:
+    """``rmat:classes=8,edges=131072,...,nodes=16384`` -> ``rmat n=16384 e=131072``: tick labels stay legible."""
+    text = str(value)
+    kind, sep, params = text.partition(":")
+    if not sep:
+        return text
+    pairs = dict(p.split("=", 1) for p in params.split(",") if "=" in p)
+    shown = [f"{k[0]}={pairs[k]}" for k in ("nodes", "edges") if k in pairs]
+    return " ".join([kind, *shown]) if shown else kind
+
+
+def _label(key: Sequence[Any]) -> str:
+    return "\n".join(_short(v) for v in key if v is not None)
+
+
+def _save(fig: Any, out_dir: Path, name: str) -> list[Path]:
+    paths = []
+    for ext in ("png", "svg"):
+        path = out_dir / f"{name}.{ext}"
+        # Fixed metadata and hash salt keep the SVG byte-identical across runs.
+        meta = {"Date": None} if ext == "svg" else {"Software": "gnnbench"}
+        fig.savefig(path, format=ext, dpi=120, metadata=meta)
+        paths.append(path)
+    return paths
+
+
+def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], systems: list[str],
+          value: Any, ylabel: str, title: str) -> Any:
+    """A grouped bar chart; ``value(row)`` gives ``(low, height, high)`` or None.
+
+    Each group packs only the systems it has; a system keeps its colour
+    (``C{index in systems}``) in every group and every figure.
+    """
+    keys = [k for k in groups if groups[k]]
+    most = max(len(groups[k]) for k in keys)
+    fig = Figure(figsize=(max(6.0, 0.35 * most * len(keys) + 3), 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    heights, drawn = [], set()
+    for x, key in enumerate(keys):
+        present = [s for s in systems if s in groups[key] and value(groups[key][s]) is not None]
+        width = 0.8 / max(1, len(present))
+        for j, system in enumerate(present):
+            row = groups[key][system]
+            low, h, high = value(row)
+            unverified = system != "reference" and row.get("verified") != "passed"
+            ax.bar(x - 0.4 + width * (j + 0.5), h, width, color=f"C{systems.index(system) % 10}",
+                   yerr=[[h - low], [high - h]] if high > low else None, capsize=3,
+                   hatch="//" if unverified else None, label=None if system in drawn else system)
+            drawn.add(system)
+            heights += [h] if h > 0 else []
+    if heights and max(heights) / min(heights) > 100:  # datasets of very different size share the axis
+        ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(keys)), [_label(k) for k in keys])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title + ("; hatched: not verified" if any(
+        s != "reference" and r.get("verified") != "passed" for g in groups.values() for s, r in g.items())
+        else ""))
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: systems.index(labels[i]))
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def _scaling(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], systems: list[str]) -> Any:
+    series: dict[tuple, list[tuple[float, float, float, float]]] = {}
+    for (_, model, framework), runs in groups.items():
+        for system, row in runs.items():
+            q = _quartiles(row)
+            if q is not None and row.get("dataset_edges"):
+                series.setdefault((system, model, framework), []).append((row["dataset_edges"], *q))
+    several = len({(m, f) for _, m, f in series}) > 1
+    fig = Figure(figsize=(8.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    styles = {}  # with several models or frameworks, a system keeps its colour and the line style varies
+    for (system, model, framework), points in sorted(
+            series.items(), key=lambda p: (systems.index(p[0][0]), str(p[0][1]), str(p[0][2]))):
+        edges, q1, med, q3 = np.array(sorted(points)).T
+        style = styles.setdefault((model, framework), ("-", "--", ":", "-.")[len(styles) % 4])
+        label = f"{system} ({model}, {framework})" if several else system
+        ax.errorbar(edges, med, yerr=[med - q1, q3 - med], marker="o", capsize=3, label=label,
+                    color=f"C{systems.index(system) % 10}", linestyle=style)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("edges")
+    ax.set_ylabel("median epoch time (s)")
+    ax.set_title("Epoch time against graph size")
+    ax.grid(alpha=0.3, which="both")
+    if series:  # outside the axes: the lines cross the whole plot
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    return fig
+
+
+def plot(data: Any, out_dir: str | os.PathLike) -> list[Path]:
+    """Writes the three figures of :data:`FIGURES` as PNG and SVG under ``out_dir``.
+
+    Args:
+        data: the results frame (:func:`gnnbench.load_results`), or runs as
+            returned by ``ResultsStore.rows()``.
+        out_dir (str or Path): folder for the files; created if missing.
+
+    Returns:
+        The six written paths, PNG before SVG, in :data:`FIGURES` order.
+
+    Raises:
+        UserError: matplotlib is missing, or no run succeeded.
+    """
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
+
+    latest = _latest_ok(data)
+    groups = {k: latest[k] for k in sorted(latest, key=lambda k: tuple(map(str, k)))}
+    systems = sorted({s for g in groups.values() for s in g}, key=lambda s: (s != "reference", s))
+    if not systems:
+        raise UserError("nothing to plot: none of the selected runs succeeded (status 'ok')")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def memory(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
+        b = row.get("peak_memory_bytes")
+        return None if b is None else (b / _MIB,) * 3
+
+    paths = []
+    with matplotlib.rc_context({"svg.hashsalt": "gnnbench"}):
+        figures = {
+            "epoch_time": _bars(Figure, groups, systems, _quartiles, "median epoch time (s)",
+                                "Epoch time (median, whiskers: quartiles)"),
+            "peak_memory": _bars(Figure, groups, systems, memory, "peak memory (MiB)", "Peak memory"),
+            "scaling": _scaling(Figure, groups, systems),
+        }
+        for name in FIGURES:
+            paths += _save(figures[name], out, name)
+    return paths

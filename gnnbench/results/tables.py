@@ -1,0 +1,115 @@
+"""One way to show a table: rich on a terminal, plain text, markdown, CSV or HTML elsewhere.
+
+Commands and benchmarks build a :class:`Table` (header, rows of text cells,
+which columns are numeric, footnotes) and hand it to :func:`print_table` or
+:meth:`Table.render`; none of them aligns columns by hand. On a terminal
+:func:`print_table` draws it with rich; piped or redirected it writes the plain
+``text`` rendering, so scripts and ``grep`` see no colour codes or box glyphs.
+``--json`` output never goes through here.
+
+Renderings: ``text`` and ``markdown`` through tabulate (``simple`` and ``pipe``,
+numeric columns right-aligned), ``html`` through tabulate's escaping ``html``
+format, ``csv`` through the :mod:`csv` module.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from gnnbench.errors import UserError
+
+__all__ = ["Table", "print_table", "FORMATS", "fmt_number"]
+
+FORMATS = ("text", "markdown", "csv", "html")
+
+
+def fmt_number(value: float) -> str:
+    """Three significant digits or so: 0.123, 1.23, 12.3, 123."""
+    digits = 3 if abs(value) < 1 else 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
+    return f"{value:.{digits}f}"
+
+
+@dataclass
+class Table:
+    """A table of text cells.
+
+    Args:
+        header (sequence of str): column titles.
+        rows (list of sequences): cells; ``None`` shows as an empty cell, other
+            values through ``str``.
+        numeric (sequence of bool, optional): right-align these columns
+            (default: none).
+        title (str, optional): shown above the table on a terminal and in markdown.
+        notes (list of str): footnotes printed after the table (not in CSV).
+    """
+
+    header: Sequence[str]
+    rows: list[Sequence[Any]]
+    numeric: Sequence[bool] = ()
+    title: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def _cells(self) -> list[list[str]]:
+        return [["" if v is None else str(v) for v in row] for row in self.rows]
+
+    def _align(self) -> tuple[str, ...]:
+        numeric = list(self.numeric) + [False] * (len(self.header) - len(self.numeric))
+        return tuple("right" if n else "left" for n in numeric)
+
+    def render(self, format: str = "text") -> str:
+        """The table as ``text`` (aligned columns), ``markdown``, ``csv`` or ``html``, ending in a newline."""
+        if format not in FORMATS:
+            raise UserError(f"unknown table format {format!r}; choose one of {list(FORMATS)}")
+        if format == "csv":
+            buf = io.StringIO()
+            writer = csv.writer(buf, lineterminator="\n")
+            writer.writerow(self.header)
+            writer.writerows(self._cells())
+            return buf.getvalue()
+        from tabulate import tabulate
+
+        cells = self._cells()
+        if format == "markdown":
+            cells = [[c.replace("|", "\\|") for c in row] for row in cells]
+        fmt = {"text": "simple", "markdown": "pipe", "html": "html"}[format]
+        body = tabulate(cells, list(self.header), tablefmt=fmt, colalign=self._align(), disable_numparse=True)
+        if format == "text":
+            body = "\n".join(line.rstrip() for line in body.splitlines())
+            return "\n".join([body, *([""] + self.notes if self.notes else [])]) + "\n"
+        if format == "markdown":
+            head = [f"**{self.title}**", ""] if self.title else []
+            return "\n".join(head + [body]) + "".join(f"\n\n{n}" for n in self.notes) + "\n"
+        import html
+
+        body = body.replace("<table>", '<table class="gnnbench-table">', 1)
+        return body + "\n" + "".join(f"<p>{html.escape(n)}</p>\n" for n in self.notes)
+
+    def rich(self) -> Any:
+        """The table as a ``rich.table.Table`` (cells are not parsed as rich markup)."""
+        from rich.table import Table as RichTable
+        from rich.text import Text
+
+        out = RichTable(title=self.title, header_style="bold", caption_justify="left")
+        for name, align in zip(self.header, self._align()):
+            out.add_column(name, justify=align)
+        for row in self._cells():
+            out.add_row(*(Text(c) for c in row))
+        return out
+
+
+def print_table(table: Table, file: IO[str] | None = None) -> None:
+    """Shows ``table`` on ``file`` (default: stdout): rich on a terminal, plain ``text`` otherwise."""
+    file = sys.stdout if file is None else file
+    if getattr(file, "isatty", lambda: False)():
+        from rich.console import Console
+
+        console = Console(file=file, highlight=False)
+        console.print(table.rich())
+        for note in table.notes:
+            console.print(note, markup=False, style="dim")
+    else:
+        file.write(table.render("text"))

@@ -1,0 +1,173 @@
+"""The memory allocator a run's worker process uses: chosen, preloaded, recorded.
+
+Note [allocator]
+    On the CPU, a training epoch allocates and frees the same large tensors
+    every time (a dropout mask, an activation, its gradient). glibc's malloc
+    hands every block over 32 MB to ``mmap`` and back to the kernel on
+    ``free``, and PyTorch's 64-byte-aligned ``posix_memalign`` blocks cannot
+    reuse a freed block of the same size either, so each such tensor is
+    faulted in page by page again, every epoch. Measured on the 2-core
+    machine of ``benchmarks/`` (a virtual machine, where a page fault is
+    dear): ``x * m`` on two 131072 x 128 float32 tensors takes 16-19 ms with
+    16,384 page faults per call under glibc, 7 ms and none under tcmalloc or
+    a non-purging jemalloc, which is also the time with a preallocated
+    output; a GCN forward on a 4M-edge R-MAT graph went from 205 to 83 ms.
+    That cost is framework overhead identical for every system, and it
+    buries the kernels' differences, so by default (``auto``) a worker runs
+    under tcmalloc, else jemalloc, when the machine has one, for every
+    system alike, and each row records the allocator that was actually
+    loaded (column ``allocator``). ``system`` keeps the C library's malloc.
+
+    A caching allocator keeps freed memory, so a region's peak resident
+    memory would miss whatever the region reused from memory freed before
+    it; :func:`release_free_memory` hands the cache back to the kernel before
+    the harness reads its memory baseline (Note [peak memory]).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from gnnbench.errors import UserError
+
+__all__ = ["ALLOCATORS", "Allocator", "resolve_allocator", "loaded_allocator", "release_free_memory", "run_under"]
+
+#: Choices of ``--allocator``; ``auto`` picks the first caching allocator found.
+ALLOCATORS = ("auto", "system", "tcmalloc", "jemalloc")
+
+_LIBRARIES = {
+    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
+    "jemalloc": ("libjemalloc.so.2",),
+}
+_PACKAGES = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
+_SEARCH_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                "/usr/local/lib", "/opt/homebrew/lib")
+# jemalloc purges dirty pages after 10 s by default and at once for blocks above
+# its oversize threshold; never purging is what makes it a cache (Note [allocator]).
+_JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
+
+
+@dataclass(frozen=True)
+class Allocator:
+    """A resolved choice: ``name`` and the shared library to preload (None for ``system``)."""
+
+    name: str
+    library: str | None = None
+
+    def environment(self, base: dict[str, str]) -> dict[str, str]:
+        """``base`` with the variables that make a new process use this allocator."""
+        env = dict(base)
+        # an allocator preloaded into this process must not follow into one that asked for another
+        preload = [p for p in env.get("LD_PRELOAD", "").split()
+                   if p and not any(f"lib{name}" in Path(p).name for name in _LIBRARIES)]
+        if self.library is not None:
+            preload.insert(0, self.library)
+        if preload:
+            env["LD_PRELOAD"] = " ".join(preload)
+        else:
+            env.pop("LD_PRELOAD", None)
+        if self.name == "jemalloc":
+            env["MALLOC_CONF"] = ",".join(p for p in (_JEMALLOC_CONF, env.get("MALLOC_CONF", "")) if p)
+        return env
+
+
+@lru_cache(maxsize=None)
+def _ldconfig() -> tuple[tuple[str, str], ...]:
+    """``(soname, path)`` pairs the dynamic linker's cache knows."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    pairs = []
+    for line in out.splitlines()[1:]:
+        name, _, rest = line.strip().partition(" ")
+        path = rest.rpartition("=> ")[2].strip()
+        if name and path:
+            pairs.append((name, path))
+    return tuple(pairs)
+
+
+def find_library(name: str) -> str | None:
+    """Path of the shared library of allocator ``name`` on this machine, or None."""
+    for soname in _LIBRARIES[name]:
+        for folder in _SEARCH_DIRS:
+            path = Path(folder, soname)
+            if path.is_file():
+                return str(path)
+        for known, path in _ldconfig():
+            if known == soname and Path(path).is_file():
+                return path
+    return None
+
+
+def resolve_allocator(choice: str) -> Allocator:
+    """Turn ``--allocator`` into what to preload.
+
+    Raises:
+        UserError: an unknown choice, or a named allocator this machine lacks.
+    """
+    if choice not in ALLOCATORS:
+        raise UserError(f"unknown allocator '{choice}'; choose one of: {', '.join(ALLOCATORS)}")
+    if choice == "system":
+        return Allocator("system")
+    if choice == "auto":
+        for name in ("tcmalloc", "jemalloc"):
+            library = find_library(name)
+            if library:
+                return Allocator(name, library)
+        return Allocator("system")
+    library = find_library(choice)
+    if library is None:
+        raise UserError(f"allocator '{choice}' is not installed here (looked for {', '.join(_LIBRARIES[choice])}); "
+                        f"install it (Debian: apt-get install {_PACKAGES[choice]}) or use --allocator system")
+    return Allocator(choice, library)
+
+
+def run_under(choice: str) -> str:
+    """Make this program run under allocator ``choice``, re-executing it once if it does not; returns the name.
+
+    For benchmark scripts that measure in their own process (a worker gets
+    its allocator from :func:`gnnbench.run.runner.worker_env` instead).
+    """
+    wanted = resolve_allocator(choice)
+    if loaded_allocator() == wanted.name or os.environ.get("GNNBENCH_ALLOCATOR_REEXEC") == wanted.name:
+        return loaded_allocator()
+    env = wanted.environment(dict(os.environ))
+    env["GNNBENCH_ALLOCATOR_REEXEC"] = wanted.name  # tried once: never loop if the preload does not take
+    sys.stdout.flush()
+    os.execve(sys.executable, sys.orig_argv, env)  # orig_argv keeps -m/-c and the interpreter's own flags
+    raise AssertionError("unreachable")
+
+
+def loaded_allocator() -> str:
+    """Which allocator this process runs under: ``tcmalloc``, ``jemalloc`` or ``system``."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return "system"
+    for name in ("tcmalloc", "jemalloc"):
+        if f"lib{name}" in maps:
+            return name
+    return "system"
+
+
+def release_free_memory() -> None:
+    """Give memory the allocator keeps for reuse back to the kernel (Note [allocator])."""
+    process = ctypes.CDLL(None)
+    name = loaded_allocator()
+    try:
+        if name == "tcmalloc":
+            process.MallocExtension_ReleaseFreeMemory()
+        elif name == "jemalloc":
+            # "arena.<MALLCTL_ARENAS_ALL>.purge": every arena's unused dirty pages
+            process.mallctl(b"arena.4096.purge", None, None, None, ctypes.c_size_t(0))
+        else:
+            process.malloc_trim(ctypes.c_size_t(0))
+    except AttributeError:  # a C library without malloc_trim (musl, macOS): nothing to release
+        pass
+

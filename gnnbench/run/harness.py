@@ -1,0 +1,452 @@
+"""The one training loop every (system, model, dataset) runs through.
+
+A :class:`TaskSpec` names a run; :func:`train` executes it in this process and
+returns the results row (see ``docs/results-schema.md``). Isolation in a
+fresh process is :mod:`gnnbench.run.runner`'s job.
+
+Note [fair timing]
+    Parameters start from the same seeded NumPy arrays for every system. The
+    first ``warmup`` epochs train but are not timed (JIT compilation, caches,
+    allocator growth). Each timed epoch is split into forward (including the
+    loss), backward and optimizer step, each closed by a device sync. The
+    system's ``prepare`` (its own graph format, tuning-cache lookup, kernel
+    compilation) runs before training and is reported apart. Epoch count
+    includes the warm-ups, so accuracy does not depend on ``warmup``.
+
+Note [tune on first use]
+    A system with a ``tune`` hook (isplib) records, during the first epoch
+    (a warm-up, untimed), every kernel path its tuning cache had no choice
+    for. Right after it the harness calls the hook as
+    ``tune(graph, views=(forward, transposed), budget_s=B, progress=log)``;
+    the hook tunes those paths on the prepared views, caches and installs
+    the winners, and returns a result (``wall_time_s``, ``as_dict()``) or
+    None when nothing was missing. Its wall time is the row's
+    ``tune_time_s``: never part of an epoch or of ``prepare_time_s``. The
+    budget ``B`` is 5 % of a 200-epoch run estimated from that first epoch
+    (at least :data:`TUNE_BUDGET_MIN_S`, at most :data:`TUNE_BUDGET_MAX_S`;
+    ``$GNNBENCH_TUNE_BUDGET_S`` overrides it), so tuning stays under 10 % of
+    the run it serves; a later run finds the cache and tunes nothing. The
+    memory tuning allocates is not the run's: the peak is the larger of the
+    peak before tuning and the peak after it, less what tuning left resident
+    (compiled kernels, allocator caches), as prepare's residue is part of the
+    baseline. ``TaskSpec.tune=False``
+    (``--no-tune``) skips the call, so the run measures whatever the cache
+    holds, the default variant on a fresh cache. With ``warmup=0`` the first
+    epoch is timed and ran untuned; the row says so
+    (``extra.tuned_after_timed_epoch``).
+
+Note [inference mode]
+    ``TaskSpec.mode="inference"`` times forward passes only, in evaluation
+    mode (no dropout) under the frontend's ``no_grad`` (``torch.no_grad``; no
+    ``GradientTape`` is open in TensorFlow), each closed by a device sync.
+    ``epochs`` counts passes, warm-ups included; a pass's time is stored as
+    ``epoch_times`` and ``forward_times`` (backward and optimizer stay null),
+    and the accuracies are those of the untrained model. The mode is part of
+    the row's identity (``hyperparameters.mode``).
+
+    A system that models its aggregation instead of running it (``pim``:
+    its report holds ``modeled_aggregation_s``) has a wall time that is a
+    simulation's, never a pass time. Its row's ``extra.modeled_inference``
+    gives the end-to-end pass as modeled: the host's share measured (the
+    pass minus the time inside its aggregation kernels, i.e. the
+    simulation) plus the modeled aggregation per pass, labelled
+    ``"modeled"``; that is the figure to set beside the CPU systems' passes.
+
+Note [model selection]
+    With ``selection="best_val"`` (the default, as in the GAT paper and PyG's
+    examples) the model is evaluated after every epoch, outside the timed
+    phases, and the accuracies reported are those of the epoch with the best
+    validation accuracy; ``"last"`` reports the final epoch's. Both are in the
+    row (``extra.final_accuracy``), and every system gets the same rule.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from gnnbench.run.allocator import loaded_allocator
+from gnnbench.run.config import MODES, SELECTIONS, RunConfig
+from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
+from gnnbench.errors import UserError
+from gnnbench.runtime.kernel_clock import measuring
+from gnnbench.run.measurement import Measurement
+from gnnbench.run.record import run_record
+from gnnbench.results.store import utc_now
+
+__all__ = ["TaskSpec", "RunConfig", "train", "resolve_hyperparameters", "stored_hyperparameters", "MODES",
+           "tune_budget_s", "TUNE_BUDGET_MIN_S", "TUNE_BUDGET_MAX_S"]
+
+#: Bounds of the first-use tuning budget in seconds (Note [tune on first use]).
+TUNE_BUDGET_MIN_S = 1.0
+TUNE_BUDGET_MAX_S = 120.0
+
+#: A run's configuration: one validated object shared by the CLI, sweeps and the worker (gnnbench.run.config).
+TaskSpec = RunConfig
+
+
+def resolve_hyperparameters(spec: TaskSpec):
+    from gnnbench.models import get_model
+
+    model_cls = get_model(spec.model)
+    hyper = model_cls.defaults
+    overrides = {k: v for k, v in (("hidden", spec.hidden), ("heads", spec.heads), ("lr", spec.lr),
+                                   ("epochs", spec.epochs)) if v is not None}
+    hyper = replace(hyper, **overrides)
+    if spec.mode not in MODES:
+        raise UserError(f"unknown mode '{spec.mode}'; choose one of: {', '.join(MODES)}")
+    if hyper.epochs <= spec.warmup:
+        raise UserError(f"--epochs ({hyper.epochs}) must exceed --warmup ({spec.warmup}) so that some epochs are timed")
+    return model_cls, hyper
+
+
+def stored_hyperparameters(spec: TaskSpec, hyper) -> dict[str, Any]:
+    """The ``hyperparameters`` column of a run of ``spec``: the one place that builds it."""
+    stored = {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype, "index_dtype": spec.index_dtype,
+              "selection": spec.selection, "system_options": dict(spec.system_options)}
+    # each only when not the default, so rows stored before these fields keep their identity
+    if spec.fallback:
+        stored["fallback"] = spec.fallback
+    if spec.mode != "train":
+        stored["mode"] = spec.mode
+    if not spec.tune:
+        stored["tune"] = False
+    return stored
+
+
+@dataclass
+class _Phases:
+    forward: list[float] = field(default_factory=list)
+    backward: list[float] = field(default_factory=list)
+    optimizer: list[float] = field(default_factory=list)
+    epoch: list[float] = field(default_factory=list)
+    kernel: list[float] = field(default_factory=list)
+    kernel_by_name: list[dict[str, float]] = field(default_factory=list)
+    lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
+    losses: list[float] = field(default_factory=list)
+
+    def kernel_breakdown(self) -> dict[str, float]:
+        """Median seconds per epoch of each kernel (0 in epochs that did not call it)."""
+        names = sorted({name for epoch in self.kernel_by_name for name in epoch})
+        return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
+
+
+def _configure(system, spec: TaskSpec) -> None:
+    configure = system.hook("configure")
+    options = dict(spec.system_options)
+    if configure is not None:
+        configure(**options)
+    elif options:
+        raise UserError(f"system '{spec.system}' takes no options (got {', '.join(options)})")
+
+
+def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """Run one training task in this process; return its results row."""
+    from gnnbench.datasets import load_dataset
+    from gnnbench.datasets.objective import Objective
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.runtime.registry import system_hash, system_info
+
+    started = utc_now()
+    info = system_info(spec.system)
+    model_cls, hyper = resolve_hyperparameters(spec)
+    F = get_frontend(spec.framework, spec.device, spec.dtype)
+    if spec.threads:
+        F.set_threads(spec.threads)
+    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
+    graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
+    model = model_cls(dataset.features.shape[1], dataset.num_classes, hyper)
+    F.seed(spec.seed)
+    initial = model.init_params(spec.seed)
+
+    x = F.tensor(dataset.features)
+    objective = Objective(F, dataset)  # loss and score; multi-label datasets too (Note [multi-label task])
+
+    extra: dict[str, Any] = {}
+    # Imports (a library's own start-up) happen before the clock: preparation is graph work only.
+    if info.kind == "native":
+        import importlib
+
+        from gnnbench.peers import build_native
+        from gnnbench.runtime.registry import NATIVE_SYSTEMS
+
+        importlib.import_module(NATIVE_SYSTEMS[spec.system]["module"])
+    else:
+        from gnnbench.runtime.glue import BoundGraph
+        from gnnbench.runtime.registry import load_system
+
+        system = load_system(spec.system, spec.framework, spec.device)
+        system.module  # noqa: B018 -- import the kernels now, not inside prepare
+        _configure(system, spec)
+        lender = None
+        if spec.fallback:  # Note [fallback accounting] in gnnbench/runtime/fallback.py
+            from gnnbench.runtime.fallback import check_fallback
+
+            check_fallback(spec.system, spec.fallback, spec.framework, spec.device)
+            lender = load_system(spec.fallback, spec.framework, spec.device)
+            lender.module  # noqa: B018
+    start = clock()
+    if info.kind == "native":
+        params, forward = build_native(spec.system, model, graph, initial, F, x)
+        prepare_s = clock() - start
+    else:
+        if lender is not None:
+            from gnnbench.runtime.fallback import FallbackGraph
+
+            bound = FallbackGraph(graph, system, lender)
+        else:
+            bound = BoundGraph(graph, system)
+        bound.prepare()
+        prepare_s = clock() - start
+        params = {name: F.parameter(value) for name, value in initial.items()}
+
+        def forward(training: bool):
+            return model.forward(F, params, bound, x, training)
+
+    if spec.selection not in SELECTIONS:
+        raise UserError(f"unknown selection '{spec.selection}'; choose one of: {', '.join(SELECTIONS)}")
+
+    def evaluate() -> dict[str, float]:
+        with F.no_grad():
+            logits = forward(False)
+            return objective.scores(logits)
+
+    phases = _Phases()
+    time_kernels = info.kind == "kernel" and spec.device == "cpu"  # Note [kernel time]
+    tuner = None if info.kind == "native" or not spec.tune else system.hook("tune")
+    tuning = _FirstUseTuning(tuner, bound if tuner is not None else None, hyper.epochs, extra)
+    memory = PeakMemory()
+    memory.start()
+    tuning.watch(memory)
+    if spec.mode == "inference":
+        final = _infer(spec, hyper, F, forward, evaluate, phases, time_kernels, tuning, clock)
+        best, best_epoch = final, hyper.epochs - 1
+    else:
+        best, best_epoch, final = _train_epochs(spec, hyper, F, forward, evaluate, params, objective, phases,
+                                                time_kernels, tuning, clock)
+    peak = max(memory.peak_above_baseline() - tuning.residue, tuning.peak_before)
+    accuracy = best if spec.selection == "best_val" else final
+    extra["final_accuracy"] = final
+    extra["metric"] = objective.metric
+    extra["selected_epoch"] = best_epoch if spec.selection == "best_val" else hyper.epochs - 1
+
+    if info.kind == "kernel":
+        report = system.hook("report")
+        if report is not None:
+            extra["system_report"] = report()
+    if spec.mode == "inference" and phases.kernel_by_name:
+        modeled = _modeled_inference(extra.get("system_report"), phases, hyper.epochs + 1)
+        if modeled is not None:
+            extra["modeled_inference"] = modeled
+    extra["memory_method"] = memory.method
+    if phases.kernel_by_name:
+        extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
+    if info.kind == "kernel" and spec.fallback:
+        from gnnbench.runtime.fallback import fallback_summary
+
+        extra["fallback"] = fallback_summary(bound, phases.lent, phases.kernel)
+    epoch_m = Measurement(tuple(phases.epoch))
+    described = dataset.describe()
+    return run_record(spec, "ok", timestamp=started, measured={
+        "system": spec.system,
+        "system_version": info.version,
+        "system_hash": system_hash(spec.system),
+        "model": spec.model,
+        "hyperparameters": stored_hyperparameters(spec, hyper),
+        "dataset": dataset.name,
+        "dataset_nodes": described["nodes"],
+        "dataset_edges": graph.num_edges,
+        "dataset_features": described["features"],
+        "framework": spec.framework,
+        "framework_version": F.version,
+        "device": spec.device,
+        "seed": spec.seed,
+        "threads": spec.threads,
+        "allocator": loaded_allocator(),
+        "epochs": hyper.epochs,
+        "warmup": spec.warmup,
+        "epoch_time_median_s": epoch_m.median,
+        "epoch_time_iqr_s": epoch_m.iqr,
+        "forward_median_s": Measurement(tuple(phases.forward)).median,
+        "backward_median_s": Measurement(tuple(phases.backward)).median if phases.backward else None,
+        "optimizer_median_s": Measurement(tuple(phases.optimizer)).median if phases.optimizer else None,
+        "kernel_median_s": Measurement(tuple(phases.kernel)).median if phases.kernel else None,
+        "prepare_time_s": prepare_s,
+        "tune_time_s": tuning.seconds,
+        "peak_memory_bytes": peak,
+        "train_accuracy": accuracy["train"],
+        "val_accuracy": accuracy["val"],
+        "test_accuracy": accuracy["test"],
+        "first_loss": phases.losses[0] if phases.losses else None,
+        "final_loss": phases.losses[-1] if phases.losses else None,
+        "epoch_times": phases.epoch,
+        "forward_times": phases.forward,
+        "backward_times": phases.backward or None,
+        "optimizer_times": phases.optimizer or None,
+        "kernel_times": phases.kernel or None,
+        "cpu_model": cpu_model(),
+        "machine": machine_info(),
+        "git_commit": git_commit(),
+        "extra": extra,
+    })
+
+
+def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, objective, phases: _Phases,
+                  time_kernels: bool, tuning: "_FirstUseTuning", clock):
+    """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``."""
+    optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
+    best: dict[str, float] | None = None
+    best_epoch = -1
+    for epoch in range(hyper.epochs):
+        F.zero_grad(optimizer)
+        with measuring() if time_kernels else nullcontext() as kernels:
+            t0 = clock()
+            loss = objective.loss(forward(True))
+            F.sync()
+            t1 = clock()
+            F.backward(loss)
+            F.sync()
+            t2 = clock()
+            F.step(optimizer)
+            F.sync()
+            t3 = clock()
+        phases.losses.append(F.to_float(loss))
+        if epoch >= spec.warmup:
+            phases.forward.append(t1 - t0)
+            phases.backward.append(t2 - t1)
+            phases.optimizer.append(t3 - t2)
+            phases.epoch.append(t3 - t0)
+            if kernels is not None:
+                phases.kernel.append(kernels.total)
+                phases.kernel_by_name.append(dict(kernels.seconds))
+                phases.lent.append(kernels.lent_total)
+        if epoch == 0:
+            tuning.after_first_epoch(t3 - t0, timed=spec.warmup == 0)
+        if spec.selection == "best_val" and epoch < hyper.epochs - 1:
+            current = evaluate()
+            if best is None or current["val"] > best["val"]:
+                best, best_epoch = current, epoch
+    final = evaluate()
+    if best is None or final["val"] > best["val"]:
+        best, best_epoch = final, hyper.epochs - 1
+    return best, best_epoch, final
+
+
+def _infer(spec: TaskSpec, hyper, F, forward, evaluate, phases: _Phases, time_kernels: bool,
+           tuning: "_FirstUseTuning", clock) -> dict[str, float]:
+    """Forward passes only, without autograd (Note [inference mode]); returns the accuracies of the last."""
+    for step in range(hyper.epochs):
+        with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
+            t0 = clock()
+            logits = forward(False)
+            F.sync()
+            t1 = clock()
+        del logits
+        if step >= spec.warmup:
+            phases.forward.append(t1 - t0)
+            phases.epoch.append(t1 - t0)
+            if kernels is not None:
+                phases.kernel.append(kernels.total)
+                phases.kernel_by_name.append(dict(kernels.seconds))
+                phases.lent.append(kernels.lent_total)
+        if step == 0:
+            tuning.after_first_epoch(t1 - t0, timed=spec.warmup == 0)
+    return evaluate()
+
+
+def tune_budget_s(first_epoch_s: float, epochs: int) -> float:
+    """The first-use tuning budget (Note [tune on first use]): 5 % of a run of ``max(epochs, 200)`` epochs."""
+    override = os.environ.get("GNNBENCH_TUNE_BUDGET_S")
+    if override:
+        try:
+            value = float(override)
+        except ValueError:
+            raise UserError(f"GNNBENCH_TUNE_BUDGET_S must be a number of seconds (got {override!r})") from None
+        if value <= 0:
+            raise UserError(f"GNNBENCH_TUNE_BUDGET_S must be positive (got {override!r})")
+        return value
+    return min(TUNE_BUDGET_MAX_S, max(TUNE_BUDGET_MIN_S, 0.05 * max(epochs, 200) * first_epoch_s))
+
+
+class _FirstUseTuning:
+    """Calls a system's ``tune`` hook once, after the first epoch (Note [tune on first use])."""
+
+    def __init__(self, tuner, bound, epochs: int, extra: dict[str, Any]):
+        self.tuner, self.bound, self.epochs, self.extra = tuner, bound, epochs, extra
+        self.seconds: float | None = None
+        self.peak_before = 0
+        self.residue = 0  # bytes tuning left resident (Note [tune on first use])
+        self._memory: PeakMemory | None = None
+
+    def watch(self, memory: PeakMemory) -> None:
+        self._memory = memory
+
+    def after_first_epoch(self, first_epoch_s: float, timed: bool) -> None:
+        if self.tuner is None:
+            return
+        budget = tune_budget_s(first_epoch_s, self.epochs)
+        if self._memory is not None:
+            self.peak_before = self._memory.peak_above_baseline()
+            _release()
+            resident = _resident_bytes()
+        start = time.perf_counter()
+        result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
+                            budget_s=budget, progress=_progress)
+        if result is None:
+            return
+        self.seconds = time.perf_counter() - start
+        _progress(f"tuned in {self.seconds:.2f} s (budget {budget:.1f} s); the choices are cached for later runs")
+        self.extra["tuning"] = result.as_dict() if hasattr(result, "as_dict") else str(result)
+        if timed:
+            self.extra["tuned_after_timed_epoch"] = True
+        if self._memory is not None:
+            _release()
+            self.residue = max(0, _resident_bytes() - resident)
+            _reset_peak()
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _release() -> None:
+    from gnnbench.run.allocator import release_free_memory
+
+    release_free_memory()
+
+
+def _resident_bytes() -> int:
+    from gnnbench.run.environment import _status_kib
+
+    return (_status_kib("VmRSS") or 0) * 1024
+
+
+def _reset_peak() -> None:
+    """Restart the kernel's high-water mark (VmHWM) at the current RSS, so tuning's arrays are not the run's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+#: Kernels whose wall time a modeling system simulates (Note [inference mode]).
+_AGGREGATION_KERNELS = ("spmm_sum", "spmm_sum_backward")
+
+
+def _modeled_inference(report: dict | None, phases: _Phases, passes: int) -> dict[str, Any] | None:
+    """End-to-end pass time as modeled, for a system whose report models aggregation (Note [inference mode])."""
+    if not isinstance(report, dict) or "modeled_aggregation_s" not in report:
+        return None
+    forward = (report["modeled_aggregation_s"] or {}).get("forward") or {}
+    simulated = [sum(k.get(name, 0.0) for name in _AGGREGATION_KERNELS) for k in phases.kernel_by_name]
+    host = Measurement(tuple(e - s for e, s in zip(phases.epoch, simulated))).median
+    aggregation = float(forward.get("total_s", 0.0)) / passes  # every pass (warm-ups, timed, final) aggregates alike
+    return {"label": "modeled", "pass_time_s": host + aggregation, "host_measured_s": host,
+            "aggregation_modeled_s": aggregation, "simulation_wall_s": Measurement(tuple(simulated)).median,
+            "passes_modeled": passes}

@@ -1,0 +1,112 @@
+"""Checks of a run configuration against this machine, made before any worker starts.
+
+:class:`~gnnbench.run.config.RunConfig` checks what a value can be on its own
+(Note [one run configuration]); :func:`check` checks what needs the
+machine: the system and framework exist and run here, the model's epochs
+exceed the warm-ups, the raw files of a dataset are present, the memory
+allocator is installed, and the system options are ones the system declares.
+Each failure is one :class:`~gnnbench.errors.UserError` line, exit status 2.
+
+Note [system options]
+    A system declares its options by its ``configure`` hook's keyword
+    parameters. Options given to a system without the hook, or to a native
+    baseline, are refused. The hook itself is called once here with the
+    options, so that an unknown name or a bad value (``-o aggr=fast``) is
+    refused in this process, not in the worker; the worker calls it again.
+"""
+from __future__ import annotations
+
+import inspect
+
+from gnnbench.errors import UnavailableError, UserError
+
+__all__ = ["check", "check_names", "check_options", "check_dataset_files"]
+
+
+def check_names(config) -> None:
+    """The system, framework and model are known; epochs exceed the warm-ups."""
+    from gnnbench.frameworks import FRAMEWORKS
+    from gnnbench.run.harness import resolve_hyperparameters
+    from gnnbench.runtime.registry import system_info
+
+    system_info(config.system)
+    if config.framework not in FRAMEWORKS:
+        raise UserError(f"unknown framework '{config.framework}'; choose one of: {', '.join(FRAMEWORKS)}")
+    resolve_hyperparameters(config)
+
+
+def check_dataset_files(config) -> None:
+    """Raw files or a converted cache are present for datasets that need them, and loading fits in memory."""
+    from gnnbench.datasets.registry import validate
+
+    validate(config.dataset, config.data_dir)
+
+
+def unavailable_reason(config) -> str | None:
+    """Why the system cannot run here with this framework and device, or None."""
+    from gnnbench.frameworks import framework_available
+    from gnnbench.runtime.registry import system_info
+
+    return framework_available(config.framework) or system_info(config.system).unavailable_reason(
+        config.framework, config.device)
+
+
+def check_options(config) -> None:
+    """``-o KEY=VALUE`` against the options the system declares (Note [system options])."""
+    if not config.system_options:
+        return
+    from gnnbench.runtime.registry import load_system, system_info
+
+    given = dict(config.system_options)
+    if system_info(config.system).kind != "kernel":
+        raise UserError(f"--option {', '.join(given)}: '{config.system}' is a native baseline and takes no options")
+    glue = load_system(config.system, config.framework, config.device)
+    if "configure" not in glue.hooks:
+        raise UserError(f"--option {', '.join(given)}: system '{config.system}' takes no options (its spec "
+                        f"declares no configure hook)")
+    configure = glue.hook("configure")
+    params = inspect.signature(configure).parameters.values()
+    named = [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        unknown = [k for k in given if k not in named]
+        if unknown:
+            raise UserError(f"--option {', '.join(unknown)}: system '{config.system}' has no such option; "
+                            f"allowed: {', '.join(named) or 'none'}")
+    try:
+        configure(**given)
+    except UserError as err:
+        raise UserError(f"--option: {str(err).splitlines()[0]}") from None
+    except (TypeError, ValueError) as err:
+        raise UserError(f"--option: system '{config.system}' refused {given}: {err}") from None
+
+
+def check(config, isolate: bool = True) -> None:
+    """Every check of one configuration that can fail before training (exit status 2).
+
+    Raises:
+        UserError: a name, file, allocator or option that cannot work.
+        UnavailableError: the system or framework cannot run here.
+    """
+    from gnnbench.run.allocator import resolve_allocator
+
+    from gnnbench.frameworks import framework_available
+    from gnnbench.runtime.registry import system_info
+
+    check_names(config)
+    reason = framework_available(config.framework)
+    if reason:
+        raise UserError(reason)
+    reason = system_info(config.system).unavailable_reason(config.framework, config.device)
+    if reason:
+        raise UnavailableError(f"system '{config.system}' is unavailable: {reason}")
+    check_dataset_files(config)
+    if isolate:
+        resolve_allocator(config.allocator)  # a named allocator that is not installed
+    elif config.allocator not in ("auto", "system"):
+        raise UserError(f"--allocator {config.allocator} needs an isolated run: an --in-process run keeps this "
+                        f"process's allocator (drop --in-process or --allocator)")
+    check_options(config)
+    if config.fallback:
+        from gnnbench.runtime.fallback import check_fallback
+
+        check_fallback(config.system, config.fallback, config.framework, config.device)

@@ -1,0 +1,89 @@
+"""One builder for every stored row: :func:`run_record`, whatever the outcome.
+
+A row of a run that succeeded, failed, crashed, ran out of memory, timed out
+or was skipped has the same columns (every one of
+:data:`~gnnbench.results.store.RUN_FIELDS` but ``id``), the canonical dataset name,
+the ``hyperparameters`` object of the same shape, and a ``timestamp`` set
+here only: when the run started. Identity columns come from the
+configuration, so a crashed run's row has the provenance a successful run of
+the same configuration would have had (Note [provenance] in
+:mod:`gnnbench.run.sweep`).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["run_record", "identity_columns", "STDERR_KEPT"]
+
+#: characters of a failed run's stderr kept in its row (the whole of it is in a log file)
+STDERR_KEPT = 20000
+
+
+def identity_columns(config, hashes: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """The columns a run of ``config`` stores whatever its outcome, computed without running it."""
+    from gnnbench.run.allocator import resolve_allocator
+    from gnnbench.run.environment import git_commit
+    from gnnbench.errors import UserError
+    from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters
+    from gnnbench.runtime.registry import system_hash, system_info
+
+    hashes = {} if hashes is None else hashes
+    if config.system not in hashes:
+        try:
+            hashes[config.system] = system_hash(config.system)
+        except UserError:  # an unknown system still deserves a row saying so
+            hashes[config.system] = None
+    try:
+        version = system_info(config.system).version
+    except UserError:
+        version = None
+    try:
+        _, hyper = resolve_hyperparameters(config)
+        hyperparameters = json.loads(json.dumps(stored_hyperparameters(config, hyper)))
+        epochs = hyper.epochs
+    except UserError:
+        hyperparameters, epochs = None, config.epochs
+    try:
+        allocator = resolve_allocator(config.allocator).name
+    except UserError:
+        allocator = None
+    return {"system": config.system, "system_version": version, "system_hash": hashes[config.system],
+            "model": config.model, "hyperparameters": hyperparameters, "dataset": config.dataset,
+            "framework": config.framework, "device": config.device, "seed": config.seed,
+            "threads": config.threads, "allocator": allocator, "epochs": epochs, "warmup": config.warmup,
+            "git_commit": git_commit()}
+
+
+def run_record(config, status: str, measured: Mapping[str, Any] | None = None, *, error: str | None = None,
+               stderr: str | None = None, timestamp: str | None = None, identity: Mapping[str, Any] | None = None,
+               extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The row of one run of ``config``.
+
+    Args:
+        config (RunConfig): what ran.
+        status (str): one of :data:`~gnnbench.results.store.STATUSES`.
+        measured (dict, optional): the harness's figures (a successful run); they win over identity columns.
+        error (str, optional): one line saying why the run did not succeed.
+        stderr (str, optional): the worker's stderr; its last :data:`STDERR_KEPT` characters are kept.
+        timestamp (str, optional): when the run started, UTC ISO 8601 (default: now).
+        identity (dict, optional): precomputed :func:`identity_columns`.
+        extra (dict, optional): merged into the ``extra`` column.
+    """
+    from gnnbench.results.store import RUN_FIELDS, STATUSES, utc_now
+
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)} (got {status!r})")
+    row: dict[str, Any] = {f.name: None for f in RUN_FIELDS if f.name != "id"}
+    row.update(identity if identity is not None else identity_columns(config))
+    if measured:
+        row.update({k: v for k, v in measured.items() if k in row and v is not None})
+    row["status"] = status
+    row["error"] = None if status == "ok" else (error or status)
+    row["stderr"] = stderr[-STDERR_KEPT:] if stderr else None
+    row["dataset"] = config.dataset  # canonical (RunConfig made it so)
+    row["timestamp"] = timestamp or utc_now()
+    merged = {**(row.get("extra") or {}), **(extra or {})}
+    row["extra"] = merged or None
+    return row

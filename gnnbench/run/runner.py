@@ -1,0 +1,178 @@
+"""Run a task in a fresh process, so that memory peaks and JIT state never bleed between runs.
+
+The parent writes the :class:`~gnnbench.run.config.RunConfig` to a temp JSON
+file, starts ``python -m gnnbench.run.worker SPEC RESULT``, and reads the row
+back from the result file (asv ``runner.py``). A crash, a signal, an
+out-of-memory error or a timeout becomes a row with its own status
+(:func:`gnnbench.run.record.run_record`), with the worker's stderr kept.
+
+Note [process group]
+    Each worker starts in a session of its own, so it leads a new process
+    group. On a timeout the whole group is killed (a kernel's helper process
+    must not outlive its run), and after a normal exit any straggler left in
+    the group is killed too. The worker's stderr goes to a log file, never a
+    pipe, so a straggler holding it open cannot keep the parent waiting; the
+    file is kept for runs that did not succeed and its path is in the row
+    (``extra.stderr_path``).
+
+Note [exit statuses]
+    The status says what happened, not a guess: ``oom`` only when the worker
+    reported running out of memory (a ``MemoryError`` or ``std::bad_alloc``,
+    which is how the address-space limit shows); a SIGKILL from outside (the
+    kernel's OOM killer, a user, a scheduler) is ``crashed`` with the signal
+    named; any other signal or exit status is ``crashed`` with it named.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from gnnbench.run.allocator import resolve_allocator
+from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.record import run_record
+from gnnbench.results.store import utc_now
+
+__all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail"]
+
+_UNSET: Any = object()
+
+
+def worker_env(threads: int | None, allocator: str = "auto") -> dict[str, str]:
+    """The environment of a worker: thread pools pinned before any library starts them, and the
+    memory allocator preloaded (Note [allocator] in :mod:`gnnbench.run.allocator`).
+
+    Raises:
+        UserError: ``allocator`` is unknown or not installed on this machine.
+    """
+    env = resolve_allocator(allocator).environment(dict(os.environ))
+    if threads:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
+                    "TF_NUM_INTRAOP_THREADS"):
+            env[var] = str(threads)
+    return env
+
+
+def log_dir() -> Path:
+    """Where the stderr of unsuccessful runs is kept: ``$GNNBENCH_LOGS``, else ``<cache>/logs``."""
+    env = os.environ.get("GNNBENCH_LOGS")
+    if env:
+        return Path(env)
+    from gnnbench.datasets.cache import cache_root
+
+    return cache_root() / "logs"
+
+
+def failure_row(spec: TaskSpec, status: str, error: str, stderr: str = "", timestamp: str | None = None,
+                extra: dict | None = None) -> dict[str, Any]:
+    """The row of a run that produced no measurement (see :func:`~gnnbench.run.record.run_record`)."""
+    return run_record(spec, status, error=error, stderr=stderr, timestamp=timestamp, extra=extra)
+
+
+def stderr_tail(text: str | None, lines: int = 12) -> list[str]:
+    """The last ``lines`` non-empty lines of a worker's stderr, sanitised for a terminal."""
+    from gnnbench.text import printable
+
+    kept = [line for line in (text or "").splitlines() if line.strip()]
+    return [printable(line) for line in kept[-lines:]]
+
+
+def _describe_exit(code: int, stderr: str, memory_limit: int | None) -> tuple[str, str]:
+    """Note [exit statuses]."""
+    if "MemoryError" in stderr or ("std::bad_alloc" in stderr and memory_limit):
+        limit = f" under the memory limit of {memory_limit} bytes" if memory_limit else ""
+        return "oom", f"worker ran out of memory (MemoryError){limit}"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if -code == signal.SIGKILL:
+            return "crashed", (f"worker killed by {name} from outside (the kernel's out-of-memory killer, "
+                               f"a user or a scheduler)")
+        return "crashed", f"worker died from signal {name}"
+    return "crashed", f"worker exited with status {code}"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _keep_log(path: Path, spec: TaskSpec) -> str | None:
+    """Move a failed run's stderr file into :func:`log_dir`; return its path (None if that fails)."""
+    try:
+        folder = log_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{spec.system}-{spec.model}")[:80]
+        target = folder / f"{stamp}-{safe}-{os.getpid()}-{time.monotonic_ns() % 10**6}.stderr"
+        target.write_bytes(path.read_bytes())
+        return str(target)
+    except OSError:
+        return None
+
+
+def worker_command(spec_path: Path, result_path: Path) -> list[str]:
+    """The worker's command line (a function, so tests can stand in a misbehaving worker)."""
+    return [sys.executable, "-m", "gnnbench.run.worker", str(spec_path), str(result_path)]
+
+
+def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = _UNSET,
+             memory_limit_bytes: int | None = _UNSET) -> dict[str, Any]:
+    """Run ``spec`` and return its row (never raises for a failing system when isolated).
+
+    Args:
+        spec (RunConfig): the run.
+        isolate (bool): in a fresh process (default: True).
+        timeout_s, memory_limit_bytes: override ``spec.timeout`` and ``spec.memory_limit``.
+    """
+    timeout_s = spec.timeout if timeout_s is _UNSET else timeout_s
+    memory_limit = spec.memory_limit if memory_limit_bytes is _UNSET else memory_limit_bytes
+    if not isolate:
+        return train(spec)
+    started = utc_now()
+    with tempfile.TemporaryDirectory(prefix="gnnbench-run-") as tmp:
+        spec_path, result_path, err_path = Path(tmp, "spec.json"), Path(tmp, "result.json"), Path(tmp, "stderr")
+        spec_path.write_text(json.dumps({**spec.as_dict(), "memory_limit": memory_limit}))
+        cmd = worker_command(spec_path, result_path)
+        with open(err_path, "wb") as err_file:
+            proc = subprocess.Popen(cmd, env=worker_env(spec.threads, spec.allocator), stdin=subprocess.DEVNULL,
+                                    stdout=err_file, stderr=err_file, start_new_session=True)
+            try:
+                proc.wait(timeout=timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            except BaseException:  # interrupted: leave no worker behind
+                _kill_group(proc)
+                proc.wait()
+                raise
+            finally:
+                _kill_group(proc)  # Note [process group]
+            proc.wait()
+        stderr = err_path.read_text(errors="replace")
+        row = None
+        if not timed_out and result_path.exists():
+            row = json.loads(result_path.read_text())
+            if row.get("status") == "ok":
+                return row
+        kept = _keep_log(err_path, spec)
+        extra = {"stderr_path": kept} if kept else None
+        if timed_out:
+            return failure_row(spec, "timeout", f"run exceeded its time limit of {timeout_s:g} s", stderr,
+                               started, extra)
+        if row is not None:  # an expected failure the worker wrote itself
+            row["stderr"] = (row.get("stderr") or stderr)[-20000:] or None
+            row["extra"] = {**(row.get("extra") or {}), **(extra or {})}
+            return row
+        status, error = _describe_exit(proc.returncode, stderr, memory_limit)
+        return failure_row(spec, status, error, stderr, started, extra)

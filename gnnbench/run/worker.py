@@ -1,0 +1,68 @@
+"""Internal entry point of an isolated run: ``python -m gnnbench.run.worker SPEC.json RESULT.json``.
+
+Writes the results row, or a failure row for an expected error (unavailable
+system, bad dataset), to RESULT.json. Anything unexpected propagates, so the
+parent sees a non-zero exit and keeps the traceback from stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import traceback
+from pathlib import Path
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker when its parent dies, so a cancelled sweep leaves no orphan."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gnnbench.run.worker")
+    parser.add_argument("spec")
+    parser.add_argument("result")
+    args = parser.parse_args(argv)
+    data = json.loads(Path(args.spec).read_text())
+    if data.get("memory_limit"):
+        limit = int(data["memory_limit"])
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _die_with_parent()
+
+    from gnnbench.run.config import RunConfig
+    from gnnbench.errors import UnavailableError, UserError
+    from gnnbench.run.harness import train
+    from gnnbench.run.record import run_record
+    from gnnbench.results.store import utc_now
+
+    spec = RunConfig.from_dict(data)  # validated again: the same checks as the parent's
+    started = utc_now()
+    try:
+        row = train(spec)
+    except UnavailableError as err:  # e.g. the model needs an operator the system does not implement
+        traceback.print_exc()  # into the run's stderr log, which the parent keeps (Note [process group])
+        row = run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+                         timestamp=started)
+    except UserError as err:
+        traceback.print_exc()
+        row = run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+                         timestamp=started)
+    except MemoryError:
+        traceback.print_exc()
+        row = run_record(spec, "oom", error="out of memory (MemoryError) under the memory limit",
+                         stderr=traceback.format_exc(), timestamp=started)
+    tmp = Path(args.result + ".tmp")
+    tmp.write_text(json.dumps(row, default=float))
+    tmp.replace(args.result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

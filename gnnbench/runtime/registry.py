@@ -1,0 +1,311 @@
+"""Every system gnnbench knows: kernel systems found by their specs, plus native baselines.
+
+A kernel system is a folder ``<name>/`` holding ``<name>.gnn``, found by
+:mod:`gnnbench.runtime.discovery` (in ``systems/``, on ``GNNBENCH_SYSTEMS_PATH``, or
+through an entry point). The registry reads a spec only when its system is
+asked for (cheap, no kernel import) to say whether the system can run here
+and why not; a spec that cannot be read breaks its own system only (Note
+[discovery one system at a time]). Its generated glue is imported only to run it.
+Native baselines (``pyg-native``, ``dgl-native``) replace the model instead of
+the kernels and register through :data:`NATIVE_SYSTEMS`.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from gnnbench.runtime.discovery import ENTRY_POINT_GROUP, SystemSource, find_sources
+from gnnbench.errors import UnavailableError, UserError
+from gnnbench.runtime.glue import SystemGlue
+
+__all__ = ["SystemInfo", "list_systems", "system_names", "spec_source", "forget_systems", "system_info",
+           "load_system", "system_hash", "NATIVE_SYSTEMS"]
+
+#: name -> "module:function" building a native model runner; filled by gnnbench.peers
+NATIVE_SYSTEMS: dict[str, dict] = {
+    "pyg-native": {"module": "gnnbench.peers.pyg_native", "requires": ("torch_geometric",),
+                   "summary": "PyG's own GCNConv/GATConv/GINConv/SAGEConv models (framework baseline)",
+                   "version_of": "torch_geometric"},
+    "dgl-native": {"module": "gnnbench.peers.dgl_native", "requires": ("dgl", "pandas"),
+                   "summary": "DGL's own GraphConv/GATConv/GINConv/SAGEConv models (framework baseline)",
+                   "version_of": "dgl"},
+}
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    name: str
+    version: str
+    summary: str
+    kind: str                      # "kernel" or "native"
+    devices: tuple[str, ...]
+    frameworks: tuple[str, ...]
+    requires: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+    hint: str = ""
+    spec_path: str = ""
+    operators: tuple[str, ...] = field(default=())
+    origin: str = ""               # where the spec was found (Note [discovery one system at a time])
+    error: str = ""                # one line saying why the system is broken, or ""
+
+    def unavailable_reason(self, framework: str = "torch", device: str = "cpu") -> str | None:
+        """``None`` when the system can run here with this framework and device, else why not."""
+        if self.error:
+            return f"broken: {self.error}"
+        if self.missing:
+            extra = f"pip install {' '.join(self.missing)}"
+            return f"needs the Python package(s) {', '.join(self.missing)} ({extra})"
+        if framework not in self.frameworks:
+            return (f"has no {framework} glue (its kernels are bound to {', '.join(self.frameworks)}); "
+                    f"frameworks: {', '.join(self.frameworks)}")
+        if device not in self.devices:
+            return f"runs on {', '.join(self.devices)} only" + (f"; {self.hint}" if self.hint else "")
+        if device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                return "needs a CUDA GPU and none is available here" + (f"; {self.hint}" if self.hint else "")
+        return None
+
+
+def _missing(packages) -> tuple[str, ...]:
+    return tuple(p for p in packages if importlib.util.find_spec(p) is None)
+
+
+def _sources() -> list[SystemSource]:
+    return _sources_for(os.environ.get("GNNBENCH_SYSTEMS_PATH", ""))
+
+
+@lru_cache(maxsize=None)
+def _sources_for(systems_path: str) -> list[SystemSource]:
+    return find_sources(systems_path)
+
+
+def _one_line(err: BaseException) -> str:
+    """An exception as one line: a spec error's ``file:line:col: message``, else ``Type: message``."""
+    from gnnbench.dsl.spec import SpecError
+
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    if isinstance(err, (SpecError, UserError)):
+        return text
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _module_missing(module: str, folder: Path) -> bool:
+    """Whether the kernels module ``module`` cannot be found, without importing it.
+
+    A module in gnnbench's ``systems/`` (``gnnbench.systems.<name>.kernels``) or
+    in the system's own folder (``<name>.kernels``, Note [external systems] in
+    ``dsl/gen.py``) is looked for as a file: that folder's parent joins
+    ``sys.path`` only when the system is loaded, and importing a package's
+    ``__init__`` here would make listing slow. Any other module is looked up.
+    """
+    from gnnbench.dsl.gen import systems_root
+
+    parts = module.split(".")
+    if parts[:2] == ["gnnbench", "systems"] and len(parts) > 2:
+        base = systems_root().joinpath(*parts[2:])
+    elif parts[0] == folder.name:
+        base = folder.parent.joinpath(*parts)
+    else:
+        try:
+            return importlib.util.find_spec(module) is None
+        except (ImportError, ValueError):
+            return True
+    return not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file())
+
+
+@lru_cache(maxsize=None)
+def _describe(source: SystemSource, _stamp: tuple[int, int]) -> SystemInfo:
+    """Parse one spec into a :class:`SystemInfo`; a broken spec gives a broken info, never an exception.
+
+    ``_stamp`` (mtime, size) keys the cache, so an edited spec is read again.
+    """
+    from gnnbench.dsl.parse import load_spec
+
+    broken = SystemInfo(source.name, "?", "", "kernel", (), (), (), spec_path=str(source.spec_path),
+                        origin=source.origin)
+    if source.problem:
+        return replace(broken, error=source.problem)
+    try:
+        spec = load_spec(source.spec_path)
+    except Exception as err:  # Note [discovery one system at a time]: whatever a spec does, it breaks only itself
+        from gnnbench.dsl.spec import SpecError
+
+        where = "" if isinstance(err, SpecError) else f"{source.spec_path}: cannot be read: "
+        return replace(broken, error=where + _one_line(err))
+    if spec.name != source.name:
+        return replace(broken, error=f"{source.spec_path} declares `system {spec.name}`, but it was found as "
+                                     f"'{source.name}' ({source.origin}); make the two names agree")
+    kernels = getattr(spec, "kernels_module", "")
+    if kernels and _module_missing(kernels, source.spec_path.parent):
+        return replace(broken, error=f"its kernels module '{kernels}' cannot be found "
+                                     f"(spec {source.spec_path}, `kernels {kernels}`)")
+    return SystemInfo(
+        spec.name, spec.version, spec.summary, "kernel", spec.devices, spec.frameworks, spec.requires,
+        _missing(spec.requires), spec.hint, str(source.spec_path),
+        tuple(sorted({k.implements for k in spec.kernels if k.implements})), source.origin,
+    )
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return (0, 0)
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def _info(source: SystemSource) -> SystemInfo:
+    return _describe(source, _stamp(source.spec_path))
+
+
+def forget_systems() -> None:
+    """Drop every cached scan and parse (after a system was created or removed in this process)."""
+    _sources_for.cache_clear()
+    _describe.cache_clear()
+
+
+def _native_infos() -> list[SystemInfo]:
+    return [SystemInfo(name, _package_version(entry["version_of"]), entry["summary"], "native",
+                       ("cpu", "cuda"), ("torch",), entry["requires"], _missing(entry["requires"]))
+            for name, entry in NATIVE_SYSTEMS.items()]
+
+
+def system_names() -> list[str]:
+    """Every system's name, cheaply: no spec is read (Note [discovery one system at a time])."""
+    return sorted({s.name for s in _sources()}) + list(NATIVE_SYSTEMS)
+
+
+def _duplicate_error(name: str, sources: list[SystemSource]) -> str:
+    where = " and ".join(f"{s.spec_path} ({s.origin})" for s in sources)
+    return (f"two systems are named '{name}': {where}; rename one folder "
+            f"(or drop one from GNNBENCH_SYSTEMS_PATH / uninstall one package)")
+
+
+def list_systems() -> list[SystemInfo]:
+    """Every system, each spec parsed; a broken or duplicated one is listed with its ``error``."""
+    by_name: dict[str, list[SystemSource]] = {}
+    for source in _sources():
+        by_name.setdefault(source.name, []).append(source)
+    infos = []
+    for name, sources in sorted(by_name.items()):
+        if len(sources) > 1:
+            infos.append(SystemInfo(name, "?", "", "kernel", (), (), (), spec_path=str(sources[0].spec_path),
+                                    origin=sources[0].origin, error=_duplicate_error(name, sources)))
+        else:
+            infos.append(_info(sources[0]))
+    return infos + _native_infos()
+
+
+def spec_source(name: str) -> SystemSource:
+    """Where kernel system ``name`` comes from, without reading its spec.
+
+    Raises:
+        UserError: no kernel system has that name (a native baseline has no spec), or two have.
+    """
+    if name in NATIVE_SYSTEMS:
+        raise UserError(f"'{name}' is a native baseline (the peer's own models): it has no spec; "
+                        f"choose a kernel system (see `gnnbench systems`)")
+    sources = [s for s in _sources() if s.name == name]
+    if len(sources) > 1:
+        raise UserError(_duplicate_error(name, sources))
+    if not sources:
+        raise UserError(f"unknown system '{name}'; choose one of: {', '.join(system_names())}{_did_you_mean(name)} "
+                        f"(systems outside gnnbench are found through GNNBENCH_SYSTEMS_PATH or the "
+                        f"'{ENTRY_POINT_GROUP}' entry point; see docs/out-of-tree.md)")
+    return sources[0]
+
+
+def _did_you_mean(name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, system_names(), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def system_info(name: str) -> SystemInfo:
+    """The system ``name``, its spec read now (once per file version).
+
+    Raises:
+        UserError: the name is unknown or taken twice, or the system's spec is broken.
+    """
+    for info in _native_infos():
+        if info.name == name:
+            return info
+    info = _info(spec_source(name))
+    if info.error:
+        raise UserError(f"system '{name}' is broken: {info.error}")
+    return info
+
+
+def _package_version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def load_system(name: str, framework: str = "torch", device: str = "cpu") -> SystemGlue:
+    """The generated glue of kernel system ``name`` for ``framework``; raises if it cannot run here."""
+    info = system_info(name)
+    if info.kind != "kernel":
+        raise UserError(f"'{name}' is a native baseline, not a kernel system")
+    reason = info.unavailable_reason(framework, device)
+    if reason:
+        raise UnavailableError(f"system '{name}' is unavailable: {reason}")
+    return _import_glue(Path(info.spec_path), framework, name).SYSTEM
+
+
+def _import_glue(spec_path: Path, framework: str, name: str):
+    """Import ``_glue_<framework>.py`` beside a spec; see Note [external systems] in ``dsl/gen.py``."""
+    import sys
+
+    from gnnbench.dsl.gen import systems_root
+
+    folder = spec_path.resolve().parent
+    if folder.parent == systems_root():
+        return importlib.import_module(f"gnnbench.systems.{folder.name}._glue_{framework}")
+    if str(folder.parent) not in sys.path:
+        sys.path.insert(0, str(folder.parent))
+    module_name = f"_gnnbench_external_{folder.name}_glue_{framework}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    glue = folder / f"_glue_{framework}.py"
+    if not glue.exists():
+        raise UnavailableError(f"system '{name}' has no generated {framework} glue beside {spec_path}; "
+                               f"run `gnnbench gen {name}`")
+    module_spec = importlib.util.spec_from_file_location(module_name, glue)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]  # a failed import must not look loaded to the next caller
+        raise
+    return module
+
+
+def system_hash(name: str) -> str:
+    """Hash of everything that defines a system's numbers: spec, generated glue, kernel sources."""
+    info = system_info(name)
+    h = hashlib.sha256()
+    if info.kind == "kernel":
+        folder = Path(info.spec_path).parent
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in (".gnn", ".py", ".toml") and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(folder)).encode())
+                h.update(path.read_bytes())
+    else:
+        module = importlib.util.find_spec(NATIVE_SYSTEMS[name]["module"])
+        if module and module.origin:
+            h.update(Path(module.origin).read_bytes())
+        h.update(info.version.encode())
+    return h.hexdigest()[:16]

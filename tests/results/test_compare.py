@@ -1,0 +1,161 @@
+"""Tests of gnnbench.results.compare: golden markdown table, bootstrap CI, verification gate, warnings."""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gnnbench.results.compare import bootstrap_speedup, compare
+from gnnbench.errors import UserError
+from gnnbench.results.store import ResultsStore
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+EXPECTED = FIXTURES / "compare_expected.md"
+
+
+def _fixture():
+    spec = importlib.util.spec_from_file_location("gnnbench_results_fixture", FIXTURES / "results_fixture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def rows(tmp_path):
+    """The fixture runs as read back from a database."""
+    with ResultsStore(_fixture().build_fixture_db(tmp_path / "fixture.sqlite")) as store:
+        return store.rows()
+
+
+def by_system(comparison, dataset="cora"):
+    return {r.system: r for r in comparison.results if r.group["dataset"] == dataset}
+
+
+def test_golden_markdown(rows):
+    got = compare(rows).render("markdown")
+    if os.environ.get("GNNBENCH_UPDATE_GOLDEN"):
+        EXPECTED.write_text(got, encoding="utf-8")
+    assert got == EXPECTED.read_text(encoding="utf-8"), (
+        "comparison table changed; if intended: GNNBENCH_UPDATE_GOLDEN=1 python -m pytest tests/results/test_compare.py")
+
+
+def test_cases_of_the_fixture(rows):
+    c = compare(rows)
+    assert c.warnings == []
+    cora = by_system(c)
+    assert cora["reference"].note == "baseline" and cora["reference"].speedup is None
+    assert cora["fused"].mark == "-" and cora["fused"].significant
+    assert cora["fused"].ci_low < 2.5 < cora["fused"].ci_high
+    assert cora["slow"].mark == "+" and cora["slow"].speedup == pytest.approx(0.8)
+    assert cora["noisy"].mark == "" and not cora["noisy"].significant and cora["noisy"].noise > 0.10
+    assert cora["few"].mark == "~" and cora["few"].ci_low is None  # 2 samples: no interval
+    assert cora["huge"].status == "oom" and cora["huge"].mark == "!"
+    assert cora["fused"].memory_ratio == pytest.approx(0.6)
+    assert cora["wrong"].accuracy_diff == pytest.approx(0.31 - 0.815)
+    assert [r.system for r in c.regressions] == ["huge", "slow"]
+    assert by_system(c, "pubmed")["fused"].status == "ok"  # the later run replaces the crashed one
+    assert c.unit == ("ms", 1e-3)
+
+
+def test_unverified_systems_are_excluded_unless_asked(rows):
+    gated = by_system(compare(rows))
+    assert gated["untested"].speedup is None and gated["untested"].note == "unverified"
+    assert gated["wrong"].speedup is None and gated["wrong"].note == "verify failed"
+    assert gated["untested"].memory_ratio == pytest.approx(0.5)  # still shown, only not claimed
+    opened = compare(rows, include_unverified=True)
+    assert by_system(opened)["untested"].speedup == pytest.approx(4.0)
+    assert by_system(opened)["wrong"].mark == "-"
+    assert "including unverified systems" in opened.render("text")
+
+
+def test_bootstrap_ci_contains_the_true_ratio():
+    rng = np.random.default_rng(1234)
+    covered = 0
+    for _ in range(20):
+        # Log-normal epoch times with medians 2.0 and 0.8: the true speedup is 2.5.
+        base = 2.0 * np.exp(rng.normal(0, 0.05, 40))
+        own = 0.8 * np.exp(rng.normal(0, 0.05, 30))
+        ratio, low, high = bootstrap_speedup(base, own, seed=7)
+        assert low <= ratio <= high
+        covered += low <= 2.5 <= high
+    assert covered >= 17  # nominal 95 % of 20
+    assert bootstrap_speedup(base, own, seed=7) == bootstrap_speedup(base, own, seed=7)
+    with pytest.raises(ValueError, match="samples on both sides"):
+        bootstrap_speedup([], [1.0])
+
+
+def test_warnings_on_mixed_machines(rows):
+    for row in rows:
+        if row["system"] == "slow":
+            row.update(cpu_model="Other CPU", threads=8, git_commit="def5678")
+        if row["system"] == "fused" and row["dataset"] == "pubmed":
+            row.update(system_hash="h-fused-2", framework_version="2.4.0")
+    warnings = compare(rows).warnings
+    assert warnings == [
+        "compared runs used different CPUs: 'Example CPU @ 3.0GHz' (9 runs), 'Other CPU' (1 run)",
+        "compared runs used different thread counts: 4 (9 runs), 8 (1 run)",
+        "compared runs used different gnnbench commits: 'abc1234' (9 runs), 'def5678' (1 run)",
+        "framework 'torch' appears with different versions: '2.3.0' (9 runs), '2.4.0' (1 run)",
+        "system 'fused' appears with different builds (system_hash): 'h-fused' (1 run), 'h-fused-2' (1 run)",
+    ]
+    assert warnings[0] in compare(rows).render("markdown")
+    assert warnings[0] not in compare(rows).render("markdown", warnings=False)
+
+
+def test_no_baseline_and_units(rows):
+    alone = [r for r in rows if r["system"] == "fused" and r["status"] == "ok"]
+    c = compare(alone)
+    assert {r.note for r in c.results} == {"no baseline"}
+    fast = [dict(r, epoch_times=[t / 1e4 for t in r["epoch_times"]]) for r in rows if r["status"] == "ok"]
+    assert compare(fast).unit[0] == "us" and "median in us" in compare(fast).render("text")
+    slow = [dict(r, epoch_times=[t * 1e3 for t in r["epoch_times"]]) for r in rows if r["status"] == "ok"]
+    assert compare(slow).unit[0] == "s"
+
+
+def test_render_formats(rows):
+    c = compare(rows)
+    table = list(csv.DictReader(io.StringIO(c.render("csv"))))
+    assert len(table) == len(c.results) == 10
+    assert float(table[2]["speedup"]) == pytest.approx(2.5) and table[2]["system"] == "fused"
+    html = c.render("html")
+    assert html.startswith('<table class="gnnbench-table">') and "&gt; 10%" in html
+    text = c.render("text").splitlines()
+    assert text[0].split() == ["dataset", "model", "framework", "system", "verified", "epoch", "time", "(ms)",
+                               "speedup", "95%", "CI", "peak", "mem", "vs", "reference", "test", "acc", "vs",
+                               "reference"]
+    end = text[0].index("speedup") + len("speedup")  # numeric columns are right-aligned
+    fused = next(line for line in text if " fused " in line)
+    assert fused[:end].endswith("2.50x") and text[1].startswith("--  -------")
+    with pytest.raises(UserError, match="unknown comparison format 'pdf'"):
+        c.render("pdf")
+    assert c.as_dicts()[2]["dataset"] == "cora" and c.as_dicts()[2]["system"] == "fused"
+
+
+def test_runs_that_differ_from_the_baseline_are_not_comparable(rows):
+    for row in rows:
+        if row["system"] == "fused" and row["dataset"] == "cora":
+            row["threads"] = 8
+        if row["system"] == "slow":
+            row["allocator"] = "tcmalloc"  # the baseline's allocator is unknown (null): not a difference
+    cora = by_system(compare(rows))
+    assert cora["fused"].mark == "x" and cora["fused"].speedup is None
+    assert cora["fused"].note == "not comparable: threads 8 vs 4"
+    assert cora["slow"].mark == "+"
+    assert "not comparable: threads 8 vs 4" in compare(rows).render("text")
+
+
+def test_compare_reads_the_results_frame(tmp_path):
+    import gnnbench
+
+    db = _fixture().build_fixture_db(tmp_path / "fixture.sqlite")
+    with ResultsStore(db) as store:
+        store.record_verification("untested", "1.0", "h-untested", "passed")
+    from_frame = by_system(compare(gnnbench.load_results(db)))
+    assert from_frame["untested"].verified == "passed" and from_frame["untested"].speedup == pytest.approx(4.0)
+    with ResultsStore(db) as store:
+        assert from_frame["fused"] == by_system(compare(store.rows()))["fused"]

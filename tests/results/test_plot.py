@@ -1,0 +1,45 @@
+"""Tests of gnnbench.results.plot: the six files, and the errors for no data and no matplotlib."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnnbench.errors import UserError
+from gnnbench.results.plot import FIGURES, plot
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _fixture_rows() -> list[dict]:
+    spec = importlib.util.spec_from_file_location("gnnbench_results_fixture", FIXTURES / "results_fixture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.fixture_rows()
+
+
+def test_plot_writes_png_and_svg_per_figure(tmp_path):
+    pytest.importorskip("matplotlib", reason="plotting needs matplotlib (gnnbench[plot])")
+    paths = plot(_fixture_rows(), tmp_path / "figs")
+    assert [p.name for p in paths] == [f"{n}.{ext}" for n in FIGURES for ext in ("png", "svg")]
+    for p in paths:
+        data = p.read_bytes()
+        assert data.startswith(b"\x89PNG") if p.suffix == ".png" else b"<svg" in data[:2000]
+    svg = (tmp_path / "figs" / "epoch_time.svg").read_text()
+    assert "untested" in svg and "hatched: not verified" in svg
+
+
+def test_plot_needs_a_successful_run(tmp_path):
+    pytest.importorskip("matplotlib", reason="plotting needs matplotlib (gnnbench[plot])")
+    failed = [r for r in _fixture_rows() if r["status"] != "ok"]
+    with pytest.raises(UserError, match="nothing to plot"):
+        plot(failed, tmp_path)
+
+
+def test_missing_matplotlib_is_a_user_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
+    with pytest.raises(UserError, match=r"^plotting needs matplotlib: pip install 'gnnbench\[plot\]'$"):
+        plot(_fixture_rows(), tmp_path)
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,92 @@
+"""The HTML report in a real headless Chromium (Selenium): loads from file:// without console errors,
+shows its tables and figures, and sorts a table when a header is clicked.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them) and the ``selenium``
+package (the ``test`` extra); without them the test skips and says which is missing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+_CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+_DRIVER = shutil.which("chromedriver")
+
+
+def _fixture_rows() -> list[dict]:
+    spec = importlib.util.spec_from_file_location("gnnbench_results_fixture", FIXTURES / "results_fixture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.fixture_rows()
+
+
+def _browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium "
+                                                                 "(pip install -e '.[test]')")
+    if _CHROMIUM is None or _DRIVER is None:
+        pytest.skip("the browser test needs Chromium and its driver: apt-get install chromium chromium-driver "
+                    f"(found chromium: {_CHROMIUM}, chromedriver: {_DRIVER})")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = _CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1400,1000", "--allow-file-access-from-files"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(_DRIVER), options=options)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (gnnbench[plot])")
+    from gnnbench.results.report import build_report
+
+    driver = _browser()
+    index = build_report(_fixture_rows(), tmp_path_factory.mktemp("report"))
+    try:
+        driver.get(index.resolve().as_uri())
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _column(driver, table_id: str, index: int) -> list[str]:
+    return [row.find_elements("tag name", "td")[index].text
+            for row in driver.find_elements("css selector", f"#{table_id} tbody tr")]
+
+
+def test_loads_without_console_errors_with_tables_and_figures(page):
+    assert page.title == "gnnbench report"
+    errors = [e for e in page.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    assert errors == []
+    assert [t.get_attribute("id") for t in page.find_elements("css selector", "table.sortable")] == [
+        "compare-0", "compare-1", "runs"]
+    assert _column(page, "compare-0", 1)[:3] == ["reference", "few", "fused"]
+    images = page.find_elements("css selector", "#figures img")
+    assert [Path(i.get_attribute("src")).name for i in images] == ["epoch_time.svg", "peak_memory.svg",
+                                                                   "scaling.svg"]
+    assert all(page.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i)
+               for i in images), "a figure did not load"
+
+
+def test_clicking_a_header_sorts(page):
+    speedup = page.find_elements("css selector", "#compare-0 thead th")[5]
+    assert speedup.text == "speedup"
+    speedup.click()
+    assert speedup.get_attribute("aria-sort") == "ascending"
+    assert _column(page, "compare-0", 5)[:4] == ["0.80x", "1.03x", "2.01x", "2.50x"]  # numbers first, by value
+    speedup.click()
+    assert speedup.get_attribute("aria-sort") == "descending"
+    assert _column(page, "compare-0", 5)[:2] == ["2.50x", "2.01x"]
+    system = page.find_elements("css selector", "#compare-0 thead th")[1]
+    system.click()
+    assert _column(page, "compare-0", 1) == sorted(_column(page, "compare-0", 1))
+    if os.environ.get("GNNBENCH_REPORT_SCREENSHOT"):  # README's picture: see README "Report"
+        page.save_screenshot(os.environ["GNNBENCH_REPORT_SCREENSHOT"])

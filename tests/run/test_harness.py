@@ -1,0 +1,77 @@
+"""The training loop: timing phases from a fake clock, fairness of initialisation, learning."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gnnbench.cli.run import summary
+from gnnbench.run.harness import TaskSpec, train
+from gnnbench.models import MODELS
+
+TINY = "sbm:nodes=400,classes=3,features=16,degree=8,seed=1"
+
+
+class MockClock:
+    """Deterministic time: prepare takes 0.25 s; epoch e spends 10+e%3 ms forward, 20 ms backward, 2 ms step."""
+
+    def __init__(self):
+        self.values = [0.0, 0.25]
+        base = 1.0
+        for e in range(100):
+            t1 = base + 0.010 + 0.001 * (e % 3)
+            self.values += [base, t1, t1 + 0.020, t1 + 0.022]
+            base = t1 + 1.0
+        self.values.reverse()
+
+    def __call__(self) -> float:
+        return self.values.pop()
+
+
+def test_phases_come_from_the_clock_and_warmups_are_excluded():
+    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
+    assert len(row["epoch_times"]) == 9 and row["epochs"] == 12
+    assert row["forward_times"] == pytest.approx([0.010, 0.011, 0.012] * 3)
+    assert row["forward_median_s"] == pytest.approx(0.011)
+    assert row["backward_median_s"] == pytest.approx(0.020)
+    assert row["optimizer_median_s"] == pytest.approx(0.002)
+    assert row["epoch_time_median_s"] == pytest.approx(0.033)
+    assert row["epoch_time_iqr_s"] == pytest.approx(0.002)
+    assert row["prepare_time_s"] == pytest.approx(0.25)
+    lines = summary({**row, "verified": "passed"}).splitlines()
+    assert lines[1] == "  epoch      33.00 ms median, IQR 2.00 ms over 9 timed epochs (3 warm-up excluded)"
+    assert lines[2] == "  phases     forward 11.00 ms, backward 20.00 ms, optimizer 2.00 ms"
+    assert lines[3].startswith("  kernels    ") and "inside reference's kernels; spmm_sum" in lines[3]  # real clock
+    assert lines[4] == "  prepare    250.0 ms (apart from epochs)"
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_initial_parameters_depend_only_on_the_seed(model):
+    cls = MODELS[model]
+    a, b = cls(8, 3).init_params(5), cls(8, 3).init_params(5)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    c = cls(8, 3).init_params(6)
+    assert any(not np.array_equal(a[k], c[k]) for k in a if a[k].any())
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_every_model_learns_well_above_chance(model):
+    row = train(TaskSpec(system="reference", model=model, dataset=TINY, epochs=60, warmup=2))
+    assert row["status"] == "ok"
+    assert row["final_loss"] < row["first_loss"]
+    assert row["test_accuracy"] > 0.6  # three classes: chance is 0.33
+    assert row["peak_memory_bytes"] >= 0 and row["prepare_time_s"] >= 0
+
+
+def test_run_row_records_provenance():
+    row = train(TaskSpec(system="reference", model="sage", dataset=TINY, epochs=6, warmup=1, seed=3))
+    assert row["system_hash"] and row["git_commit"] and row["cpu_model"]
+    assert row["machine"]["libraries"]["torch"].startswith("2.13")
+    assert row["hyperparameters"]["hidden"] == 64 and row["seed"] == 3
+    assert row["dataset"] == "sbm:classes=3,degree=8,features=16,nodes=400,p_in=0.8,seed=1"
+
+
+def test_epochs_must_exceed_warmup():
+    from gnnbench.errors import UserError
+
+    with pytest.raises(UserError, match=r"--epochs \(3\) must exceed --warmup \(5\)"):
+        train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=5))

@@ -1,0 +1,400 @@
+"""Tests of gnnbench.run.sweep, the local executor and `gnnbench sweep`.
+
+Most tests run the sweep logic with a fake runner (no worker process). The
+done-when test runs real workers against the broken systems of
+tests/sweep_systems: one segfaults, one exceeds its memory limit, one hangs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gnnbench.cli import main as cli_main
+from gnnbench.errors import UserError
+from gnnbench.run.executors import LocalExecutor
+from gnnbench.run.harness import TaskSpec
+from gnnbench.run.runner import failure_row
+from gnnbench.results.store import ResultsStore
+from gnnbench.run.sweep import (Campaign, Matrix, campaign_from_mapping, identity, load_campaign, parse_memory, plan,
+                            provenance, run_sweep, split_datasets)
+
+REPO = Path(__file__).resolve().parents[2]
+SWEEP_SYSTEMS = Path(__file__).resolve().parents[1] / "sweep_systems"
+TINY = "sbm:nodes=200,classes=2,features=8,degree=4"
+
+# The done-when sweep, shared with tests/run/test_ray_executor.py: every healthy run and
+# every failure mode once. threads = 1 so that Ray workers (OMP_NUM_THREADS=1) and
+# local workers train bit for bit alike.
+DONE_WHEN_TOML = textwrap.dedent(f"""\
+    name = "done-when"
+    models = ["gcn"]
+    datasets = ["{TINY}"]
+    epochs = 6
+    threads = 1
+    timeout = 300
+    memory_limit = "2G"
+
+    [[matrix]]
+    systems = ["reference"]
+    models = ["gcn", "sage"]
+
+    [[matrix]]
+    systems = ["segfaulter", "memhog", "absent"]
+
+    [[matrix]]
+    systems = ["hanger"]
+    timeout = 10
+    """)
+DONE_WHEN_EXPECTED = {  # (system, model) -> (status, text in its error)
+    ("reference", "gcn"): ("ok", None), ("reference", "sage"): ("ok", None),
+    ("segfaulter", "gcn"): ("crashed", "SIGSEGV"), ("memhog", "gcn"): ("oom", "MemoryError"),
+    ("hanger", "gcn"): ("timeout", "time limit of 10 s"),
+    ("absent", "gcn"): ("skipped", "gnnbench_absent_dependency"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _sweep_systems(monkeypatch):
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(SWEEP_SYSTEMS))
+
+
+def run_done_when(folder: Path, *extra: str) -> tuple[int, list[dict]]:
+    """Run the done-when campaign through the CLI into ``folder/results.sqlite``; return status and rows."""
+    folder.mkdir(parents=True, exist_ok=True)
+    campaign = folder / "done_when.toml"
+    campaign.write_text(DONE_WHEN_TOML)
+    db = folder / "results.sqlite"
+    status = cli_main(["sweep", "--campaign", str(campaign), "--results", str(db), "--no-progress", *extra])
+    with ResultsStore(db) as store:
+        return status, store.rows()
+
+
+def local_done_when_rows(tmp_path_factory) -> list[dict]:
+    """The done-when sweep on the local executor, run once per test session (and commit:
+    the Ray test compares against it, and a commit changes every row's provenance)."""
+    from gnnbench.run.environment import git_commit
+
+    git_commit.cache_clear()
+    folder = tmp_path_factory.getbasetemp() / f"done_when_local_{git_commit()[:12]}"
+    if not (folder / "results.sqlite").exists():
+        os.environ["GNNBENCH_SYSTEMS_PATH"] = str(SWEEP_SYSTEMS)
+        run_done_when(folder)
+    with ResultsStore(folder / "results.sqlite") as store:
+        return store.rows()
+
+
+def _fake_runner(calls: list | None = None):
+    """Runs nothing: `segfaulter` "crashes", everything else succeeds with the planned identity."""
+    def runner(spec, timeout_s=None, memory_limit_bytes=None):
+        if calls is not None:
+            calls.append(spec)
+        if spec.system == "segfaulter":
+            return failure_row(spec, "crashed", "worker died from signal SIGSEGV")
+        return {**identity(spec), "status": "ok", "epoch_times": [0.01, 0.011], "epoch_time_median_s": 0.0105}
+    return runner
+
+
+def _campaign(**kw) -> Campaign:
+    from gnnbench.run.sweep import matrix_keys
+
+    matrix = dict(systems=("reference", "segfaulter"), models=("gcn",), datasets=(TINY,), epochs=6)
+    matrix.update({k: v for k, v in kw.items() if k in matrix_keys()})
+    rest = {k: v for k, v in kw.items() if k not in matrix_keys()}
+    return Campaign(matrices=(Matrix.of(**matrix),), **rest)
+
+
+# ---------------------------------------------------------------- planning
+
+def test_tasks_cycle_through_systems_round_by_round(tmp_path):
+    campaign = _campaign(systems=("reference", "segfaulter"), models=("gcn", "sage"), seeds=(0, 1), rounds=2)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        tasks = plan(campaign, store).tasks
+    order = [(t.round, t.spec.seed, t.spec.model, t.spec.system) for t in tasks]
+    expected = [(r, seed, model, system) for r in (0, 1) for seed in (0, 1) for model in ("gcn", "sage")
+                for system in ("reference", "segfaulter")]
+    assert order == expected
+    assert [t.occurrence for t in tasks] == [0] * 8 + [1] * 8  # round 1 repeats round 0's provenances
+
+
+def test_matrix_blocks_merge_into_one_interleaved_order(tmp_path):
+    campaign = campaign_from_mapping({"models": ["gcn"], "datasets": [TINY], "epochs": 6, "seeds": [0, 1],
+                                      "matrix": [{"systems": ["reference"]}, {"systems": ["hanger"], "timeout": 5}]})
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        tasks = plan(campaign, store).tasks
+    assert [(t.spec.seed, t.spec.system, t.timeout_s) for t in tasks] == [
+        (0, "reference", 1800.0), (0, "hanger", 5.0), (1, "reference", 1800.0), (1, "hanger", 5.0)]
+
+
+def test_provenance_of_a_plan_equals_that_of_the_row_the_harness_stores():
+    from gnnbench.datasets.registry import canonical_name
+    from gnnbench.run.harness import train
+
+    # in this process: the C library's malloc, which an isolated run asks for with allocator="system"
+    spec = TaskSpec(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3,
+                    allocator="system")
+    assert provenance(train(spec)) == provenance(identity(spec))
+    assert provenance(identity(spec)) != provenance(identity(TaskSpec(**{**spec.as_dict(), "epochs": 7})))
+
+
+def test_provenance_of_an_isolated_run_names_the_allocator_it_resolved():
+    from gnnbench.run.allocator import resolve_allocator
+    from gnnbench.datasets.registry import canonical_name
+    from gnnbench.run.runner import run_task
+
+    spec = TaskSpec(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3)
+    row = run_task(spec, timeout_s=300)
+    assert row["status"] == "ok", row.get("stderr")
+    assert row["allocator"] == resolve_allocator("auto").name
+    assert provenance(row) == provenance(identity(spec))
+
+
+@pytest.mark.parametrize("text, expected", [("4G", 4 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29),
+                                            ("2gb", 2 << 30), ("1000", 1000), (None, None), ("none", None), (0, None)])
+def test_parse_memory(text, expected):
+    assert parse_memory(text) == expected
+
+
+def test_parse_memory_refuses_other_text():
+    with pytest.raises(UserError, match=r"memory limit must look like 4G, 512M, a byte count or none \(got 'lots'\)"):
+        parse_memory("lots")
+
+
+def test_dataset_lists_keep_commas_of_dataset_parameters():
+    assert split_datasets(["sbm:nodes=200,classes=2,karate", "rmat:nodes=64,edges=256"]) == (
+        "sbm:nodes=200,classes=2", "karate", "rmat:nodes=64,edges=256")
+
+
+def test_campaign_files_parse_and_name_unknown_keys(tmp_path):
+    example = load_campaign(REPO / "campaigns" / "cpu_small.toml")
+    assert example.name == "cpu-small" and example.matrices[0].axis("model") == ("gcn", "gat", "sage", "gin")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nepoch = 3\n')
+    with pytest.raises(UserError, match=r"bad.toml: unknown key\(s\) epoch; allowed: name, results"):
+        load_campaign(bad)
+    bad.write_text('systems = ["reference"]\n[[matrix]]\nmodels = ["gcn"]\n')
+    with pytest.raises(UserError, match=r"\[\[matrix\]\] #1: missing datasets"):
+        load_campaign(bad)
+    bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nallocator = "mimalloc"\n')
+    with pytest.raises(UserError, match=r"'allocator' must be one of auto, system, tcmalloc, jemalloc "
+                                        r"\(got 'mimalloc'\)"):
+        load_campaign(bad)
+    bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nallocator = "system"\n')
+    assert dict(load_campaign(bad).matrices[0].settings)["allocator"] == "system"
+
+
+def test_unknown_names_fail_before_anything_runs(tmp_path):
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        with pytest.raises(UserError, match="unknown system 'refrence'; choose one of: "):
+            plan(_campaign(systems=("refrence",)), store)
+        with pytest.raises(UserError, match=r"'models' must be one of gcn, gat, gin, sage \(got 'gnc'\)"):
+            plan(_campaign(models=("gnc",)), store)  # refused as the campaign is read
+
+
+# ---------------------------------------------------------------- running, resuming
+
+def test_resume_skips_stored_configurations_unless_asked(tmp_path):
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference", "segfaulter", "absent"), seeds=(0, 1))
+    calls: list = []
+    first = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)))
+    assert first.counts() == {"skipped": 2, "ok": 2, "crashed": 2} and len(calls) == 4
+    again = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)))
+    assert (again.already_stored, again.known_skips, again.rows, len(calls)) == (4, 2, [], 4)
+    retry = run_sweep(Campaign(campaign.matrices, retry_failed=True), db, LocalExecutor(_fake_runner(calls)))
+    assert [r["system"] for r in retry.rows] == ["segfaulter", "segfaulter"]
+    repeat = run_sweep(Campaign(campaign.matrices, repeat=True), db, LocalExecutor(_fake_runner(calls)))
+    assert len(repeat.rows) == 6 and len(calls) == 10
+    with ResultsStore(db) as store:
+        rows = store.rows()
+    assert len(rows) == 2 + 4 + 2 + 6
+    # a failure's row carries the provenance a success would have had
+    keys = {r["extra"]["sweep"]["provenance"] for r in rows}
+    assert all(provenance(r) == r["extra"]["sweep"]["provenance"] for r in rows) and len(keys) == 6
+
+
+def test_rounds_resume_by_count(tmp_path):
+    db = tmp_path / "r.sqlite"
+    one = _campaign(systems=("reference",), rounds=1)
+    run_sweep(one, db, LocalExecutor(_fake_runner()))
+    calls: list = []
+    report = run_sweep(_campaign(systems=("reference",), rounds=3), db, LocalExecutor(_fake_runner(calls)))
+    assert report.already_stored == 1 and [r["extra"]["sweep"]["round"] for r in report.rows] == [1, 2]
+
+
+def test_a_configuration_stored_meanwhile_by_another_sweep_is_not_run(tmp_path):
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference",), seeds=(0, 1))
+    planned = {}
+    inner = _fake_runner()
+
+    def runner(spec, **kw):  # while seed 0 runs, "another sweep" stores seed 1
+        if spec.seed == 0:
+            with ResultsStore(db) as other:
+                other.insert({**planned[1], "status": "ok"})
+        return inner(spec, **kw)
+
+    with ResultsStore(db) as store:
+        for task in plan(campaign, store).tasks:
+            planned[task.spec.seed] = task.identity
+    events = []
+    report = run_sweep(campaign, db, LocalExecutor(runner), on_event=events.append)
+    assert [r["seed"] for r in report.rows] == [0] and report.meanwhile == 1
+    assert [(e.kind, e.done, e.total) for e in events] == [("start", 0, 2), ("finish", 1, 2), ("meanwhile", 2, 2)]
+
+
+def test_progress_events_estimate_the_time_left(tmp_path):
+    ticks = iter(range(0, 1000, 10))
+    events = []
+    run_sweep(_campaign(systems=("reference",), seeds=(0, 1, 2)), tmp_path / "r.sqlite",
+              LocalExecutor(_fake_runner()), on_event=events.append, clock=lambda: float(next(ticks)))
+    assert [(e.kind, e.done, e.eta_s) for e in events] == [
+        ("start", 0, None), ("finish", 1, 40.0), ("start", 1, 60.0), ("finish", 2, 20.0),
+        ("start", 2, 25.0), ("finish", 3, 0.0)]
+
+
+def test_progress_line_is_plain_text_off_a_terminal(tmp_path):
+    from gnnbench.cli.sweep import _ProgressLine
+
+    stream = io.StringIO()
+    ticks = iter(range(0, 1000, 10))
+    run_sweep(_campaign(), tmp_path / "r.sqlite", LocalExecutor(_fake_runner()), on_event=_ProgressLine(stream),
+              clock=lambda: float(next(ticks)))
+    assert stream.getvalue() == (
+        f"[0/2] running reference gcn {TINY} torch seed=0 (time left unknown yet)\n"
+        f"[1/2] ok reference gcn {TINY} torch seed=0: 10.50 ms/epoch (20s left)\n"
+        f"[1/2] running segfaulter gcn {TINY} torch seed=0 (30s left)\n"
+        f"[2/2] crashed segfaulter gcn {TINY} torch seed=0: worker died from signal SIGSEGV (0s left)\n")
+
+
+def test_cli_refuses_matrix_flags_beside_a_campaign(tmp_path, capsys):
+    assert cli_main(["sweep", "--campaign", str(REPO / "campaigns" / "cpu_small.toml"), "--systems", "reference",
+                     "--results", str(tmp_path / "r.sqlite")]) == 2
+    assert capsys.readouterr().err.startswith("gnnbench sweep: --systems: the matrix comes from ")
+    assert cli_main(["sweep", "--systems", "reference", "--results", str(tmp_path / "r.sqlite")]) == 2
+    assert "give --models, --datasets (or --campaign FILE)" in capsys.readouterr().err
+
+
+def test_two_sweep_processes_share_one_store(tmp_path):
+    """Two sweeps write one file at once: every row arrives, once (Note [store concurrency])."""
+    db = tmp_path / "shared.sqlite"
+    script = textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from tests.run.test_sweep import _campaign, _fake_runner
+        from gnnbench.run.executors import LocalExecutor
+        from gnnbench.run.sweep import run_sweep
+        seeds = tuple(range(int(sys.argv[1]), int(sys.argv[1]) + 12))
+        fake = _fake_runner()
+        def slow(spec, **kw):
+            time.sleep(0.02)
+            return fake(spec, **kw)
+        report = run_sweep(_campaign(seeds=seeds), {str(db)!r}, LocalExecutor(slow))
+        print(len(report.rows))
+        """)
+    env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(start)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for start in (0, 100)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    assert [out.strip() for out, _ in outs] == ["24", "24"]
+    with ResultsStore(db) as store:
+        rows = store.rows()
+    keys = [r["extra"]["sweep"]["provenance"] for r in rows]
+    assert len(rows) == 48 and len(set(keys)) == 48 and len({r["id"] for r in rows}) == 48
+    assert sorted({r["seed"] for r in rows}) == [*range(12), *range(100, 112)]
+
+
+# ---------------------------------------------------------------- done when
+
+def test_sweep_survives_a_crash_an_oom_and_a_hang(tmp_path_factory):
+    """Done when: the three failures are stored with their causes, and so is every healthy run."""
+    rows = local_done_when_rows(tmp_path_factory)
+    found = {(r["system"], r["model"]): r for r in rows}
+    assert sorted(found) == sorted(DONE_WHEN_EXPECTED) and len(rows) == len(DONE_WHEN_EXPECTED)
+    for key, (status, cause) in DONE_WHEN_EXPECTED.items():
+        row = found[key]
+        assert row["status"] == status, (key, row["error"], (row["stderr"] or "")[-2000:])
+        if cause:
+            assert cause in row["error"], (key, row["error"])
+        assert provenance(row) == row["extra"]["sweep"]["provenance"]
+    for key in (("reference", "gcn"), ("reference", "sage")):
+        assert len(found[key]["epoch_times"]) == 1 and found[key]["test_accuracy"] is not None
+    assert found[("memhog", "gcn")]["extra"]["sweep"]["memory_limit_bytes"] == 2 << 30
+    assert "MemoryError" in found[("memhog", "gcn")]["stderr"]
+
+    # a rerun finds everything stored and runs nothing
+    folder = next(tmp_path_factory.getbasetemp().glob("done_when_local_*"))
+    campaign = load_campaign(folder / "done_when.toml")
+    with ResultsStore(folder / "results.sqlite") as store:
+        again = plan(campaign, store)
+    assert (len(again.todo), len(again.stored), len(again.known_skips)) == (0, 5, 1)
+
+
+def test_cli_reports_the_sweep(tmp_path, capsys):
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference",))
+    run_sweep(campaign, db, LocalExecutor(_fake_runner()))
+    code = cli_main(["sweep", "--systems", "reference", "--models", "gcn", "--datasets", TINY, "--epochs", "6",
+                     "--results", str(db), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and (report["planned"], report["already_stored"], report["runs"]) == (1, 1, [])
+
+
+def test_broken_systems_glue_is_up_to_date():
+    """`gnnbench gen --check` covers systems/ only; these live under tests/ (Note [external systems])."""
+    from gnnbench.dsl.gen import regenerate, spec_paths
+
+    writer = regenerate(spec_paths(SWEEP_SYSTEMS), check=True)
+    assert not writer.drift, "".join(writer.drift) + "\nrun `gnnbench gen tests/sweep_systems/<name>/<name>.gnn`"
+    assert len(writer.unchanged) == 4
+
+
+# ---------------------------------------------------------------- claims (Note [claims])
+
+def test_a_configuration_claimed_by_another_live_sweep_is_left_to_it(tmp_path):
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference",), seeds=(0, 1))
+    with ResultsStore(db) as store:
+        tasks = plan(campaign, store).tasks
+        assert store.claim(tasks[1].claim_key, "another-sweep", 600)
+    calls: list = []
+    events = []
+    report = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)), on_event=events.append)
+    assert [s.seed for s in calls] == [0] and report.claimed_elsewhere == 1
+    assert ("claimed", 2, 2) in [(e.kind, e.done, e.total) for e in events]
+    with ResultsStore(db) as store:
+        assert store.claims() == {tasks[1].claim_key: "another-sweep"}  # ours were released
+
+
+def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
+    db = tmp_path / "shared.sqlite"
+    script = textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from tests.run.test_sweep import _campaign, _fake_runner
+        from gnnbench.run.executors import LocalExecutor
+        from gnnbench.run.sweep import run_sweep
+        fake = _fake_runner()
+        def slow(spec, **kw):
+            time.sleep(0.5)
+            return fake(spec, **kw)
+        report = run_sweep(_campaign(systems=("reference",), seeds=(0, 1, 2, 3)), {str(db)!r}, LocalExecutor(slow))
+        print(len(report.rows), report.claimed_elsewhere + report.meanwhile)
+        """)
+    env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
+    ResultsStore(db).close()
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    ran = [tuple(map(int, out.split())) for out, _ in outs]
+    assert sum(r for r, _ in ran) == 4 and all(r + left == 4 for r, left in ran)
+    with ResultsStore(db) as store:
+        assert sorted(r["seed"] for r in store.rows()) == [0, 1, 2, 3] and store.claims() == {}

@@ -1,0 +1,133 @@
+"""Finding systems one at a time (gnnbench/runtime/discovery.py, gnnbench/runtime/registry.py): broken specs, duplicates, entry points."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from gnnbench.cli import main as cli
+from gnnbench.errors import UserError
+from gnnbench.runtime.registry import forget_systems, list_systems, load_system, system_info, system_names
+from tests.out_of_tree import installed_example, write_distribution
+
+REFERENCE_SPEC = system_info("reference").spec_path
+
+
+@pytest.fixture
+def systems_path(tmp_path, monkeypatch):
+    """An empty folder on GNNBENCH_SYSTEMS_PATH; the registry's caches forgotten before and after."""
+    folder = tmp_path / "systems"
+    folder.mkdir()
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(folder))
+    forget_systems()
+    yield folder
+    forget_systems()
+
+
+def _spec(folder, name, text):
+    (folder / name).mkdir()
+    (folder / name / f"{name}.gnn").write_text(text, encoding="utf-8")
+
+
+def test_a_broken_spec_breaks_only_its_own_system(systems_path, capsys):
+    _spec(systems_path, "broken", "system broken 0.1\n    frameworks tor:ch\n")
+    _spec(systems_path, "garbled", "this is not a spec\n")
+    infos = {i.name: i for i in list_systems()}
+    assert infos["broken"].error and infos["garbled"].error
+    assert not infos["reference"].error and infos["reference"].unavailable_reason() is None
+    assert infos["garbled"].error.startswith(str(systems_path / "garbled" / "garbled.gnn") + ":1:")
+    assert load_system("reference").name == "reference"
+
+    assert cli(["systems"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["garbled"].split()[2] == "broken" and "garbled.gnn:1:" in lines["garbled"]
+    assert lines["reference"].split()[2] == "available"
+
+    assert cli(["run", "--system", "garbled", "--model", "gcn", "--dataset", "karate", "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gnnbench run: system 'garbled' is broken: ") and err.count("\n") == 1
+
+
+def test_run_reference_works_with_a_broken_spec_on_the_path(systems_path, capsys):
+    _spec(systems_path, "broken", "system broken 0.1\n    frameworks tor:ch\n")
+    assert cli(["run", "--system", "reference", "--model", "gcn", "--dataset", "karate", "--epochs", "3",
+                "--warmup", "1", "--in-process", "--no-store"]) == 0
+    assert capsys.readouterr().out.startswith("reference ")
+
+
+def test_only_the_asked_system_is_parsed(systems_path, monkeypatch):
+    import gnnbench.dsl.parse as parse
+
+    _spec(systems_path, "broken", "not a spec\n")
+    read = []
+    real = parse.load_spec
+    monkeypatch.setattr(parse, "load_spec", lambda path: read.append(path) or real(path))
+    assert "broken" in system_names() and not read   # listing names reads no spec
+    system_info("reference")
+    system_info("reference")                           # cached per file
+    assert [str(p) for p in read] == [REFERENCE_SPEC]
+
+
+def test_missing_kernels_module_and_leftover_folder(systems_path):
+    text = open(REFERENCE_SPEC).read().replace("system reference", "system nokern", 1)
+    kernels = next(line.split()[1] for line in text.splitlines() if line.strip().startswith("kernels "))
+    _spec(systems_path, "nokern", text.replace(f"kernels {kernels}", "kernels nokern.kernels"))
+    (systems_path / "left_behind").mkdir()            # a folder without a spec is not a system
+    info = {i.name: i for i in list_systems()}["nokern"]
+    assert info.error.startswith("its kernels module 'nokern.kernels' cannot be found")
+    assert "left_behind" not in system_names()
+    (systems_path / "nokern" / "kernels.py").write_text("")
+    forget_systems()
+    assert not system_info("nokern").error
+
+
+def test_two_systems_with_one_name_fail_only_when_asked(systems_path):
+    (systems_path / "reference").mkdir()
+    shutil.copy(REFERENCE_SPEC, systems_path / "reference" / "reference.gnn")
+    infos = {i.name: i for i in list_systems()}
+    assert infos["reference"].error.startswith("two systems are named 'reference': ")
+    assert system_info("mkl").name == "mkl"
+    with pytest.raises(UserError) as err:
+        system_info("reference")
+    assert REFERENCE_SPEC in str(err.value) and str(systems_path / "reference" / "reference.gnn") in str(err.value)
+
+
+def test_unknown_system_lists_choices_and_suggests(systems_path):
+    with pytest.raises(UserError, match=r"^unknown system 'refrence'; choose one of: .*, reference, .*; did you "
+                                        r"mean 'reference'\? \(systems outside gnnbench are found through "):
+        system_info("refrence")
+
+
+def test_entry_point_system_is_found_generated_in_its_folder_and_run(tmp_path, capsys):
+    from gnnbench.dsl.gen import systems_root
+
+    with installed_example(tmp_path / "site") as package:
+        info = system_info("extsp")
+        assert info.origin.startswith("entry point extsp = extsp (gnnbench-extsp 0.1.0)")
+        assert cli(["gen", "extsp"]) == 0
+        assert capsys.readouterr().out.strip() == f"wrote {package / '_glue_torch.py'}"
+        assert not list(systems_root().glob("extsp*"))
+        assert cli(["systems"]) == 0
+        assert any(line.split()[:3] == ["extsp", "kernel", "available"] for line in capsys.readouterr().out.splitlines())
+        assert cli(["run", "--system", "extsp", "--model", "gcn", "--dataset", "karate", "--epochs", "3",
+                    "--warmup", "1", "--in-process", "--no-store"]) == 0
+        assert capsys.readouterr().out.startswith("extsp 0.1 / gcn on karate")
+
+
+def test_entry_point_to_a_missing_package_breaks_only_itself(tmp_path, monkeypatch):
+    write_distribution(tmp_path, "gnnbench-ghost", {"ghost": "no_such_package_here"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    forget_systems()
+    try:
+        infos = {i.name: i for i in list_systems()}
+        assert "no_such_package_here" in infos["ghost"].error
+        assert infos["reference"].unavailable_reason() is None
+    finally:
+        forget_systems()
+
+
+def test_gen_names_an_out_of_tree_system(systems_path, capsys):
+    assert cli(["new-system", "pathsys", "--dir", str(systems_path)]) == 0
+    capsys.readouterr()
+    assert cli(["gen", "pathsys"]) == 0
+    assert capsys.readouterr().out.startswith("glue up to date")

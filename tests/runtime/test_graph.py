@@ -1,0 +1,65 @@
+"""Graph: canonical edge order, transpose with edge ids, self loops, normalisation, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gnnbench.runtime.graph import Graph, GraphError
+
+
+def test_edges_are_sorted_by_destination_then_source():
+    g = Graph.from_edges([2, 0, 1, 0], [1, 1, 0, 2], 3)
+    assert g.indptr.tolist() == [0, 1, 3, 4]
+    assert g.indices.tolist() == [1, 0, 2, 0]
+    src, dst = g.edges()
+    assert list(zip(src.tolist(), dst.tolist())) == [(1, 0), (0, 1), (2, 1), (0, 2)]
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_transposed_view_maps_positions_to_canonical_edge_ids(index_dtype):
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 20, 100), rng.integers(0, 20, 100)
+    g = Graph.from_edges(src, dst, 20, index_dtype)
+    t = g.view(transposed=True)
+    assert t.indices.dtype == index_dtype and t.transposed and g.view().edge_ids is None
+    csrc, cdst = g.edges()
+    for row in range(20):
+        for p in range(int(t.indptr[row]), int(t.indptr[row + 1])):
+            e = int(t.edge_ids[p])
+            assert csrc[e] == row and cdst[e] == t.indices[p]
+    np.testing.assert_array_equal(t.row_degree, g.out_degree)
+    np.testing.assert_array_equal(t.col_degree, g.in_degree)
+
+
+def test_self_loops_added_once_and_gcn_norm_is_symmetric():
+    g = Graph.from_edges([0, 1, 1, 2], [1, 0, 1, 1], 3)
+    s = g.with_self_loops()
+    src, dst = s.edges()
+    assert sorted(zip(src.tolist(), dst.tolist())) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 1), (2, 2)]
+    assert s.with_self_loops() is s
+    w = s.gcn_norm()
+    deg = s.in_degree
+    np.testing.assert_allclose(w, 1 / np.sqrt(deg[dst] * s.out_degree[src]), rtol=1e-6)
+
+
+def test_views_are_read_only_and_signature_tracks_content():
+    g = Graph.from_edges([0, 1], [1, 0], 2)
+    with pytest.raises(ValueError):
+        g.view().indices[0] = 1
+    assert g.signature() == Graph.from_edges([1, 0], [0, 1], 2).signature()
+    assert g.signature() != Graph.from_edges([0], [1], 2).signature()
+
+
+@pytest.mark.parametrize("src,dst,n,message", [
+    ([0, 5], [1, 0], 3, r"src node ids must lie in \[0, 3\) \(got range \[0, 5\]\)"),
+    ([0, 1], [1, -1], 3, r"dst node ids must lie in \[0, 3\)"),
+    ([0, 1], [1], 3, "src and dst must have the same length"),
+])
+def test_bad_edges_are_refused(src, dst, n, message):
+    with pytest.raises(GraphError, match=message):
+        Graph.from_edges(src, dst, n)
+
+
+def test_indices_must_be_int32_or_int64():
+    with pytest.raises(GraphError, match="int32 or int64"):
+        Graph(np.array([0, 1]), np.array([0], dtype=np.int16), 1)
