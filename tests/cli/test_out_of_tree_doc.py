@@ -52,4 +52,5 @@ def test_the_walkthrough_runs_as_written(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert codes == [0, 0, 0, 1, 0, 0]   # the GAT run without --fallback is skipped
     assert "extsp gat on karate: skipped: system 'extsp' does not implement sddmm(op=add)" in out
-    assert "| f | karate | gat | torch | extsp | passed |" in out
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("|")]
+    assert ["f", "karate", "gat", "torch", "extsp", "passed"] in [r[:6] for r in rows]

@@ -21,6 +21,20 @@ WALKTHROUGH = Path(__file__).resolve().parents[2] / "docs" / "walkthrough.md"
 _BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.M | re.S)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_import_state(monkeypatch):
+    """Each walkthrough starts as a newcomer's session: its system is not yet importable from an earlier one."""
+    import sys
+
+    from gnnbench.runtime.registry import forget_systems
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield
+    for name in [m for m in sys.modules if m == "scipy_csr" or m.startswith("scipy_csr.")]:
+        del sys.modules[name]
+    forget_systems()
+
+
 def blocks() -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(WALKTHROUGH.read_text(encoding="utf-8"))]
 
