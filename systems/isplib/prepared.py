@@ -3,35 +3,7 @@
 ``prepare(view)`` runs outside the timed epochs. It computes the row blocks
 every kernel distributes over threads, the inverse degrees a mean needs, and
 loads this graph's entries from the tuning cache, so that a kernel call only
-does a dict lookup (Note [prepare at scale]
-    Where isplib's ``prepare`` time and its extra memory went at 16M-64M
-    edges (profiled on the 16M-edge R-MAT graph with self loops, 16.5M
-    edges; 2 shared cores under a load of 15-19, so absolute times are
-    several times an idle machine's, ratios hold):
-
-    * the transposed view, the backward's graph, was a stable ``argsort``
-      of the sources: ``O(E log E)`` on one core, 28-31 s here against
-      5.8-6.0 s for the counting sort that replaced it (Note [linear
-      transpose] in :mod:`gnnbench.runtime.csr_transpose`), with 638 MiB of NumPy
-      temporaries against 260 MiB, which is the output itself (indices and
-      edge ids, int64). DGL builds the same CSC for its backward;
-    * the graph signature (SHA-256 of the CSR, the tuning cache's key):
-      1.5 s, linear, once per graph;
-    * ``warm_up``, loading the kernels from numba's disk cache: 2.5 s, a
-      constant, which is why isplib's prepare is worse relative to DGL's on
-      small graphs than on large ones;
-    * the forward and transposed ``IsplibGraph`` (row blocks, GCN factors):
-      0.05 s each, ``N``-long arrays;
-    * GCN's normalisation (``Graph.gcn_norm``), computed on the first
-      forward, so inside the peak-memory window of the run: whole-array
-      float32 arithmetic held about 28 bytes per edge of temporaries (445 MiB
-      at 16M edges, 1.7 GiB at 64M) on top of the epoch's own peak, the
-      extra memory isplib (and every kernel system running GCN with edge
-      weights) showed over DGL, whose GraphConv scales nodes. Computed in
-      row chunks it holds 88 MiB (the 4-byte result) and took 2.5 s against
-      10.0 s.
-
-Note [tuning lookup]).
+does a dict lookup (Note [tuning lookup]).
 
 Note [balanced row blocks]
     Block boundaries split the cumulative cost ``indptr[i] + i`` (one unit per
@@ -126,35 +98,7 @@ class IsplibGraph:
         num_rows: rows of the view.
         indptr: the view's offsets (kept to build more block sets lazily).
         variants: tuned choice per ``(weighting, reduce, width, dtype name)``, or per
-            ``(width, dtype name)`` for every path (Note [prepare at scale]
-    Where isplib's ``prepare`` time and its extra memory went at 16M-64M
-    edges (profiled on the 16M-edge R-MAT graph with self loops, 16.5M
-    edges; 2 shared cores under a load of 15-19, so absolute times are
-    several times an idle machine's, ratios hold):
-
-    * the transposed view, the backward's graph, was a stable ``argsort``
-      of the sources: ``O(E log E)`` on one core, 28-31 s here against
-      5.8-6.0 s for the counting sort that replaced it (Note [linear
-      transpose] in :mod:`gnnbench.runtime.csr_transpose`), with 638 MiB of NumPy
-      temporaries against 260 MiB, which is the output itself (indices and
-      edge ids, int64). DGL builds the same CSC for its backward;
-    * the graph signature (SHA-256 of the CSR, the tuning cache's key):
-      1.5 s, linear, once per graph;
-    * ``warm_up``, loading the kernels from numba's disk cache: 2.5 s, a
-      constant, which is why isplib's prepare is worse relative to DGL's on
-      small graphs than on large ones;
-    * the forward and transposed ``IsplibGraph`` (row blocks, GCN factors):
-      0.05 s each, ``N``-long arrays;
-    * GCN's normalisation (``Graph.gcn_norm``), computed on the first
-      forward, so inside the peak-memory window of the run: whole-array
-      float32 arithmetic held about 28 bytes per edge of temporaries (445 MiB
-      at 16M edges, 1.7 GiB at 64M) on top of the epoch's own peak, the
-      extra memory isplib (and every kernel system running GCN with edge
-      weights) showed over DGL, whose GraphConv scales nodes. Computed in
-      row chunks it holds 88 MiB (the 4-byte result) and took 2.5 s against
-      10.0 s.
-
-Note [tuning lookup]).
+            ``(width, dtype name)`` for every path (Note [tuning lookup]).
         tuned: whether the tuning cache had any entry for this orientation.
         cache_path: the tuning cache file that was read.
     """
