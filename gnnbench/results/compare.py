@@ -24,7 +24,10 @@ Note [marks]
     system (Note [fallback accounting] in :mod:`gnnbench.runtime.fallback`): its epoch
     holds the lender's kernel time, so no speedup is credited to the system; ``x`` not comparable: the system's run and the
     baseline's differ in what decides speed (Note [comparable runs]), so no
-    speedup is claimed. A time cell gets ``(! XX%)`` when the measurement is
+    speedup is claimed; ``m`` a modeled time (Note [modeled rows] in
+    :mod:`gnnbench.results.frame`): the speedup sets a model beside
+    measurements, one figure without a confidence interval, and a run whose
+    times are a simulation's wall time shows no time and no speedup at all. A time cell gets ``(! XX%)`` when the measurement is
     noisy (Note [noise threshold] in :mod:`gnnbench.run.measurement`).
 
 Note [comparable runs]
@@ -122,6 +125,7 @@ class SystemResult:
         significant: the CI excludes 1 (``None`` with too few samples).
         mark: ``-``, ``+``, ``~``, ``!``, ``f``, ``x`` or ``''`` (Note [marks]).
         fallback: the system that lent operators to this run, or ``None``.
+        timing: ``measured``, ``modeled`` or ``simulated`` (Note [modeled rows]).
         memory_ratio: peak memory / the baseline's.
         accuracy_diff: test accuracy minus ``reference``'s, as a fraction.
     """
@@ -145,6 +149,7 @@ class SystemResult:
     memory_ratio: float | None = None
     accuracy_diff: float | None = None
     fallback: str | None = None
+    timing: str = "measured"
 
     @property
     def noise(self) -> float | None:
@@ -199,10 +204,13 @@ class Comparison:
         for r in self.results:
             if r.status != "ok":
                 time = r.status
+            elif r.timing == "simulated":
+                time = "simulated"
             elif r.median_s is None:
                 time = "n/a"
             else:
                 time = fmt_number(r.median_s / scale) + (f" (! {r.noise:.0%})" if r.noisy else "")
+                time += " (modeled)" if r.timing == "modeled" else ""
             if r.speedup is not None:
                 speedup = f"{r.speedup:.2f}x"
             else:  # a failed run's status already shows in the time cell
@@ -244,7 +252,9 @@ def compare(data: Any, baseline: str = REFERENCE,
     """Pivots stored runs into a :class:`Comparison` against ``baseline``.
 
     Per group of ``group_by`` and system, the latest run (by timestamp, then id)
-    is used (:func:`latest_runs`). Its median epoch time comes from its raw
+    is used (:func:`latest_runs`). Training epochs and inference passes are
+    never compared: when the data holds an inference run, ``mode`` joins the
+    group fields. Its median epoch time comes from its raw
     ``epoch_times`` (:class:`~gnnbench.run.measurement.Measurement`); the speedup is
     ``baseline median / system median`` with a percentile bootstrap CI of that
     ratio of medians (:func:`bootstrap_speedup`, seeded). Speedups are claimed
@@ -263,9 +273,16 @@ def compare(data: Any, baseline: str = REFERENCE,
         factor (float): speedup beyond which a change is marked (default: 1.1).
         resamples, confidence, seed: bootstrap settings (default: 2000, 0.95, 0).
     """
+    import pandas as pd
+
+    from gnnbench.results.frame import frame_from_rows
+
+    frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
     group_by = tuple(group_by)
+    if "mode" in frame.columns and "mode" not in group_by and set(frame["mode"].dropna()) - {"train"}:
+        group_by = (*group_by, "mode")
     latest: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for row in latest_runs(data, group_by):
+    for row in latest_runs(frame, group_by):
         latest.setdefault(tuple(row.get(g) for g in group_by), {})[row.get("system") or "?"] = row
     results = []
     for key in sorted(latest, key=lambda k: tuple("" if v is None else str(v) for v in k)):
@@ -299,7 +316,11 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
                   verified=row.get("verified") or "unverified", run_id=row.get("id"), error=row.get("error"))
     if common["status"] != "ok":
         return SystemResult(**common, mark="!", note=common["status"])
-    m = Measurement.from_row(row)
+    timing = row.get("timing") or "measured"
+    common["timing"] = timing
+    if timing == "simulated":  # Note [modeled rows]: a simulation's wall time is no epoch
+        return SystemResult(**common, mark="m", note="simulated: no time to compare")
+    m = _measurement(row)
     out: dict[str, Any] = dict(median_s=None if m.empty else m.median, iqr_s=None if m.empty else m.iqr,
                                samples=len(m), noisy=m.noisy)
     base = systems.get(baseline)
@@ -318,7 +339,7 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
     if common["verified"] != "passed" and not include_unverified:
         note = "unverified" if common["verified"] == "unverified" else "verify failed"
         return SystemResult(**common, **out, note=note)
-    b = Measurement.from_row(base) if _ok(base) else None
+    b = _measurement(base) if _ok(base) else None
     if b is None or b.empty or m.empty:
         return SystemResult(**common, **out, note="no baseline" if b is None or b.empty else "no time")
     difference = _difference(row, base)
@@ -333,7 +354,17 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
         speedup, significant = b.median / m.median, False
     beyond = speedup >= factor or speedup <= 1 / factor
     mark = ("-" if speedup > 1 else "+") if beyond and significant else ("~" if beyond else "")
+    if timing == "modeled" or (base.get("timing") or "measured") == "modeled":
+        return SystemResult(**common, **out, speedup=speedup, mark="m", note="modeled")
     return SystemResult(**common, **out, speedup=speedup, mark=mark)
+
+
+def _measurement(row: Mapping[str, Any]) -> Measurement:
+    """The run's times: its samples, or its one modeled figure (Note [modeled rows]); empty when simulated."""
+    timing = row.get("timing") or "measured"
+    if timing == "modeled":
+        return Measurement((float(row["modeled_time_s"]),), "modeled pass")
+    return Measurement(()) if timing == "simulated" else Measurement.from_row(row)
 
 
 def _distinct(rows: Iterable[Mapping[str, Any]], name: str) -> dict[Any, int]:
@@ -379,4 +410,7 @@ def _footer(c: Comparison) -> list[str]:
         f"x not comparable: one of {', '.join(COMPARABLE_FIELDS)} differs from {c.baseline}'s run.",
         f"Peak memory: system / {c.baseline}. Test accuracy: system - {REFERENCE}, in percentage points.",
     ] + (["f: the run borrowed operators from a fallback system, whose kernel time is in its epoch; "
-          "no speedup is credited to the system."] if any(r.mark == "f" for r in c.results) else [])
+          "no speedup is credited to the system."] if any(r.mark == "f" for r in c.results) else []) + (
+        ["m: a modeled time (host share measured, aggregation modeled), one figure with no confidence interval; "
+         "'simulated': the run's times are a simulation's wall time, never shown as an epoch."]
+        if any(r.mark == "m" for r in c.results) else [])

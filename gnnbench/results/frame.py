@@ -15,6 +15,18 @@ Note [verification join]
     a build that was never verified keeps the status stored with the run, and
     that stored value stays in ``verified_at_run``. The lookup lives in
     :func:`join_verification` alone, so a faster or richer lookup swaps in there.
+
+Note [modeled rows]
+    A system that models its aggregation instead of running it (``pim``: its
+    ``extra.system_report`` holds ``modeled_aggregation_s``) stores epoch times
+    that are a simulation's wall time, not a pass or an epoch of anything. The
+    frame says so once, in ``timing``: ``measured`` for every other run;
+    ``modeled`` for an inference run whose ``extra.modeled_inference`` gives the
+    pass as modeled (host share measured plus aggregation modeled, Note
+    [inference mode] in :mod:`gnnbench.run.harness`), that figure in
+    ``modeled_time_s``; ``simulated`` for a modeling run without such a figure
+    (training). ``compare`` and ``plot`` read these two columns and never show a
+    simulation's wall time as if it were an epoch.
 """
 from __future__ import annotations
 
@@ -28,7 +40,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["load_results", "frame_from_rows", "join_verification", "frame_records", "FRAME_FIELDS",
-           "frame_markdown"]
+           "frame_markdown", "timing_of"]
 
 _F = Field
 #: Columns the frame adds to, or changes from, the stored run fields.
@@ -39,6 +51,13 @@ FRAME_FIELDS: tuple[Field, ...] = (
                           "was never verified. See Note [verification join] in `gnnbench/results/frame.py`."),
     _F("verified_at_run", "str", "The verification status stored with the run, when it ran."),
     _F("samples", "Int64", "Number of timed epochs (`len(epoch_times)`), 0 when none were stored."),
+    _F("mode", "str", "`train` or `inference` (`hyperparameters.mode`; `train` for runs stored before the "
+                      "mode existed)."),
+    _F("timing", "str", "`measured`; `modeled` when the time is a model's (`modeled_time_s`); `simulated` "
+                        "when the epoch times are a simulation's wall time and no modeled figure exists. See "
+                        "Note [modeled rows] in `gnnbench/results/frame.py`."),
+    _F("modeled_time_s", "float64", "The modeled pass time in seconds of a `modeled` run "
+                                    "(`extra.modeled_inference.pass_time_s`); null otherwise."),
 )
 del _F
 _INTEGER = tuple(f.name for f in RUN_FIELDS if f.sqltype == "INTEGER")
@@ -62,7 +81,23 @@ def frame_from_rows(rows: Iterable[Mapping[str, Any]]) -> "pd.DataFrame":
     frame["verified_at_run"] = frame["verified"]
     frame["samples"] = pd.array([len(t) if isinstance(t, list) else 0 for t in frame["epoch_times"]],
                                 dtype="Int64")
+    frame["mode"] = [(h.get("mode") if isinstance(h, dict) else None) or "train" for h in frame["hyperparameters"]]
+    timings = [timing_of(e) for e in frame["extra"]]
+    frame["timing"] = [t for t, _ in timings]
+    frame["modeled_time_s"] = pd.array([v for _, v in timings], dtype="float64")
     return frame
+
+
+def timing_of(extra: Any) -> tuple[str, float | None]:
+    """``(timing, modeled_time_s)`` of a run from its ``extra`` (Note [modeled rows])."""
+    extra = extra if isinstance(extra, dict) else {}
+    modeled = extra.get("modeled_inference")
+    if isinstance(modeled, dict) and isinstance(modeled.get("pass_time_s"), (int, float)):
+        return "modeled", float(modeled["pass_time_s"])
+    report = extra.get("system_report")
+    if isinstance(report, dict) and "modeled_aggregation_s" in report:
+        return "simulated", None
+    return "measured", None
 
 
 def join_verification(frame: "pd.DataFrame", store: Any) -> "pd.DataFrame":

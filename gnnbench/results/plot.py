@@ -12,7 +12,10 @@ PNG and SVG:
   system (and model and framework when there are several), on log-log axes.
 
 Only successful runs are drawn, the latest one per group and system, as in
-:func:`gnnbench.results.compare.compare`. matplotlib is optional (``gnnbench[plot]``)
+:func:`gnnbench.results.compare.compare` (inference passes apart from training
+epochs). A modeled time (Note [modeled rows] in :mod:`gnnbench.results.frame`)
+is drawn as its own series, ``pim (modeled)``, and a run whose times are a
+simulation's wall time is not drawn at all. matplotlib is optional (``gnnbench[plot]``)
 and imported only here; figures are built with the object-oriented API, so
 nothing touches pyplot's global state or the user's backend.
 """
@@ -45,20 +48,31 @@ def _matplotlib() -> Any:
 
 
 def _latest_ok(data: Any) -> dict[tuple, dict[str, Mapping[str, Any]]]:
-    """group key -> system -> its latest run (:func:`gnnbench.results.compare.latest_runs`), successful runs only."""
-    from gnnbench.results.compare import latest_runs
+    """group key -> series name -> its latest run (:func:`gnnbench.results.compare.latest_runs`), successful
+    runs only; the key is (dataset, model, framework), plus the mode when it is not training."""
+    import pandas as pd
 
+    from gnnbench.results.compare import latest_runs
+    from gnnbench.results.frame import frame_from_rows
+
+    frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
     latest: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for row in latest_runs(data, _GROUP):
-        key = tuple(row.get(g) for g in _GROUP)
+    for row in latest_runs(frame, (*_GROUP, "mode")):
+        mode = row.get("mode") or "train"
+        key = tuple(row.get(g) for g in _GROUP) + (() if mode == "train" else (mode,))
         runs = latest.setdefault(key, {})
-        if (row.get("status") or "ok") == "ok":
-            runs[row.get("system") or "?"] = row
+        timing = row.get("timing") or "measured"
+        if (row.get("status") or "ok") == "ok" and timing != "simulated":
+            name = row.get("system") or "?"
+            runs[f"{name} (modeled)" if timing == "modeled" else name] = row
     return latest
 
 
 def _quartiles(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """(q1, median, q3) of the epoch times (:class:`~gnnbench.run.measurement.Measurement`), or None."""
+    """(q1, median, q3) of the epoch times (:class:`~gnnbench.run.measurement.Measurement`), the modeled
+    figure three times for a modeled run, or None."""
+    if (row.get("timing") or "measured") == "modeled":
+        return (float(row["modeled_time_s"]),) * 3
     m = Measurement.from_row(row)
     return None if m.empty else m.quartiles
 
@@ -129,7 +143,7 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], system
 
 def _scaling(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], systems: list[str]) -> Any:
     series: dict[tuple, list[tuple[float, float, float, float]]] = {}
-    for (_, model, framework), runs in groups.items():
+    for (_, model, framework, *_mode), runs in groups.items():
         for system, row in runs.items():
             q = _quartiles(row)
             if q is not None and row.get("dataset_edges"):

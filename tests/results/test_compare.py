@@ -159,3 +159,30 @@ def test_compare_reads_the_results_frame(tmp_path):
     assert from_frame["untested"].verified == "passed" and from_frame["untested"].speedup == pytest.approx(4.0)
     with ResultsStore(db) as store:
         assert from_frame["fused"] == by_system(compare(store.rows()))["fused"]
+
+
+def _inference(row, **changes):
+    return dict(row, hyperparameters={**(row.get("hyperparameters") or {}), "mode": "inference"}, **changes)
+
+
+def test_modeled_and_simulated_times_are_never_shown_as_epochs(rows):
+    """Note [modeled rows]: pim's inference pass is its modeled figure, its training epoch a simulation's."""
+    reference = next(r for r in rows if r["system"] == "reference" and r["dataset"] == "cora")
+    modeled = {"label": "modeled", "pass_time_s": 0.005, "host_measured_s": 0.004, "aggregation_modeled_s": 0.001}
+    report = {"modeled_aggregation_s": {"forward": {"total_s": 0.01}}}
+    pim_train = dict(reference, id=100, system="pim", system_hash="h-pim", verified="passed",
+                     extra={"system_report": report})
+    pim_pass = _inference(pim_train, id=101, extra={"system_report": report, "modeled_inference": modeled})
+    ref_pass = _inference(reference, id=102, epoch_times=[0.01] * 20)
+    c = compare([reference, pim_train, pim_pass, ref_pass])
+    assert c.group_by == ("dataset", "model", "framework", "mode")  # passes are never set beside epochs
+    results = {(r.system, r.group["mode"]): r for r in c.results}
+    trained = results[("pim", "train")]
+    assert trained.timing == "simulated" and trained.median_s is None and trained.speedup is None
+    assert trained.mark == "m"
+    passed = results[("pim", "inference")]
+    assert passed.timing == "modeled" and passed.median_s == 0.005 and passed.ci_low is None
+    assert passed.speedup == pytest.approx(2.0) and passed.mark == "m" and passed.note == "modeled"
+    text = c.render("text")
+    assert "5.00 (modeled)" in text and "simulated" in text and "m: a modeled time" in text
+    assert compare([reference]).group_by == ("dataset", "model", "framework")  # training only: no mode column

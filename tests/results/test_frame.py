@@ -29,7 +29,8 @@ def db(tmp_path) -> Path:
 def test_one_row_per_run_with_documented_columns(db):
     df = gnnbench.load_results(db)
     assert isinstance(df, pd.DataFrame) and len(df) == 11
-    assert list(df.columns) == [f.name for f in RUN_FIELDS] + ["verified_at_run", "samples"]
+    assert list(df.columns) == [f.name for f in RUN_FIELDS] + ["verified_at_run", "samples", "mode", "timing",
+                                                                     "modeled_time_s"]
     assert {f.name for f in FRAME_FIELDS} <= set(df.columns)
     assert str(df["timestamp"].dtype).startswith("datetime64") and str(df["timestamp"].dt.tz) == "UTC"
     assert list(df["id"]) == list(range(1, 12)) and str(df["id"].dtype) == "Int64"

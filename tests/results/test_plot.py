@@ -43,3 +43,17 @@ def test_missing_matplotlib_is_a_user_error(tmp_path, monkeypatch):
     with pytest.raises(UserError, match=r"^plotting needs matplotlib: pip install 'gnnbench\[plot\]'$"):
         plot(_fixture_rows(), tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_modeled_runs_are_their_own_series_and_simulations_are_not_drawn():
+    from gnnbench.results.plot import _latest_ok
+
+    rows = [r for r in _fixture_rows() if r["system"] == "reference" and r["status"] == "ok"][:1]
+    report = {"modeled_aggregation_s": {"forward": {"total_s": 0.01}}}
+    pim_train = dict(rows[0], id=100, system="pim", extra={"system_report": report})
+    pim_pass = dict(pim_train, id=101, hyperparameters={"mode": "inference"},
+                    extra={"system_report": report, "modeled_inference": {"pass_time_s": 0.005}})
+    groups = _latest_ok([*rows, pim_train, pim_pass])
+    key = (rows[0]["dataset"], rows[0]["model"], rows[0]["framework"])
+    assert set(groups[key]) == {"reference"}             # the simulated training run is not drawn
+    assert set(groups[(*key, "inference")]) == {"pim (modeled)"}

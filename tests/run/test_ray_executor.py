@@ -31,6 +31,11 @@ _VOLATILE = {"id", "timestamp", "epoch_time_median_s", "epoch_time_iqr_s", "forw
              "forward_times", "backward_times", "optimizer_times", "kernel_median_s", "kernel_times", "stderr"}
 
 
+#: Ray turns on token authentication once ~/.ray/auth_token exists (any local `ray.init` writes it), and the
+#: test's own cluster then refuses the driver; the cluster and driver here are this test's alone.
+_RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -55,7 +60,7 @@ def ray_cluster():
     # A short temp folder: Ray's unix sockets live under it and have a ~107-byte path limit.
     temp = tempfile.mkdtemp(prefix="gbray", dir="/tmp")
     port = _free_port()
-    env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, **_RAY_ENV, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS), "RAY_USAGE_STATS_ENABLED": "0"}
     head = subprocess.Popen(
         [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp}",
@@ -73,19 +78,22 @@ def ray_cluster():
                 time.sleep(0.5)
         yield f"127.0.0.1:{port}"
     finally:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid in [head.pid, *_session_members(head.pid)]:
+        # SIGKILL at once: the cluster is this test's own session and holds nothing to save, and a Ray head
+        # takes up to 30 s to act on SIGTERM. Repeat while members remain (raylets may spawn workers late).
+        for _ in range(10):
+            members = [head.pid, *_session_members(head.pid)]
+            for pid in members:
                 try:
-                    os.kill(pid, sig)
+                    os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             try:
-                head.wait(timeout=30)
+                head.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                continue
+                pass
             if not _session_members(head.pid):
                 break
-            time.sleep(2)
+            time.sleep(0.5)
         shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -104,7 +112,7 @@ def test_ray_sweep_stores_the_rows_of_the_local_sweep(ray_cluster, tmp_path, tmp
     campaign = tmp_path / "done_when.toml"
     campaign.write_text(DONE_WHEN_TOML)
     db = tmp_path / "ray.sqlite"
-    env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
+    env = {**os.environ, **_RAY_ENV, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
     driver = subprocess.run(
         [sys.executable, "-c", "import sys; from gnnbench.cli import main; sys.exit(main(sys.argv[1:]))",
          "sweep", "--campaign", str(campaign), "--executor", "ray", "--ray-address", ray_cluster,
