@@ -1,0 +1,199 @@
+"""Training as the graph grows: isplib against dgl-native, pyg-native and mkl at 4M, 16M and 64M edges (issue 19).
+
+    python benchmarks/bench_scaling.py [--sizes 4M,16M,64M] [--systems isplib,dgl-native] [--models gcn,sage,gin]
+        [--epochs 8] [--render-only]
+
+The campaign ``campaigns/scaling.toml`` (also ``gnnbench sweep --campaign
+campaigns/scaling.toml``): R-MAT graphs of 4M, 16M and 64M directed edges
+with 128 features, and one of Reddit's shape, GCN/SAGE/GIN with hidden 64,
+each run in its own process, stored in ``results/scaling.sqlite`` with its
+provenance; a rerun resumes. isplib starts as a user would: it tunes on first
+use, reported apart as ``tune_time_s`` (never inside epochs or
+``prepare_time_s``).
+
+The table gives, per model and graph, each system's median epoch, its
+``prepare_time_s``, ``tune_time_s`` and peak memory (resident memory above the
+pre-training baseline, Note [peak memory] in :mod:`gnnbench.run.environment`),
+and isplib's speedup over dgl-native (above 1: isplib is faster). The figure
+(``results/figures/scaling.png``) plots epoch time and peak memory against
+edges, one panel per model.
+
+Results go to ``results/scaling.json``, ``results/scaling.md`` and the figure.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import (NOISE_NOTE, ROOT, Table, campaign, cpu_model, epoch_ms, mib, ok, provenance,  # noqa: E402
+                     run_campaign, versions, write_results)
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+CAMPAIGN = ROOT / "campaigns" / "scaling.toml"
+#: the system every ratio is taken against, and the one it judges
+BASELINE, SUBJECT = "dgl-native", "isplib"
+
+
+def _edges(dataset: str) -> int:
+    """The ``edges=`` parameter of a synthetic dataset name."""
+    params = dict(p.split("=", 1) for p in dataset.split(":", 1)[1].split(","))
+    return int(params["edges"])
+
+
+def size_label(edges: int) -> str:
+    """``4000000`` -> ``4M``; ``114600000`` -> ``114.6M``."""
+    return f"{edges / 1e6:g}M"
+
+
+def matrices(sizes: list[str] | None) -> list[dict]:
+    """The campaign's [[matrix]] blocks, only those whose graph size is in ``sizes`` (``None``: all)."""
+    blocks = tomllib.loads(CAMPAIGN.read_text(encoding="utf-8"))["matrix"]
+    if sizes is None:
+        return blocks
+    known = {size_label(_edges(b["datasets"][0])): b for b in blocks}
+    unknown = [s for s in sizes if s not in known]
+    if unknown:
+        raise SystemExit(f"bench_scaling: unknown size {', '.join(unknown)}; "
+                         f"campaigns/scaling.toml has {', '.join(known)}")
+    return [known[s] for s in sizes]
+
+
+def _seconds(value) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}"
+
+
+def render(rows: list[dict], meta: dict) -> str:
+    """The markdown tables: one per model, a line per (graph, system), isplib's ratio against dgl-native."""
+    lines = [
+        "# Training as the graph grows",
+        "",
+        f"R-MAT graphs, 128 features, hidden 64; {meta['epochs']} epochs ({meta['warmup']} untimed warm-ups), "
+        f"threads {meta['threads']}; CPU: {meta['cpu']}; allocator: {', '.join(meta['allocators']) or '-'}.",
+        f"Epoch = forward + backward + optimizer, median in ms; prepare and tune in seconds, apart from epochs; "
+        f"memory = peak RSS above the pre-training baseline in MiB. Each run is its own process; {NOISE_NOTE}.",
+        f"`{SUBJECT} vs {BASELINE}` is {BASELINE}'s epoch over {SUBJECT}'s (above 1: {SUBJECT} is faster); "
+        f"prepare and memory ratios are {SUBJECT}'s over {BASELINE}'s.",
+        "",
+    ]
+    by_key = {(r["model"], r["dataset"], r["system"]): r for r in rows}
+    for model in dict.fromkeys(r["model"] for r in rows):
+        lines += [f"## {model}", ""]
+        cells = []
+        datasets = sorted(dict.fromkeys(r["dataset"] for r in rows if r["model"] == model), key=_edges)
+        for dataset in datasets:
+            base = by_key.get((model, dataset, BASELINE))
+            for system in dict.fromkeys(r["system"] for r in rows):
+                r = by_key.get((model, dataset, system))
+                if r is None:
+                    continue
+                ratio = prep = mem = "-"
+                if system == SUBJECT and ok(r) and ok(base):
+                    ratio = f"{base['epoch_time_median_s'] / r['epoch_time_median_s']:.2f}x"
+                    if base.get("prepare_time_s"):
+                        prep = f"{r['prepare_time_s'] / base['prepare_time_s']:.2f}"
+                    if base.get("peak_memory_bytes"):
+                        mem = f"{r['peak_memory_bytes'] / base['peak_memory_bytes']:.2f}"
+                cells.append([size_label(_edges(dataset)), system, epoch_ms(r),
+                              _seconds(r.get("prepare_time_s")) if ok(r) else "-",
+                              _seconds(r.get("tune_time_s")) if ok(r) else "-",
+                              mib(r.get("peak_memory_bytes")) if ok(r) else "-", ratio, prep, mem])
+        header = ["edges", "system", "epoch ms", "prepare s", "tune s", "peak MiB",
+                  f"vs {BASELINE}", "prepare ratio", "memory ratio"]
+        lines.append(Table(header, cells, [False, False] + [True] * 7).render("markdown").rstrip("\n"))
+        lines.append("")
+    failures = [r for r in rows if r["status"] != "ok"]
+    if failures:
+        lines += ["Failed runs:", ""]
+        lines += [f"- {size_label(_edges(r['dataset']))} {r['model']} {r['system']}: {r['status']}: {r['error']}"
+                  for r in failures]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    """Epoch time and peak memory against edges (log-log), one column per model, one line per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    systems = list(dict.fromkeys(r["system"] for r in rows))  # a system keeps its colour in every panel
+    fig, axes = plt.subplots(2, len(models), figsize=(4.2 * len(models), 6.4), squeeze=False)
+    for col, model in enumerate(models):
+        for system in systems:
+            mine = sorted((r for r in rows if r["model"] == model and r["system"] == system and ok(r)),
+                          key=lambda r: _edges(r["dataset"]))
+            if not mine:
+                continue
+            x = [_edges(r["dataset"]) for r in mine]
+            colour = f"C{systems.index(system) % 10}"
+            axes[0][col].plot(x, [r["epoch_time_median_s"] for r in mine], marker="o", label=system, color=colour)
+            axes[1][col].plot(x, [r["peak_memory_bytes"] / 2**30 for r in mine], marker="o", label=system,
+                              color=colour)
+        axes[0][col].set_title(model)
+        axes[0][col].set_ylabel("epoch (s)")
+        axes[1][col].set_ylabel("peak memory (GiB)")
+        for ax in (axes[0][col], axes[1][col]):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("edges")
+            ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+KEEP = ("id", "status", "error", "system", "system_hash", "verified", "model", "dataset", "dataset_nodes",
+        "dataset_edges", "framework", "epochs", "warmup", "threads", "allocator", "epoch_time_median_s",
+        "epoch_time_iqr_s", "prepare_time_s", "tune_time_s", "peak_memory_bytes", "kernel_median_s",
+        "test_accuracy", "epoch_times", "git_commit")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default=None, help="comma-separated graph sizes of campaigns/scaling.toml "
+                                                 "(4M,16M,64M,114.6M; default: all)")
+    p.add_argument("--systems", default=None, help="comma-separated systems (default: the campaign's)")
+    p.add_argument("--models", default=None, help="comma-separated models (default: gcn,sage,gin)")
+    p.add_argument("--epochs", type=int, default=None, help="epochs per run, warm-ups included (default: 8)")
+    p.add_argument("--results", default=None, help="results database (default: results/scaling.sqlite)")
+    p.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
+    p.add_argument("--out", default=str(ROOT / "results" / "scaling"), help="output path without suffix")
+    args = p.parse_args(argv)
+
+    blocks = matrices(args.sizes.split(",") if args.sizes else None)
+    the_campaign = campaign("scaling", matrix=blocks, epochs=args.epochs,
+                            systems=args.systems.split(",") if args.systems else None,
+                            models=args.models.split(",") if args.models else None)
+    results = args.results or str(ROOT / (the_campaign.results or "results/scaling.sqlite"))
+    from gnnbench.results.frame import frame_records, load_results
+
+    if args.render_only:
+        frame = load_results(results)
+        sizes = {_edges(d) for b in blocks for d in b["datasets"]}
+        rows = [r for r in frame_records(frame) if r["dataset"].startswith("rmat:") and _edges(r["dataset"]) in sizes]
+    else:
+        rows = frame_records(run_campaign(the_campaign, results))
+    if not rows:
+        print("bench_scaling: no runs to render", file=sys.stderr)
+        return 2
+    first = next((r for r in rows if ok(r)), rows[0])
+    meta = provenance(epochs=first.get("epochs"), warmup=first.get("warmup"), threads=first.get("threads"),
+                      cpu=cpu_model(), allocators=sorted({r["allocator"] for r in rows if r.get("allocator")}),
+                      versions=versions("torch", "dgl", "torch_geometric", "numba"))
+    figure(rows, Path(args.out).parent / "figures" / "scaling.png")
+    write_results(args.out, {"meta": meta, "runs": [{k: r.get(k) for k in KEEP} for r in rows]},
+                  render(rows, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

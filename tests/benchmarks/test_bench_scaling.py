@@ -1,0 +1,53 @@
+"""benchmarks/bench_scaling.py: the campaign's size blocks, the table's ratios and the figure."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_scaling.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("bench_scaling", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(system, model, edges, epoch_s, prepare_s, peak, tune=None):
+    return {"status": "ok", "system": system, "model": model, "epoch_times": [epoch_s] * 6,
+            "epoch_time_median_s": epoch_s, "prepare_time_s": prepare_s, "tune_time_s": tune,
+            "peak_memory_bytes": peak, "dataset": f"rmat:nodes=1024,edges={edges},features=128,classes=8"}
+
+
+def test_sizes_select_the_campaign_blocks(bench):
+    assert [bench.size_label(bench._edges(b["datasets"][0])) for b in bench.matrices(None)] == [
+        "4M", "16M", "64M", "114.6M"]
+    assert [b["datasets"][0] for b in bench.matrices(["64M"])] == [
+        "rmat:nodes=2097152,edges=64000000,features=128,classes=8"]
+    with pytest.raises(SystemExit, match="unknown size 5M; campaigns/scaling.toml has 4M, 16M, 64M, 114.6M"):
+        bench.matrices(["5M"])
+
+
+def test_table_sets_isplib_against_dgl_native_per_size(bench, tmp_path):
+    rows = [_row("isplib", "gcn", 16_000_000, 0.5, 2.0, 3 * 2**30, tune=4.0),
+            _row("dgl-native", "gcn", 16_000_000, 0.6, 1.0, 2 * 2**30),
+            _row("isplib", "gcn", 4_000_000, 0.1, 0.5, 2**30, tune=1.5),
+            _row("dgl-native", "gcn", 4_000_000, 0.12, 0.5, 2**30),
+            {"status": "oom", "system": "dgl-native", "model": "sage", "error": "out of memory",
+             "dataset": "rmat:nodes=1024,edges=64000000,features=128,classes=8"}]
+    meta = {"epochs": 8, "warmup": 2, "threads": 2, "cpu": "Example CPU", "allocators": ["tcmalloc"]}
+    text = bench.render(rows, meta)
+    table = [line for line in text.splitlines() if line.startswith("| 4M") or line.startswith("| 16M")]
+    assert [cell.strip() for cell in table[0].split("|")[1:-1]] == [
+        "4M", "isplib", "100.0", "0.50", "1.50", "1024.0", "1.20x", "1.00", "1.00"]   # smallest graph first
+    assert [cell.strip() for cell in table[2].split("|")[1:-1]] == [
+        "16M", "isplib", "500.0", "2.00", "4.00", "3072.0", "1.20x", "2.00", "1.50"]
+    assert "- 64M sage dgl-native: oom: out of memory" in text
+    bench.figure(rows, tmp_path / "scaling.png")
+    assert (tmp_path / "scaling.png").stat().st_size > 0
