@@ -113,7 +113,7 @@ def test_a_row_the_store_refuses_at_the_end_is_saved_as_json(config, monkeypatch
     from gnnbench.results.store import ResultsStore
 
     measured = run_record(config, "ok", measured={"epoch_time_median_s": 0.5})
-    monkeypatch.setattr(runner, "run_task", lambda spec, isolate=True: dict(measured))
+    monkeypatch.setattr(runner, "run_task", lambda spec, isolate=True, on_event=None: dict(measured))
 
     def refuse(self, row):
         raise sqlite3.OperationalError("disk I/O error")
