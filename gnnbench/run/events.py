@@ -38,7 +38,8 @@ __all__ = ["RunEvent", "KINDS", "EventReader", "event_pipe", "stderr_lines", "EV
 #: What a run is doing: preparing the system's graph formats, tuning on first use, an epoch just ended, a log line.
 KINDS = ("prepare", "tune", "epoch", "log")
 EVENTS_FD_ENV = "GNNBENCH_EVENTS_FD"
-MAX_TEXT = 1000   # characters of a log line sent; keeps every line under PIPE_BUF (Note [progress channel])
+MAX_TEXT = 500    # characters of a log line sent: with \uXXXX escapes, a line stays under PIPE_BUF_SAFE
+PIPE_BUF_SAFE = 4096  # POSIX guarantees atomic pipe writes of at most PIPE_BUF bytes, which is at least 512 (4096 on Linux)
 MAX_LINE = 4096   # bytes the reader buffers without a newline before dropping them
 READER_GRACE_S = 1.0
 
@@ -65,7 +66,11 @@ class RunEvent:
         """One JSON line, shorter than ``PIPE_BUF`` (Note [progress channel])."""
         event = asdict(self)
         event["text"] = self.text[:MAX_TEXT]
-        return (json.dumps(event, ensure_ascii=True) + "\n").encode()
+        line = (json.dumps(event, ensure_ascii=True) + "\n").encode()
+        while len(line) >= PIPE_BUF_SAFE:  # characters outside the BMP escape to 12 bytes each
+            event["text"] = event["text"][:len(event["text"]) // 2]
+            line = (json.dumps(event, ensure_ascii=True) + "\n").encode()
+        return line
 
     @classmethod
     def from_line(cls, line: bytes | str) -> RunEvent | None:
