@@ -110,7 +110,14 @@ def run(campaign, progress: bool = True, dry_run: bool = False, stream=None):
     if not progress or dry_run:
         return run_sweep(campaign, dry_run=dry_run)
     with progress_display(None, "sweep", stream=stream, plain_steps=True) as bar:
-        return run_sweep(campaign, on_event=_SweepProgress(bar), dry_run=dry_run)
+        executor = None
+        if bar.live and campaign.executor == "local":  # the bar also names the current run's epoch
+            from gnnbench.run.executors import LocalExecutor
+
+            from ._run_progress import RunBar
+
+            executor = LocalExecutor(run_events=lambda task: RunBar(bar, task.describe(), count=False))
+        return run_sweep(campaign, executor=executor, on_event=_SweepProgress(bar), dry_run=dry_run)
 
 
 def summary(report, results_path: str) -> str:

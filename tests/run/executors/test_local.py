@@ -44,3 +44,15 @@ def test_tasks_are_pulled_only_when_the_previous_run_has_finished():
 def test_get_executor_names_the_local_one():
     executor = get_executor("local")
     assert isinstance(executor, LocalExecutor) and executor.name == "local" and executor.sequential
+
+
+def test_each_run_gets_the_event_callback_made_for_its_task():
+    seen = []
+
+    def runner(spec, timeout_s, memory_limit_bytes, on_event):
+        on_event(f"epoch of {spec}")
+        return {"status": "ok"}
+
+    executor = LocalExecutor(runner, run_events=lambda task: lambda event: seen.append((task.spec, event)))
+    list(executor.run([_task("a"), _task("b")]))
+    assert seen == [("a", "epoch of a"), ("b", "epoch of b")]
