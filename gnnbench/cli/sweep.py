@@ -136,9 +136,13 @@ def summary(report, results_path: str) -> str:
         lines += [f"  {t.describe()}" for t in report.todo]
     failures = [r for r in report.rows if r.get("status") not in ("ok",)]
     if failures:
+        from gnnbench.results.tables import Table
+
         lines.append("not successful:")
-        lines += [f"  {r['status']:<8} {r['system']} {r['model']} {r['dataset']} {r['framework']} seed={r['seed']}: "
-                  f"{printable(r.get('error'))}" for r in failures]
+        table = Table(["status", "run", "error"],
+                      [[r["status"], printable(f"{r['system']} {r['model']} {r['dataset']} {r['framework']} "
+                                               f"seed={r['seed']}"), printable(r.get("error"))] for r in failures])
+        lines += ["  " + line for line in table.render("text").splitlines()]
         for r in failures:
             where = (r.get("extra") or {}).get("stderr_path")
             if where and r.get("status") in ("crashed", "failed", "oom", "timeout"):
