@@ -54,6 +54,15 @@ class Progress:
             count = f"[{self.done}/{self.total}]" if self.total else f"[{self.done}]"
             self._write(f"{count} {self.description}")
 
+    def update(self, done: int, total: int | None = None) -> None:
+        """Sets the count to ``done`` (and the whole to ``total`` when given) without a step line:
+        steps finished elsewhere (another sweep), or a total known only once work starts."""
+        self.done = done
+        if total is not None:
+            self.total = total
+        if self._rich is not None:
+            self._rich.update(self._task, completed=done, **({"total": total} if total is not None else {}))
+
     def describe(self, description: str) -> None:
         """Changes the text beside the bar (what is running now) without counting a step."""
         self.description = description

@@ -36,3 +36,11 @@ def test_on_a_terminal_rich_draws_a_bar():
         bar.advance()
     text = out.getvalue()
     assert bar.live and "2/2" in text and "[not markup]" in text
+
+
+def test_update_sets_the_count_and_total_without_a_step_line():
+    out = io.StringIO()
+    with progress(None, "sweep", stream=out, plain_steps=True) as bar:
+        bar.update(2, total=5)
+        bar.advance(description="c")
+    assert (bar.done, bar.total) == (3, 5) and out.getvalue() == "[3/5] c\n"

@@ -93,29 +93,49 @@ def main(args) -> int:
     if args.json:
         print_json(rows)
         return 0
-    for r in rows:
-        print(_render(r))
+    from gnnbench.results.tables import print_table
+
+    for i, table in enumerate(tables(rows)):
+        if i:
+            print()
+        print_table(table)
     return 0
 
 
-def _render(r: dict) -> str:
-    lines = []
-    if "nodes" in r:
-        task = f"{r['classes']} tasks (multi-label)" if r.get("task") == "multilabel" else f"{r['classes']} classes"
-        how = "measured" if r.get("measured") else "published"
-        lines.append(f"{r['name']:<17} {r['nodes']:>11,} nodes {r['edges']:>13,} edges {r['features']:>5} features "
-                     f"{task} ({how})")
-    else:
-        lines.append(f"{r['name']:<17} {r['description']}")
-    pad = " " * 18
-    if r.get("split"):
-        lines.append(f"{pad}split: {r['split']}")
-    if r["parameters"]:
-        lines.append(f"{pad}parameters: {', '.join(f'{k}={v}' for k, v in r['parameters'].items())}")
-    if r["source"] != "generated":
-        lines.append(f"{pad}source: {r['source']}  license: {r['license']}")
-        state = f"present ({r['where']})" if r["present"] else f"not present: {r['how_to_get']}"
-        lines.append(f"{pad}{state}")
-    if "unavailable" in r:
-        lines.append(f"{pad}unavailable: {r['unavailable']}")
-    return "\n".join(lines)
+def tables(rows: list[dict]):
+    """Three tables: sizes and presence; source, license and folder; the split or what a generator makes."""
+    from gnnbench.results.tables import Table
+
+    def task(r: dict) -> str:
+        if "classes" not in r:
+            return ""
+        return f"{r['classes']} tasks (multi-label)" if r.get("task") == "multilabel" else f"{r['classes']} classes"
+
+    def count(r: dict, key: str) -> str:
+        return f"{r[key]:,}" if isinstance(r.get(key), int) else ""
+
+    def state(r: dict) -> str:
+        if r["source"] == "generated":
+            return "generated" if r["present"] else "generated on first use"
+        return "present" if r["present"] else "not present"
+
+    sizes = Table(["dataset", "nodes", "edges", "features", "task", "sizes", "here"],
+                  [[r["name"], count(r, "nodes"), count(r, "edges"), count(r, "features"), task(r),
+                    "measured" if r.get("measured") else "published" if "nodes" in r else "", state(r)]
+                   for r in rows], numeric=[False, True, True, True])
+    sizes.notes += [f"{r['name']}: unavailable: {r['unavailable']}" for r in rows if "unavailable" in r]
+    missing = [r for r in rows if r["source"] != "generated" and not r["present"]]
+    if missing:
+        sizes.notes.append("to get one that is not present: `gnnbench datasets fetch NAME`, or put the "
+                           "publisher's files in its folder below (--data-dir / GNNBENCH_DATA_DIR)")
+
+    def about(r: dict) -> str:
+        if r["parameters"]:
+            return f"{r['description']}; parameters: {', '.join(f'{k}={v}' for k, v in r['parameters'].items())}"
+        return r.get("split") or r["description"]
+
+    published = [r for r in rows if r["source"] != "generated"]
+    origin = Table(["dataset", "source", "license", "folder"],
+                   [[r["name"], r["source"], r["license"], r["where"]] for r in published], title="where from")
+    what = Table(["dataset", "split, or what it is"], [[r["name"], about(r)] for r in rows], title="what it is")
+    return [sizes, origin, what]

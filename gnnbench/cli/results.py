@@ -43,10 +43,21 @@ def main(args) -> int:
     if args.json:
         print_json(rows)
         return 0
-    print(f"{'id':>4}  {'status':<7} {'system':<12} {'model':<5} {'framework':<10} {'epoch ms':>9} {'test acc':>8}  dataset")
-    for r in rows:
-        ms = f"{r['epoch_time_median_s'] * 1e3:.2f}" if r.get("epoch_time_median_s") is not None else "-"
-        acc = f"{r['test_accuracy']:.3f}" if r.get("test_accuracy") is not None else "-"
-        print(f"{r['id']:>4}  {r['status']:<7} {printable(r['system'] or '-'):<12} {r['model'] or '-':<5} "
-              f"{r['framework'] or '-':<10} {ms:>9} {acc:>8}  {printable(r['dataset'])}")
+    from gnnbench.results.tables import print_table
+
+    print_table(table(rows))
     return 0
+
+
+def table(rows: list[dict]):
+    """The stored runs as a :class:`~gnnbench.results.tables.Table`, one line per run."""
+    from gnnbench.results.tables import Table
+
+    def cell(row: dict, key: str, fmt) -> str:
+        return fmt(row[key]) if row.get(key) is not None else "-"
+
+    return Table(["id", "status", "system", "model", "framework", "epoch ms", "test acc", "dataset"],
+                 [[r["id"], r["status"], printable(r["system"] or "-"), r["model"] or "-", r["framework"] or "-",
+                   cell(r, "epoch_time_median_s", lambda s: f"{s * 1e3:.2f}"),
+                   cell(r, "test_accuracy", lambda a: f"{a:.3f}"), printable(r["dataset"])] for r in rows],
+                 numeric=[True, False, False, False, False, True, True, False])

@@ -5,6 +5,7 @@ from gnnbench.errors import UserError
 from gnnbench.text import printable
 
 from ._common import add_results_option, open_store, print_json, results_path
+from ._run_progress import run_progress
 
 HELP = "train one model with one system and store the measurement"
 
@@ -38,13 +39,19 @@ def run(spec, isolate: bool = True, store_path: str | None = None, store: bool =
         raise UserError("--timeout and --memory-limit need an isolated run (drop --in-process)")
     db = open_store(store_path, create=True) if store else None
     try:
-        row = run_task(spec, isolate=isolate)
+        with run_progress(_title(spec)) as display:  # a per-epoch bar on a terminal only
+            row = run_task(spec, isolate=isolate, on_event=display)
         if db is not None:
             _store(db, row)
     finally:
         if db is not None:
             db.close()
     return row
+
+
+def _title(spec) -> str:
+    """A short name for the bar: a generator's parameters (``sbm:nodes=...``) would push the bar off the line."""
+    return f"{spec.system} {spec.model} {spec.dataset.split(':')[0]}"
 
 
 def _store(db, row: dict) -> None:

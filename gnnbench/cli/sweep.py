@@ -1,10 +1,8 @@
 """``gnnbench sweep``: run a matrix of configurations, each in its own process, and store every outcome."""
 from __future__ import annotations
 
-import shutil
 import sys
 from dataclasses import replace
-from typing import Any, TextIO
 
 from gnnbench.errors import UserError
 from gnnbench.text import printable
@@ -63,16 +61,20 @@ def _duration(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
-class _ProgressLine:
-    """The progress line on stderr: redrawn in place on a terminal, one plain line per event otherwise."""
+class _SweepProgress:
+    """Sweep events drawn through :func:`gnnbench.progress.progress`.
 
-    WIDTH = 20
+    On a terminal: a rich bar naming the run in progress, with unsuccessful runs
+    and other sweeps' work logged above it. Elsewhere (a log, a pipe): one plain
+    line when a run starts and one when it ends, each with the sweep's own
+    estimate of the time left (:class:`~gnnbench.run.sweep.SweepEvent`).
+    """
 
-    def __init__(self, stream: TextIO = sys.stderr):
-        self.stream = stream
-        self.tty = stream.isatty()
+    def __init__(self, bar):
+        self.bar = bar
 
     def __call__(self, event) -> None:
+        bar = self.bar
         counter = f"[{event.done}/{event.total}]"
         left = f"{_duration(event.eta_s)} left" if event.eta_s is not None else "time left unknown yet"
         what = printable(event.task.describe())
@@ -81,50 +83,41 @@ class _ProgressLine:
             status = row.get("status")
             detail = (f"{row['epoch_time_median_s'] * 1e3:.2f} ms/epoch" if status == "ok"
                       and row.get("epoch_time_median_s") is not None else printable(row.get("error") or ""))
-            line = f"{counter} {status} {what}: {detail}"
-            if self.tty:
-                if status != "ok":  # failures stay on screen; the rest is overwritten
-                    self._write(f"\r\x1b[K{line}\n")
-                self._draw(event, "done: " + what, left)
+            bar.update(event.done - 1, event.total)
+            if bar.live:
+                if status != "ok":  # failures stay on screen above the bar
+                    bar.log(f"{counter} {status} {what}: {detail}")
+                bar.advance(description="done: " + what)
             else:
-                self._write(f"{line} ({left})\n")
-        elif event.kind == "meanwhile":
-            self._write(("\r\x1b[K" if self.tty else "") + f"{counter} already stored by another sweep: {what}\n")
-        elif event.kind == "claimed":
-            self._write(("\r\x1b[K" if self.tty else "") + f"{counter} being run by another sweep: {what}\n")
-        elif self.tty:
-            self._draw(event, what, left)
+                bar.advance(description=f"{status} {what}: {detail} ({left})")  # "[done/total] ..."
+        elif event.kind in ("meanwhile", "claimed"):
+            bar.update(event.done, event.total)
+            bar.log(f"{counter} " + ("already stored by another sweep: " if event.kind == "meanwhile"
+                                     else "being run by another sweep: ") + what)
+        elif bar.live:
+            bar.update(event.done, event.total)
+            bar.describe(what)
         else:
-            self._write(f"{counter} running {what} ({left})\n")
-
-    def _draw(self, event, what: str, left: str) -> None:
-        filled = int(self.WIDTH * event.done / event.total) if event.total else self.WIDTH
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        text = f"[{bar}] {event.done}/{event.total} {what} | {left}"
-        width = shutil.get_terminal_size().columns - 1  # a wrapped line could not be redrawn in place
-        if len(text) > width:
-            text = text[:max(width - 1, 0)] + "…"
-        self._write(f"\r\x1b[K{text}")
-
-    def close(self) -> None:
-        if self.tty:
-            self._write("\r\x1b[K")
-
-    def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
+            bar.log(f"{counter} running {what} ({left})")
 
 
-def run(campaign, progress: bool = True, dry_run: bool = False):
-    """Run ``campaign`` with a progress line on stderr; return the :class:`~gnnbench.run.sweep.SweepReport`."""
+def run(campaign, progress: bool = True, dry_run: bool = False, stream=None):
+    """Run ``campaign`` with progress on ``stream`` (default: stderr); return the
+    :class:`~gnnbench.run.sweep.SweepReport`."""
+    from gnnbench.progress import progress as progress_display
     from gnnbench.run.sweep import run_sweep
 
-    line = _ProgressLine() if progress and not dry_run else None
-    try:
-        return run_sweep(campaign, on_event=line, dry_run=dry_run)
-    finally:
-        if line is not None:
-            line.close()
+    if not progress or dry_run:
+        return run_sweep(campaign, dry_run=dry_run)
+    with progress_display(None, "sweep", stream=stream, plain_steps=True) as bar:
+        executor = None
+        if bar.live and campaign.executor == "local":  # the bar also names the current run's epoch
+            from gnnbench.run.executors import LocalExecutor
+
+            from ._run_progress import RunBar
+
+            executor = LocalExecutor(run_events=lambda task: RunBar(bar, task.describe(), count=False))
+        return run_sweep(campaign, executor=executor, on_event=_SweepProgress(bar), dry_run=dry_run)
 
 
 def summary(report, results_path: str) -> str:
@@ -143,9 +136,13 @@ def summary(report, results_path: str) -> str:
         lines += [f"  {t.describe()}" for t in report.todo]
     failures = [r for r in report.rows if r.get("status") not in ("ok",)]
     if failures:
+        from gnnbench.results.tables import Table
+
         lines.append("not successful:")
-        lines += [f"  {r['status']:<8} {r['system']} {r['model']} {r['dataset']} {r['framework']} seed={r['seed']}: "
-                  f"{printable(r.get('error'))}" for r in failures]
+        table = Table(["status", "run", "error"],
+                      [[r["status"], printable(f"{r['system']} {r['model']} {r['dataset']} {r['framework']} "
+                                               f"seed={r['seed']}"), printable(r.get("error"))] for r in failures])
+        lines += ["  " + line for line in table.render("text").splitlines()]
         for r in failures:
             where = (r.get("extra") or {}).get("stderr_path")
             if where and r.get("status") in ("crashed", "failed", "oom", "timeout"):

@@ -37,12 +37,22 @@ def main(args) -> int:
     if args.json:
         print_json(rows)
         return 0
-    names = [_printable(r["name"]) for r in rows]
-    width = max(len(n) for n in names)
-    for name, r in zip(names, rows):
-        state = "broken" if r["broken"] else "available" if r["available"] else "unavailable"
-        print(f"{name:<{width}}  {r['kind']:<6}  {state:<11}  {r['summary'] if r['available'] else r['reason']}")
+    from gnnbench.results.tables import print_table
+
+    print_table(table(rows))
     return 0
+
+
+def table(rows: list[dict]):
+    """One line per system: name, kind, state, and its summary or why it cannot run here."""
+    from gnnbench.results.tables import Table
+
+    def state(r: dict) -> str:
+        return "broken" if r["broken"] else "available" if r["available"] else "unavailable"
+
+    return Table(["system", "kind", "state", "summary, or why not"],
+                 [[_printable(r["name"]), r["kind"], state(r), r["summary"] if r["available"] else r["reason"]]
+                  for r in rows])
 
 
 def _printable(name: str) -> str:

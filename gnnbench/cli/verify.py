@@ -57,7 +57,7 @@ def main(args) -> int:
     if args.json:
         print_json(report.as_dict())
     else:
-        print(render(report))
+        print_report(report)
     return 1 if report.status == "failed" else 0
 
 
@@ -79,25 +79,44 @@ def _row_detail(row) -> list[str]:
 
 
 def render(report) -> str:
+    """The whole report as plain text: settings, the per-operator table, the verdict."""
+    head, table, verdict = _parts(report)
+    return "\n".join([*head, *([table.render("text").rstrip("\n")] if table else []), *verdict])
+
+
+def print_report(report) -> None:
+    """:func:`render`, with the table drawn by rich on a terminal (:func:`~gnnbench.results.tables.print_table`)."""
+    from gnnbench.results.tables import print_table
+
+    head, table, verdict = _parts(report)
+    print("\n".join(head))
+    if table is not None:
+        print_table(table)
+    if verdict:
+        print("\n".join(verdict))
+
+
+def checks_table(report):
     """The per-operator table: status, cases, seconds and, for failures, what exposed them."""
-    s = report.settings
-    lines = [f"verify {report.system} {report.system_version} (hash {report.system_hash}) against reference"
-             + (f": {s['framework']} {s['dtype']} on {s['device']}, {s['profile']} suite, "
-                f"guard {'on' if s['guard'] else 'off'}, tolerance {s['tolerance']}" if s else "")]
-    if report.status == "skipped":
-        lines.append(f"skipped: {report.system} cannot run here: {report.reason}; nothing recorded")
-        return "\n".join(lines)
-    lines.extend(f"note: {note}" for note in s.get("notes", ()))
-    rows = report.rows()
-    width = max(len(r.operator) for r in rows) + 2
-    lines.append(f"{'check':<{width}}{'status':<9}{'cases':>6}{'time':>9}  detail")
-    for row in rows:
-        detail = _row_detail(row)
-        cases = str(row.cases) if row.cases else "-"
-        secs = f"{row.seconds:.1f} s" if row.seconds else "-"
+    from gnnbench.results.tables import Table
+
+    rows = []
+    for row in report.rows():
         status = row.status.upper() if row.status == "failed" else row.status
-        lines.append(f"{row.operator:<{width}}{status:<9}{cases:>6}{secs:>9}  {detail[0] if detail else ''}".rstrip())
-        lines.extend(f"{'':<{width + 26}}{text}" for text in detail[1:])
+        rows.append([row.operator, status, str(row.cases) if row.cases else "-",
+                     f"{row.seconds:.1f} s" if row.seconds else "-", "\n".join(_row_detail(row))])
+    return Table(["check", "status", "cases", "time", "detail"], rows, numeric=[False, False, True, True])
+
+
+def _parts(report):
+    s = report.settings
+    head = [f"verify {report.system} {report.system_version} (hash {report.system_hash}) against reference"
+            + (f": {s['framework']} {s['dtype']} on {s['device']}, {s['profile']} suite, "
+               f"guard {'on' if s['guard'] else 'off'}, tolerance {s['tolerance']}" if s else "")]
+    if report.status == "skipped":
+        head.append(f"skipped: {report.system} cannot run here: {report.reason}; nothing recorded")
+        return head, None, []
+    head.extend(f"note: {note}" for note in s.get("notes", ()))
     verdict = f"verdict: {report.status} in {report.seconds:.1f} s"
     if report.recorded_id is not None:
         verdict += f"; recorded as verification {report.recorded_id} in {report.recorded_in}"
@@ -105,5 +124,4 @@ def render(report) -> str:
         verdict += "; not recorded" + (" (a passing partial run does not verify a system)"
                                        if report.status == "passed" and any(r.reason.startswith("needs every")
                                                                             for r in report.end_to_end) else "")
-    lines.append(verdict)
-    return "\n".join(lines)
+    return head, checks_table(report), [verdict]

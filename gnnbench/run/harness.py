@@ -58,11 +58,22 @@ Note [model selection]
     phases, and the accuracies reported are those of the epoch with the best
     validation accuracy; ``"last"`` reports the final epoch's. Both are in the
     row (``extra.final_accuracy``), and every system gets the same rule.
+
+Note [progress outside the timer]
+    :func:`train` reports where it is through ``on_event``
+    (:class:`~gnnbench.run.events.RunEvent`: prepare, tune, epoch ``i`` of
+    ``n``, the tuner's lines), which a worker forwards to its parent's display
+    (Note [progress channel] in :mod:`gnnbench.run.events`). An epoch's event
+    is sent after its last clock reading and after the kernel clock's
+    ``measuring()`` block has closed, so the write (a JSON line into a
+    non-blocking pipe) is never inside a timed phase or a kernel's time; the
+    prepare event is sent before prepare's clock starts. A display therefore
+    costs the figures nothing, and a run without one (``on_event=None``)
+    measures the same code.
 """
 from __future__ import annotations
 
 import os
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -73,6 +84,7 @@ import numpy as np
 from gnnbench.run.allocator import loaded_allocator
 from gnnbench.run.config import MODES, SELECTIONS, RunConfig
 from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
+from gnnbench.run.events import RunEvent, stderr_lines
 from gnnbench.errors import UserError
 from gnnbench.runtime.kernel_clock import measuring
 from gnnbench.run.measurement import Measurement
@@ -145,8 +157,16 @@ def _configure(system, spec: TaskSpec) -> None:
         raise UserError(f"system '{spec.system}' takes no options (got {', '.join(options)})")
 
 
-def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
-    """Run one training task in this process; return its results row."""
+def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
+          on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
+    """Run one training task in this process; return its results row.
+
+    Args:
+        spec (RunConfig): the run.
+        clock (callable): the timer of the phases (default: ``time.perf_counter``; tests pass a fake).
+        on_event (callable, optional): receives the run's progress events (:class:`~gnnbench.run.events.RunEvent`,
+            Note [progress outside the timer]; default: the tuner's lines go to stderr).
+    """
     from gnnbench.datasets import load_dataset
     from gnnbench.datasets.objective import Objective
     from gnnbench.frameworks import get_frontend
@@ -190,6 +210,8 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
             check_fallback(spec.system, spec.fallback, spec.framework, spec.device)
             lender = load_system(spec.fallback, spec.framework, spec.device)
             lender.module  # noqa: B018
+    report = on_event or stderr_lines
+    report(RunEvent("prepare"))  # before the clock (Note [progress outside the timer])
     start = clock()
     if info.kind == "native":
         params, forward = build_native(spec.system, model, graph, initial, F, x)
@@ -219,16 +241,16 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
     phases = _Phases()
     time_kernels = info.kind == "kernel" and spec.device == "cpu"  # Note [kernel time]
     tuner = None if info.kind == "native" or not spec.tune else system.hook("tune")
-    tuning = _FirstUseTuning(tuner, bound if tuner is not None else None, hyper.epochs, extra)
+    tuning = _FirstUseTuning(tuner, bound if tuner is not None else None, hyper.epochs, extra, report)
     memory = PeakMemory()
     memory.start()
     tuning.watch(memory)
     if spec.mode == "inference":
-        final = _infer(spec, hyper, F, forward, evaluate, phases, time_kernels, tuning, clock)
+        final = _infer(spec, hyper, F, forward, evaluate, phases, time_kernels, tuning, clock, report)
         best, best_epoch = final, hyper.epochs - 1
     else:
         best, best_epoch, final = _train_epochs(spec, hyper, F, forward, evaluate, params, objective, phases,
-                                                time_kernels, tuning, clock)
+                                                time_kernels, tuning, clock, report)
     peak = max(memory.peak_above_baseline() - tuning.residue, tuning.peak_before)
     accuracy = best if spec.selection == "best_val" else final
     extra["final_accuracy"] = final
@@ -297,7 +319,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter) -> dic
 
 
 def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, objective, phases: _Phases,
-                  time_kernels: bool, tuning: "_FirstUseTuning", clock):
+                  time_kernels: bool, tuning: "_FirstUseTuning", clock, report):
     """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``."""
     optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
     best: dict[str, float] | None = None
@@ -325,6 +347,7 @@ def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, objective
                 phases.kernel.append(kernels.total)
                 phases.kernel_by_name.append(dict(kernels.seconds))
                 phases.lent.append(kernels.lent_total)
+        report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         if epoch == 0:
             tuning.after_first_epoch(t3 - t0, timed=spec.warmup == 0)
         if spec.selection == "best_val" and epoch < hyper.epochs - 1:
@@ -338,7 +361,7 @@ def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, objective
 
 
 def _infer(spec: TaskSpec, hyper, F, forward, evaluate, phases: _Phases, time_kernels: bool,
-           tuning: "_FirstUseTuning", clock) -> dict[str, float]:
+           tuning: "_FirstUseTuning", clock, report) -> dict[str, float]:
     """Forward passes only, without autograd (Note [inference mode]); returns the accuracies of the last."""
     for step in range(hyper.epochs):
         with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
@@ -354,6 +377,7 @@ def _infer(spec: TaskSpec, hyper, F, forward, evaluate, phases: _Phases, time_ke
                 phases.kernel.append(kernels.total)
                 phases.kernel_by_name.append(dict(kernels.seconds))
                 phases.lent.append(kernels.lent_total)
+        report(RunEvent("epoch", step + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         if step == 0:
             tuning.after_first_epoch(t1 - t0, timed=spec.warmup == 0)
     return evaluate()
@@ -376,8 +400,10 @@ def tune_budget_s(first_epoch_s: float, epochs: int) -> float:
 class _FirstUseTuning:
     """Calls a system's ``tune`` hook once, after the first epoch (Note [tune on first use])."""
 
-    def __init__(self, tuner, bound, epochs: int, extra: dict[str, Any]):
+    def __init__(self, tuner, bound, epochs: int, extra: dict[str, Any],
+                 report: Callable[[RunEvent], None] = stderr_lines):
         self.tuner, self.bound, self.epochs, self.extra = tuner, bound, epochs, extra
+        self.report = report
         self.seconds: float | None = None
         self.peak_before = 0
         self.residue = 0  # bytes tuning left resident (Note [tune on first use])
@@ -394,13 +420,14 @@ class _FirstUseTuning:
             self.peak_before = self._memory.peak_above_baseline()
             _release()
             resident = _resident_bytes()
+        self.report(RunEvent("tune", text=f"budget {budget:.1f} s"))
         start = time.perf_counter()
         result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
-                            budget_s=budget, progress=_progress)
+                            budget_s=budget, progress=self._log)
         if result is None:
             return
         self.seconds = time.perf_counter() - start
-        _progress(f"tuned in {self.seconds:.2f} s (budget {budget:.1f} s); the choices are cached for later runs")
+        self._log(f"tuned in {self.seconds:.2f} s (budget {budget:.1f} s); the choices are cached for later runs")
         self.extra["tuning"] = result.as_dict() if hasattr(result, "as_dict") else str(result)
         if timed:
             self.extra["tuned_after_timed_epoch"] = True
@@ -409,9 +436,8 @@ class _FirstUseTuning:
             self.residue = max(0, _resident_bytes() - resident)
             _reset_peak()
 
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    def _log(self, line: str) -> None:
+        self.report(RunEvent("log", text=line))
 
 
 def _release() -> None:

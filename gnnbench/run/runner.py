@@ -13,7 +13,9 @@ Note [process group]
     the group is killed too. The worker's stderr goes to a log file, never a
     pipe, so a straggler holding it open cannot keep the parent waiting; the
     file is kept for runs that did not succeed and its path is in the row
-    (``extra.stderr_path``).
+    (``extra.stderr_path``). Progress events, when the caller wants them, come
+    on a pipe of their own (Note [progress channel] in
+    :mod:`gnnbench.run.events`), never mixed with the result or the log.
 
 Note [exit statuses]
     The status says what happened, not a guess: ``oom`` only when the worker
@@ -32,9 +34,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from gnnbench.run.allocator import resolve_allocator
+from gnnbench.run.events import EVENTS_FD_ENV, EventReader, RunEvent
 from gnnbench.run.harness import TaskSpec, train
 from gnnbench.run.record import run_record
 from gnnbench.results.store import utc_now
@@ -121,32 +125,50 @@ def _keep_log(path: Path, spec: TaskSpec) -> str | None:
         return None
 
 
+def _reading(fd: int | None, on_event):
+    """An :class:`~gnnbench.run.events.EventReader` on ``fd``, or nothing when no events were asked for."""
+    from contextlib import nullcontext
+
+    return EventReader(fd, on_event) if fd is not None else nullcontext()
+
+
 def worker_command(spec_path: Path, result_path: Path) -> list[str]:
     """The worker's command line (a function, so tests can stand in a misbehaving worker)."""
     return [sys.executable, "-m", "gnnbench.run.worker", str(spec_path), str(result_path)]
 
 
 def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = _UNSET,
-             memory_limit_bytes: int | None = _UNSET) -> dict[str, Any]:
+             memory_limit_bytes: int | None = _UNSET,
+             on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run ``spec`` and return its row (never raises for a failing system when isolated).
 
     Args:
         spec (RunConfig): the run.
         isolate (bool): in a fresh process (default: True).
         timeout_s, memory_limit_bytes: override ``spec.timeout`` and ``spec.memory_limit``.
+        on_event (callable, optional): receives the run's progress events as they happen, e.g. to draw
+            a bar; best effort (Note [progress channel]); default: none are sent.
     """
     timeout_s = spec.timeout if timeout_s is _UNSET else timeout_s
     memory_limit = spec.memory_limit if memory_limit_bytes is _UNSET else memory_limit_bytes
     if not isolate:
-        return train(spec)
+        return train(spec, on_event=on_event)
     started = utc_now()
     with tempfile.TemporaryDirectory(prefix="gnnbench-run-") as tmp:
         spec_path, result_path, err_path = Path(tmp, "spec.json"), Path(tmp, "result.json"), Path(tmp, "stderr")
         spec_path.write_text(json.dumps({**spec.as_dict(), "memory_limit": memory_limit}))
         cmd = worker_command(spec_path, result_path)
-        with open(err_path, "wb") as err_file:
-            proc = subprocess.Popen(cmd, env=worker_env(spec.threads, spec.allocator), stdin=subprocess.DEVNULL,
-                                    stdout=err_file, stderr=err_file, start_new_session=True)
+        env = worker_env(spec.threads, spec.allocator)
+        events_read, events_write = os.pipe() if on_event is not None else (None, None)
+        if events_write is not None:
+            env[EVENTS_FD_ENV] = str(events_write)
+        with open(err_path, "wb") as err_file, _reading(events_read, on_event):
+            try:
+                proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=err_file, stderr=err_file,
+                                        start_new_session=True, pass_fds=() if events_write is None else (events_write,))
+            finally:
+                if events_write is not None:
+                    os.close(events_write)  # the worker holds the write end now: its exit ends the reader
             try:
                 proc.wait(timeout=timeout_s)
                 timed_out = False

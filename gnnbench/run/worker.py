@@ -2,7 +2,9 @@
 
 Writes the results row, or a failure row for an expected error (unavailable
 system, bad dataset), to RESULT.json. Anything unexpected propagates, so the
-parent sees a non-zero exit and keeps the traceback from stderr.
+parent sees a non-zero exit and keeps the traceback from stderr. Progress
+events go to the pipe named by ``$GNNBENCH_EVENTS_FD`` when the parent opened
+one (Note [progress channel] in :mod:`gnnbench.run.events`).
 """
 from __future__ import annotations
 
@@ -35,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         limit = int(data["memory_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _die_with_parent()
+    from gnnbench.run.events import event_pipe
+
+    report = event_pipe()  # progress to the parent (Note [progress channel])
 
     from gnnbench.run.config import RunConfig
     from gnnbench.errors import UnavailableError, UserError
@@ -45,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = RunConfig.from_dict(data)  # validated again: the same checks as the parent's
     started = utc_now()
     try:
-        row = train(spec)
+        row = train(spec, on_event=report)
     except UnavailableError as err:  # e.g. the model needs an operator the system does not implement
         traceback.print_exc()  # into the run's stderr log, which the parent keeps (Note [process group])
         row = run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),

@@ -113,7 +113,7 @@ def test_a_row_the_store_refuses_at_the_end_is_saved_as_json(config, monkeypatch
     from gnnbench.results.store import ResultsStore
 
     measured = run_record(config, "ok", measured={"epoch_time_median_s": 0.5})
-    monkeypatch.setattr(runner, "run_task", lambda spec, isolate=True: dict(measured))
+    monkeypatch.setattr(runner, "run_task", lambda spec, isolate=True, on_event=None: dict(measured))
 
     def refuse(self, row):
         raise sqlite3.OperationalError("disk I/O error")
@@ -126,3 +126,76 @@ def test_a_row_the_store_refuses_at_the_end_is_saved_as_json(config, monkeypatch
     assert err.startswith(f"gnnbench run: could not store the row in {db} (disk I/O error); it is saved in ")
     saved = json.loads(Path(err.rsplit(" ", 1)[1]).read_text())
     assert saved["epoch_time_median_s"] == 0.5 and saved["dataset"] == config.dataset
+
+
+# ------------------------------------------------------------- progress channel (Note [progress channel])
+_SEND = ("import json, os, signal, sys\n"
+         "fd = int(os.environ['GNNBENCH_EVENTS_FD'])\n"
+         "send = lambda line: os.write(fd, line.encode() + b'\\n')\n")
+
+
+def _event_worker(monkeypatch, body: str) -> None:
+    monkeypatch.setattr(runner, "worker_command",
+                        lambda spec, result: [sys.executable, "-c", _SEND + body, str(result)])
+
+
+def test_events_reach_the_parent_in_order_and_garbage_is_ignored(config, monkeypatch, logs):
+    from gnnbench.run.events import RunEvent
+
+    row = run_record(config, "ok", measured={"epoch_time_median_s": 0.5})
+    _event_worker(monkeypatch, "send('{\"kind\": \"prepare\"}')\n"
+                               "send('garbage from a library that found the descriptor')\n"
+                               "send('{\"kind\": \"epoch\", \"step\": 1, \"total\": 3, \"warmup\": 1}')\n"
+                               "send('{\"kind\": \"epoch\", \"step\": \"two\"}')\n"
+                               "send('{\"kind\": \"log\", \"text\": \"tuned\"}')\n"
+                               f"open(sys.argv[1], 'w').write({json.dumps(json.dumps(row))})\n")
+    events = []
+    got = runner.run_task(config, on_event=events.append)
+    assert got == row
+    assert events == [RunEvent("prepare"), RunEvent("epoch", 1, 3, 1), RunEvent("log", text="tuned")]
+
+
+def test_a_worker_killed_mid_run_still_gives_its_error_row(config, monkeypatch, logs):
+    from gnnbench.run.events import RunEvent
+
+    _event_worker(monkeypatch, "send('{\"kind\": \"epoch\", \"step\": 1, \"total\": 3}')\n"
+                               "os.write(fd, b'{\"kind\": \"epo')\n"  # cut off mid-line
+                               "os.kill(os.getpid(), signal.SIGKILL)\n")
+    events = []
+    row = runner.run_task(config, on_event=events.append)
+    assert row["status"] == "crashed" and "SIGKILL" in row["error"]
+    assert events == [RunEvent("epoch", 1, 3)]
+
+
+def test_a_display_that_raises_costs_the_run_nothing(config, monkeypatch, logs):
+    row = run_record(config, "ok", measured={"epoch_time_median_s": 0.5})
+    _event_worker(monkeypatch, "send('{\"kind\": \"prepare\"}')\n"
+                               f"open(sys.argv[1], 'w').write({json.dumps(json.dumps(row))})\n")
+
+    def broken(event):
+        raise OSError("the terminal is gone")
+
+    assert runner.run_task(config, on_event=broken) == row
+
+
+def test_a_process_outside_the_group_holding_the_pipe_cannot_hang_the_parent(config, monkeypatch, tmp_path, logs):
+    import os
+    import signal
+
+    pidfile = tmp_path / "escaped.pid"
+    row = run_record(config, "ok", measured={"epoch_time_median_s": 0.5})
+    _event_worker(monkeypatch, "import subprocess\n"
+                               "p = subprocess.Popen(['sleep', '60'], pass_fds=(fd,), start_new_session=True)\n"
+                               f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+                               f"open(sys.argv[1], 'w').write({json.dumps(json.dumps(row))})\n")
+    try:
+        assert runner.run_task(config, on_event=lambda event: None) == row  # returns after READER_GRACE_S
+    finally:
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_without_a_display_the_worker_gets_no_pipe(config, monkeypatch, tmp_path, logs):
+    seen = tmp_path / "env"
+    _worker(monkeypatch, "sh", "-c", f"echo \"${{GNNBENCH_EVENTS_FD-unset}}\" > {seen}; exit 3")
+    assert runner.run_task(config)["status"] == "crashed"
+    assert seen.read_text() == "unset\n"

@@ -260,12 +260,14 @@ def test_progress_events_estimate_the_time_left(tmp_path):
 
 
 def test_progress_line_is_plain_text_off_a_terminal(tmp_path):
-    from gnnbench.cli.sweep import _ProgressLine
+    from gnnbench.cli.sweep import _SweepProgress
+    from gnnbench.progress import progress
 
     stream = io.StringIO()
     ticks = iter(range(0, 1000, 10))
-    run_sweep(_campaign(), tmp_path / "r.sqlite", LocalExecutor(_fake_runner()), on_event=_ProgressLine(stream),
-              clock=lambda: float(next(ticks)))
+    with progress(None, "sweep", stream=stream, plain_steps=True) as bar:
+        run_sweep(_campaign(), tmp_path / "r.sqlite", LocalExecutor(_fake_runner()), on_event=_SweepProgress(bar),
+                  clock=lambda: float(next(ticks)))
     assert stream.getvalue() == (
         f"[0/2] running reference gcn {TINY} torch seed=0 (time left unknown yet)\n"
         f"[1/2] ok reference gcn {TINY} torch seed=0: 10.50 ms/epoch (20s left)\n"
