@@ -62,8 +62,8 @@ def run_all(args) -> list[dict]:
     from gnnbench.results.frame import frame_records
 
     base = campaign("bench_frameworks")
-    systems = systems_under_both(args.systems.split(",") if args.systems else list(base.matrices[0].systems))
-    models = args.models.split(",") if args.models else list(base.matrices[0].models)
+    systems = systems_under_both(args.systems.split(",") if args.systems else list(base.matrices[0].axis("system")))
+    models = args.models.split(",") if args.models else list(base.matrices[0].axis("model"))
     datasets = args.datasets.split(",") if args.datasets else (list(QUICK_DATASETS) if args.quick else None)
     matrices = [{"models": [m], "systems": [i.name for i in systems if runs_model(i, m)]} for m in models]
     the_campaign = campaign("bench_frameworks", datasets=datasets, epochs=args.epochs, warmup=args.warmup,

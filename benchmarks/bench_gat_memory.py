@@ -36,8 +36,8 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     the_campaign = campaign("bench_gat_memory", datasets=[QUICK] if args.quick else None, epochs=args.epochs,
                             timeout=args.timeout)
-    systems, dataset = the_campaign.matrices[0].systems, the_campaign.matrices[0].datasets[0]
-    epochs = the_campaign.matrices[0].epochs
+    first = the_campaign.matrices[0]
+    systems, dataset, epochs = first.axis("system"), first.axis("dataset")[0], first.configs[0].epochs
     rows = frame_records(run_campaign(the_campaign, args.results))
     for r in rows:  # the allocator the campaign asked for; `allocator` is the one the run's process used
         r["requested_allocator"] = ((r.get("extra") or {}).get("sweep") or {}).get("spec", {}).get("allocator")

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                             models=args.models.split(",") if args.models else None, epochs=args.epochs,
                             warmup=args.warmup, threads=args.threads,
                             seeds=None if args.seed is None else [args.seed], timeout=args.timeout)
-    args.dataset = the_campaign.matrices[0].datasets[0]
+    args.dataset = the_campaign.matrices[0].axis("dataset")[0]
     rows = frame_records(run_campaign(the_campaign, args.results))
     ran = [r for r in rows if r["status"] != "skipped"]
     meta = _meta(args, rows)
