@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, ROOT, Table, campaign, epoch_ms, ok, provenance, run_campaign,  # noqa: E402
+from _common import (NOISE_NOTE, ROOT, Table, campaign, epoch_ms, load_note, ok, provenance, run_campaign,  # noqa: E402
                      versions, write_results)
 
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
@@ -52,10 +52,8 @@ def render(rows: list[dict], meta: dict) -> str:
     lines = ["# PyG in two lines: `isplib.patch_pyg()` under PyG's own models", "",
              f"pyg-native (PyG's own conv layers in gnnbench's loop), hidden 64; {meta['dataset']}; "
              f"{meta['epochs']} epochs ({meta['warmup']} warm-up excluded), median in ms; threads {meta['threads']}, "
-             f"each run its own process under {', '.join(meta['allocators']) or '?'}; load average at start "
-             f"{meta['load_average_start']:.1f}, at end {meta['load_average_end']:.1f} on {os.cpu_count()} cores. "
-             "Absolute times were measured under that load (a shared machine); the runs are interleaved by the "
-             f"sweep, so the ratios are what this table reports. {NOISE_NOTE}.", ""]
+             f"each run its own process under {', '.join(meta['allocators']) or '?'}. "
+             f"{load_note(meta['load_average_start'], meta['load_average_end'])} {NOISE_NOTE}.", ""]
     models = list(dict.fromkeys(r["model"] for r in rows))
     cells = []
     for model in models:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ROOT, Table, campaign, ms, ok, provenance, run_campaign, versions, write_results  # noqa: E402
+from _common import ROOT, Table, campaign, load_note, ms, ok, provenance, run_campaign, versions, write_results  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")
@@ -119,9 +119,7 @@ def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
     lines = [f"# {what}: isplib against the native models of DGL and PyG", "",
              f"Hidden 64, {meta['dataset']}, {meta['epochs']} {unit}s ({meta['warmup']} warm-up), threads "
              f"{meta['threads']}, float32, each run its own process under the {', '.join(allocators) or '?'} "
-             f"allocator; load average at start {meta['load_average_start']:.1f}, at end "
-             f"{meta['load_average_end']:.1f} on {os.cpu_count()} cores. Absolute times were measured under that "
-             "load; runs are interleaved by the sweep, so compare rows of one table (ratios), not absolute times. "
+             f"allocator. {load_note(meta['load_average_start'], meta['load_average_end'])} "
              "pyg-native is PyG's default edge_index (gather-scatter) path. "
              "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
              "the framework's share. `floor` is a bound, not a system (see below).", "",

@@ -38,4 +38,4 @@ def test_render_compares_the_patch_with_both_other_modes(bench):
     text = bench.render(rows, meta)
     gcn = next(line for line in text.splitlines() if line.startswith("| gcn"))
     assert [c.strip() for c in gcn.strip("|").split("|")] == ["gcn", "900", "600", "300", "2.00x", "3.00x"]
-    assert "measured under that load" in text and "- gin sparse: timeout: ran past 1800 s" in text
+    assert "measured under load" in text and "- gin sparse: timeout: ran past 1800 s" in text

@@ -37,7 +37,7 @@ def test_render_states_load_and_shows_every_block(bench):
             "load_average_start": 3.0, "load_average_end": 4.0}
     failed = {"system": "mkl", "model": "gcn", "status": "failed", "error": "boom"}
     text = bench.render(ROWS + [failed], meta)
-    assert "measured under that load" in text and "load average at start 3.0" in text
+    assert "measured under load" in text and "Load average at start 3.0" in text
     assert "## What bounds the epoch targets" in text and "## The allocator's share (GCN)" in text
     isplib_line = next(line for line in text.splitlines() if line.startswith("| gcn") and "isplib " in line)
     assert "1000" in isplib_line and "1.00x" in isplib_line
