@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ROOT, Table, campaign, load_note, ms, ok, provenance, run_campaign, versions, write_results  # noqa: E402
+from _common import (ROOT, Table, campaign, load_note, ms, ok, provenance, run_campaign, versions,  # noqa: E402
+                     write_results)
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")

@@ -1,4 +1,5 @@
-"""pyg-native's options: the graph as edge_index or a sparse adj_t, optionally through isplib.patch_pyg()."""
+"""gnnbench/peers/pyg_native.py: its options give PyG the graph as edge_index or a sparse adj_t, optionally through
+isplib.patch_pyg(); every form trains the same function."""
 from __future__ import annotations
 
 import pytest
