@@ -16,6 +16,7 @@ like a stored row.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -32,7 +33,7 @@ from gnnbench.run.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions",
-           "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table"]
+           "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table", "load_note"]
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = ROOT / "campaigns"
@@ -64,6 +65,21 @@ def epoch_ms(row: Mapping[str, Any] | None, digits: int = 1) -> str:
         return str(row.get("status"))
     m = Measurement.from_row(row)
     return "-" if m.empty else f"{ms(m.median, digits)} {m.warning}".rstrip()
+
+
+def load_note(start: float, end: float) -> str:
+    """The sentence every benchmark table carries about the machine's load (Note [measured under load]).
+
+    Note [measured under load]
+        The benchmark machine is shared (2 cores, other work running), so an
+        absolute time says as much about the load as about the system. The
+        sweep interleaves the runs of a campaign (Note [sweep order] in
+        gnnbench/run/sweep.py), so the load hits every system alike and the
+        ratios within one table are what a table reports.
+    """
+    return (f"Load average at start {start:.1f}, at end {end:.1f} on {os.cpu_count()} cores: the machine was shared, "
+            "so absolute times were measured under load; the runs were interleaved, so the ratios within a table "
+            "are what it reports.")
 
 
 def versions(*packages: str) -> dict[str, str]:

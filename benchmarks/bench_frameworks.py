@@ -25,12 +25,13 @@ Results go to ``results/bench_frameworks.json`` and ``results/bench_frameworks.m
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, Table, campaign, epoch_ms, mib, ok, provenance, run_campaign,  # noqa: E402
-                     versions, write_results)
+from _common import (NOISE_NOTE, Table, campaign, epoch_ms, load_note, mib, ok, provenance,  # noqa: E402
+                     run_campaign, versions, write_results)
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("torch", "tensorflow")
@@ -62,8 +63,8 @@ def run_all(args) -> list[dict]:
     from gnnbench.results.frame import frame_records
 
     base = campaign("bench_frameworks")
-    systems = systems_under_both(args.systems.split(",") if args.systems else list(base.matrices[0].systems))
-    models = args.models.split(",") if args.models else list(base.matrices[0].models)
+    systems = systems_under_both(args.systems.split(",") if args.systems else list(base.matrices[0].axis("system")))
+    models = args.models.split(",") if args.models else list(base.matrices[0].axis("model"))
     datasets = args.datasets.split(",") if args.datasets else (list(QUICK_DATASETS) if args.quick else None)
     matrices = [{"models": [m], "systems": [i.name for i in systems if runs_model(i, m)]} for m in models]
     the_campaign = campaign("bench_frameworks", datasets=datasets, epochs=args.epochs, warmup=args.warmup,
@@ -87,6 +88,7 @@ def render(rows: list[dict], meta: dict) -> str:
         f"seed {meta['seed']}; CPU: {meta['cpu']}.",
         "Epoch = forward + backward + optimizer, median over timed epochs in ms; memory = peak RSS above the "
         f"pre-training baseline in MiB. Each run is its own process; {NOISE_NOTE}.",
+        load_note(meta["load_average_start"], meta["load_average_end"]),
         "",
     ]
     seen = list(dict.fromkeys((r["dataset"], r["model"], r["system"]) for r in rows))
@@ -143,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
         if reason:
             print(f"bench_frameworks: {reason}", file=sys.stderr)
             return 2
+    load_start = os.getloadavg()[0]
     rows = run_all(args)
     first = next((r for r in rows if ok(r)), {})
     args.epochs, args.warmup = first.get("epochs", args.epochs), first.get("warmup", args.warmup)
     args.seed = first.get("seed", args.seed)
-    meta = _meta(args)
+    meta = _meta(args) | {"load_average_start": load_start, "load_average_end": os.getloadavg()[0]}
     keep = ("id", "status", "error", "system", "system_version", "system_hash", "verified", "model", "dataset",
             "framework", "framework_version", "epochs", "warmup", "threads", "allocator", "epoch_time_median_s",
             "epoch_time_iqr_s", "forward_median_s", "backward_median_s", "optimizer_median_s", "prepare_time_s",

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import Table, campaign, ok, provenance, run_campaign, write_results  # noqa: E402
+from _common import Table, campaign, load_note, ok, provenance, run_campaign, write_results  # noqa: E402
 
 ALLOCATORS = ("system", "auto")
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
@@ -36,9 +36,10 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     the_campaign = campaign("bench_gat_memory", datasets=[QUICK] if args.quick else None, epochs=args.epochs,
                             timeout=args.timeout)
-    systems, dataset = the_campaign.matrices[0].systems, the_campaign.matrices[0].datasets[0]
-    epochs = the_campaign.matrices[0].epochs
+    first = the_campaign.matrices[0]
+    systems, dataset, epochs = first.axis("system"), first.axis("dataset")[0], first.configs[0].epochs
     rows = frame_records(run_campaign(the_campaign, args.results))
+    load_end = os.getloadavg()[0]
     for r in rows:  # the allocator the campaign asked for; `allocator` is the one the run's process used
         r["requested_allocator"] = ((r.get("extra") or {}).get("sweep") or {}).get("spec", {}).get("allocator")
 
@@ -55,8 +56,7 @@ def main() -> None:
         f"{', '.join(u for u in used if u != 'system') or 'none installed'}). Peak = resident memory of the "
         "training loop above its pre-training baseline (VmHWM reset, the allocator's cache released first): "
         "glibc returns large blocks at once, so its peak is closest to the live tensors; a caching allocator "
-        "adds what it keeps. Epoch time under the default allocator. "
-        f"Load average at start {load_start:.1f} on {os.cpu_count()} cores.",
+        "adds what it keeps. Epoch time under the default allocator. " + load_note(load_start, load_end),
         "",
     ]
     refs = {a: find("reference", a) for a in ALLOCATORS}
@@ -79,7 +79,8 @@ def main() -> None:
     keep = ("id", "system", "status", "error", "requested_allocator", "allocator", "epoch_time_median_s",
             "epoch_time_iqr_s", "peak_memory_bytes", "prepare_time_s", "dataset", "hyperparameters", "cpu_model",
             "git_commit", "system_hash", "verified")
-    write_results(args.out, {"meta": provenance(dataset=dataset, epochs=epochs, load_average_start=load_start),
+    write_results(args.out, {"meta": provenance(dataset=dataset, epochs=epochs, load_average_start=load_start,
+                                                     load_average_end=load_end),
                              "runs": [{k: r.get(k) for k in keep} for r in rows]}, "\n".join(lines))
 
 

@@ -33,11 +33,12 @@ Results go to ``results/bench_overhead.json`` and ``results/bench_overhead.md``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, Table, campaign, cpu_model, epoch_ms, mib, ok, provenance,  # noqa: E402
+from _common import (NOISE_NOTE, Table, campaign, cpu_model, epoch_ms, load_note, mib, ok, provenance,  # noqa: E402
                      run_campaign, versions, write_results)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,6 +85,7 @@ def render(rows: list[dict], meta: dict) -> str:
         "Epoch = forward + backward + optimizer, median over timed epochs in ms; memory = peak RSS above the "
         f"pre-training baseline in MiB; each run is its own process; {NOISE_NOTE}. "
         "native/kernel > 1 means the library's own layers cost more than its kernels inside gnnbench's model.",
+        load_note(meta["load_average_start"], meta["load_average_end"]),
         "",
     ]
     header = ["model"] + [f"{lib} {c}" if c.startswith(("kernel", "native ")) else c for lib, _, _ in PAIRS
@@ -143,10 +145,11 @@ def main(argv: list[str] | None = None) -> int:
                             models=args.models.split(",") if args.models else None, epochs=args.epochs,
                             warmup=args.warmup, threads=args.threads,
                             seeds=None if args.seed is None else [args.seed], timeout=args.timeout)
-    args.dataset = the_campaign.matrices[0].datasets[0]
+    args.dataset = the_campaign.matrices[0].axis("dataset")[0]
+    load_start = os.getloadavg()[0]
     rows = frame_records(run_campaign(the_campaign, args.results))
     ran = [r for r in rows if r["status"] != "skipped"]
-    meta = _meta(args, rows)
+    meta = _meta(args, rows) | {"load_average_start": load_start, "load_average_end": os.getloadavg()[0]}
     keep = ("id", "status", "error", "system", "system_version", "system_hash", "verified", "model", "dataset",
             "threads", "allocator", "epochs", "warmup", "epoch_time_median_s", "epoch_time_iqr_s",
             "forward_median_s", "backward_median_s", "optimizer_median_s", "prepare_time_s", "peak_memory_bytes",

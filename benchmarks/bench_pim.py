@@ -23,6 +23,7 @@ writes ``results/bench_pim.json`` and ``results/bench_pim.md``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -33,6 +34,7 @@ import numba
 import numpy as np
 import torch
 
+from gnnbench.run.measurement import Measurement
 from gnnbench.runtime.graph import Graph
 from gnnbench.systems.pim.costmodel import estimate
 from gnnbench.systems.pim.execute import aggregate, quantize_weights, x_levels
@@ -42,7 +44,7 @@ from gnnbench.systems.pim.partition import build_slices, even_bounds, make_plan,
 from gnnbench.systems.pim.tuner import tune
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import cpu_model, provenance, write_results  # noqa: E402
+from _common import cpu_model, provenance, versions, write_results  # noqa: E402
 
 # (label, nodes, average degree): the first two are the sizes of ogbn-proteins and Reddit
 SHAPES = [("132k-d597", 132_534, 597), ("233k-d492", 232_965, 492), ("404k-d387", 404_000, 387)]
@@ -107,8 +109,10 @@ def _time_cpu(fn, repeats: int, threads: int) -> dict:
         ts.append(time.perf_counter() - t0)
         cs.append(time.process_time() - c0)
     wall, cpu = min(ts), min(cs)
+    spread = Measurement(tuple(ts), label="wall")  # the best is what speedups use; the spread shows the load
     return {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "idle_ms": cpu / threads * 1e3,
-            "cores_obtained": cs[int(np.argmin(ts))] / wall}
+            "cores_obtained": cs[int(np.argmin(ts))] / wall, "wall_median_ms": spread.median * 1e3,
+            "wall_iqr_ms": spread.iqr * 1e3}
 
 
 def cpu_candidates(graph: Graph, w: np.ndarray) -> dict:
@@ -188,12 +192,7 @@ def run(scale: int, widths: list[int], repeats: int, seed: int, shapes=SHAPES) -
         cands = cpu_candidates(g, w)
         entry["cpu_candidates"] = {k: (v if isinstance(v, str) else "ok") for k, v in cands.items()}
         view = g.view()
-        cum_cache: dict[int, np.ndarray] = {}
-
-        def cum_for(sp: int) -> np.ndarray:
-            if sp not in cum_cache:
-                cum_cache[sp] = slice_row_cum(view.indptr, view.indices, nodes, sp)
-            return cum_cache[sp]
+        cum_for = functools.cache(functools.partial(slice_row_cum, view.indptr, view.indices, nodes))  # sp -> cum
         full_cum, full_edges, full_max = full_size_cum(nodes, degree, seed)
         entry.update(edges_full=full_edges, max_row_full=full_max)
         set_threads(2)
@@ -230,7 +229,7 @@ def run(scale: int, widths: list[int], repeats: int, seed: int, shapes=SHAPES) -
                                   "speedup_1_to_2": one["idle_ms"] / two["idle_ms"]}
                 row["simulation_wall_s"], row["simulation_max_rel_error"] = simulate(g, w, x, plan)
             entry["rows"].append(row)
-        del cum_cache
+        del cum_for  # its cached slice tables, before the next graph
         results["graphs"].append(entry)
     results["host"]["load_average_at_end"] = os.getloadavg()
     results["host_merge_rates"] = host.describe()
@@ -333,7 +332,7 @@ def explain(res: dict) -> list[str]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=int, default=8, help="divide every graph's edge count by this (default: 8)")
     ap.add_argument("--widths", default="16,32,64", help="hidden widths (default: 16,32,64)")
@@ -341,10 +340,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shapes", default="all", help="comma-separated labels, or all")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench_pim"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     shapes = SHAPES if args.shapes == "all" else [s for s in SHAPES if s[0] in args.shapes.split(",")]
     res = run(args.scale, [int(w) for w in args.widths.split(",")], args.repeats, args.seed, shapes)
-    res["provenance"] = provenance(allocator=os.environ.get("LD_PRELOAD", "").split("/")[-1] or "system")
+    res["provenance"] = provenance(allocator=os.environ.get("LD_PRELOAD", "").split("/")[-1] or "system",
+                                   threads={"numba": numba.get_num_threads(), "torch": torch.get_num_threads()},
+                                   versions=versions("numpy", "numba", "torch", "scipy"))
     write_results(args.out, res, render(res))
 
 

@@ -1,146 +1,102 @@
 """PyG in two lines: PyG's own GCN, GraphSAGE and GIN trained with and without `isplib.patch_pyg()` (issue 4).
 
-A PyG user's script, not gnnbench's loop: two PyG conv layers (hidden 64, ReLU,
-dropout 0.5), Adam, full-batch cross-entropy on RMAT with 2^17 nodes, 4M edges
-and 128 features. Three ways to hand PyG the graph, each in its own process
-under the same allocator and 2 threads, interleaved by model:
+    python benchmarks/bench_pyg_patch.py [--quick] [--epochs 12] [--models gcn,sage,gin]
 
-* `edge_index`: PyG's default message passing (gather, then scatter);
-* `sparse`: a `torch.sparse` CSR adjacency, PyG's own `spmm` (MKL);
-* `sparse + patch_pyg`: the same, after `from gnnbench.systems import isplib; isplib.patch_pyg()`.
+The runs are the campaign ``campaigns/bench_pyg_patch.toml``: the ``pyg-native``
+baseline (PyG's own conv layers, hidden 64, in gnnbench's one training loop)
+on RMAT with 2^17 nodes, 4M edges and 128 features, given the graph three
+ways through its options (:mod:`gnnbench.peers.pyg_native`), each run in its
+own process under the same allocator and 2 threads, interleaved by the sweep
+and stored with its provenance in ``results/benchmarks.sqlite``:
+
+* ``edge_index``: PyG's default message passing (gather, then scatter);
+* ``sparse``: a ``torch.sparse`` CSR adjacency, PyG's own ``spmm`` (MKL);
+* ``sparse + patch_pyg``: the same, after ``from gnnbench.systems import isplib; isplib.patch_pyg()``.
 
 Warm-up epochs (first-call work: PyG's cached GCN norm, isplib's transpose,
 numba's compilation) are excluded. Writes results/bench_pyg_patch.{md,json}.
-
-    python benchmarks/bench_pyg_patch.py [--quick] [--epochs 12]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import provenance, versions, write_results  # noqa: E402
+from _common import (NOISE_NOTE, ROOT, Table, campaign, epoch_ms, load_note, ok, provenance, run_campaign,  # noqa: E402
+                     versions, write_results)
 
-MODELS = ("gcn", "sage", "gin")
-MODES = ("edge_index", "sparse", "sparse + patch_pyg")
-FULL = "rmat:nodes=131072,edges=4000000,features=128,classes=8"
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
-WARMUP = 2
+#: column name -> pyg-native's options, in the campaign's [[matrix]] order
+MODES = {"edge_index": {"adjacency": "edge_index"}, "sparse": {"adjacency": "sparse"},
+         "sparse + patch_pyg": {"adjacency": "sparse", "patch": "isplib"}}
 
 
-def _model(name: str, in_dim: int, hidden: int, classes: int):
-    import torch
-    from torch_geometric.nn import GCNConv, GINConv, SAGEConv
-
-    def conv(i, o):
-        if name == "gcn":
-            return GCNConv(i, o, cached=True)
-        if name == "sage":
-            return SAGEConv(i, o, aggr="mean")
-        return GINConv(torch.nn.Sequential(torch.nn.Linear(i, o), torch.nn.ReLU(), torch.nn.Linear(o, o)))
-
-    class Net(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1, self.conv2 = conv(in_dim, hidden), conv(hidden, classes)
-
-        def forward(self, x, graph):
-            x = torch.nn.functional.dropout(x, 0.5, self.training)
-            x = torch.relu(self.conv1(x, graph))
-            x = torch.nn.functional.dropout(x, 0.5, self.training)
-            return self.conv2(x, graph)
-
-    return Net()
+def mode_of(row: dict) -> str | None:
+    """Which of :data:`MODES` a row ran (from its recorded options)."""
+    options = (row.get("hyperparameters") or {}).get("system_options") or {}
+    options = {"adjacency": "edge_index", **options}
+    return next((name for name, given in MODES.items() if {"patch": "none", **given} == {"patch": "none", **options}),
+                None)
 
 
-def one(model: str, mode: str, dataset: str, epochs: int) -> dict:
-    """Train in this process and return the timings (run by `--one` in a fresh worker)."""
-    import numpy as np
-    import torch
-
-    from gnnbench.datasets import load_dataset
-
-    torch.manual_seed(0)
-    data = load_dataset(dataset)
-    src, dst = data.graph.edges()
-    n = data.graph.num_nodes
-    x = torch.from_numpy(np.ascontiguousarray(data.features, dtype=np.float32))
-    y = torch.from_numpy(np.asarray(data.labels, dtype=np.int64))
-    train = torch.from_numpy(np.asarray(data.train_mask))
-    edge_index = torch.from_numpy(np.stack([src, dst]).astype(np.int64))
-    if mode == "edge_index":
-        graph = edge_index
-    else:  # adj_t: row i holds the sources of the edges into i, as PyG's sparse path expects
-        graph = torch.sparse_coo_tensor(torch.stack([edge_index[1], edge_index[0]]), torch.ones(len(src)),
-                                        (n, n)).coalesce().to_sparse_csr()
-    if mode == "sparse + patch_pyg":
-        from gnnbench.systems import isplib
-
-        isplib.patch_pyg()
-    net = _model(model, x.shape[1], 64, int(y.max()) + 1)
-    opt = torch.optim.Adam(net.parameters(), lr=0.01, weight_decay=5e-4)
-    times = []
-    for epoch in range(epochs):
-        start = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(net(x, graph)[train], y[train])
-        loss.backward()
-        opt.step()
-        times.append(time.perf_counter() - start)
-    timed = sorted(times[WARMUP:])
-    return {"model": model, "mode": mode, "epoch_ms": 1e3 * timed[len(timed) // 2], "samples_ms":
-            [1e3 * t for t in times[WARMUP:]], "first_epoch_ms": 1e3 * times[0], "final_loss": float(loss)}
+def _ratio(a: dict | None, b: dict | None) -> str:
+    if not (ok(a) and ok(b)) or not b["epoch_time_median_s"]:
+        return "-"
+    return f"{a['epoch_time_median_s'] / b['epoch_time_median_s']:.2f}x"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--epochs", type=int, default=12, help=f"epochs per run, {WARMUP} of them untimed")
-    parser.add_argument("--out", default="results/bench_pyg_patch")
-    parser.add_argument("--one", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    dataset = QUICK if args.quick else FULL
-    if args.one:
-        print(json.dumps(one(args.one[0], args.one[1], dataset, args.epochs)))
-        return
-    from gnnbench.run.runner import worker_env
-
-    env = worker_env(2, "auto")
-    load = os.getloadavg()[0]
-    rows = []
-    for model in MODELS:
-        for mode in MODES:
-            cmd = [sys.executable, __file__, "--one", model, mode, "--epochs", str(args.epochs)]
-            cmd += ["--quick"] if args.quick else []
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
-            if proc.returncode != 0:
-                rows.append({"model": model, "mode": mode, "error": proc.stderr.strip().splitlines()[-1]})
-            else:
-                rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-            print(model, mode, rows[-1].get("epoch_ms", rows[-1].get("error")), flush=True)
-    allocator = env.get("LD_PRELOAD", "").split("/")[-1] or "the C library's malloc"
+def render(rows: list[dict], meta: dict) -> str:
+    """One line per model: the three modes' epoch times and the patch's speed-up over each other mode."""
     lines = ["# PyG in two lines: `isplib.patch_pyg()` under PyG's own models", "",
-             f"Two PyG conv layers, hidden 64, dropout 0.5, Adam; {dataset}; {args.epochs} epochs ({WARMUP} "
-             f"warm-up excluded), median; threads 2, each run its own process under {allocator}; load average "
-             f"at start {load:.1f} on {os.cpu_count()} cores.", "",
-             "| model | edge_index ms | sparse ms | sparse + patch_pyg ms | patch vs sparse | patch vs edge_index |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for model in MODELS:
-        got = {r["mode"]: r.get("epoch_ms") for r in rows if r["model"] == model}
+             f"pyg-native (PyG's own conv layers in gnnbench's loop), hidden 64; {meta['dataset']}; "
+             f"{meta['epochs']} epochs ({meta['warmup']} warm-up excluded), median in ms; threads {meta['threads']}, "
+             f"each run its own process under {', '.join(meta['allocators']) or '?'}. "
+             f"{load_note(meta['load_average_start'], meta['load_average_end'])} {NOISE_NOTE}.", ""]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    cells = []
+    for model in models:
+        got = {mode_of(r): r for r in rows if r["model"] == model}
         e, s, p = (got.get(m) for m in MODES)
-        ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"  # noqa: E731
-        ms = lambda v: f"{v:.0f}" if v else "failed"  # noqa: E731
-        lines.append(f"| {model} | {ms(e)} | {ms(s)} | {ms(p)} | {ratio(s, p)} | {ratio(e, p)} |")
-    meta = provenance(dataset=dataset, epochs=args.epochs, warmup=WARMUP, threads=2, allocator=allocator,
-                      load_average_start=load, versions=versions("torch", "torch_geometric"))
-    write_results(args.out, {"meta": meta, "runs": rows}, "\n".join(lines) + "\n")
+        cells.append([model, epoch_ms(e, 0), epoch_ms(s, 0), epoch_ms(p, 0), _ratio(s, p), _ratio(e, p)])
+    header = ["model", "edge_index ms", "sparse ms", "sparse + patch_pyg ms", "patch vs sparse", "patch vs edge_index"]
+    lines.append(Table(header, cells, [False] + [True] * 5).render("markdown").rstrip("\n"))
+    failures = [r for r in rows if not ok(r)]
+    if failures:
+        lines += ["", "Failed runs:", ""]
+        lines += [f"- {r['model']} {mode_of(r)}: {r['status']}: {r.get('error')}" for r in failures]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"use {QUICK} instead of the campaign's graph")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs per run, 2 of them untimed (default: 12)")
+    parser.add_argument("--models", default=None, help="comma-separated models (default: gcn,sage,gin)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1800)")
+    parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
+    parser.add_argument("--out", default=str(ROOT / "results" / "bench_pyg_patch"))
+    args = parser.parse_args(argv)
+    from gnnbench.results.frame import frame_records
+
+    the_campaign = campaign("bench_pyg_patch", datasets=[QUICK] if args.quick else None, epochs=args.epochs,
+                            timeout=args.timeout, models=args.models.split(",") if args.models else None)
+    load_start = os.getloadavg()[0]
+    rows = frame_records(run_campaign(the_campaign, args.results))
+    config = the_campaign.matrices[0].configs[0]
+    meta = provenance(dataset=the_campaign.matrices[0].axis("dataset")[0], epochs=config.epochs,
+                      warmup=config.warmup, threads=config.threads,
+                      allocators=sorted({str(r.get("allocator")) for r in rows if ok(r)}),
+                      load_average_start=load_start, load_average_end=os.getloadavg()[0],
+                      versions=versions("torch", "torch_geometric", "numba"))
+    keep = ("id", "model", "status", "error", "allocator", "epoch_time_median_s", "epoch_time_iqr_s",
+            "epoch_times", "prepare_time_s", "peak_memory_bytes", "first_loss", "final_loss", "git_commit",
+            "system_hash")
+    write_results(args.out, {"meta": meta, "runs": [{"mode": mode_of(r)} | {k: r.get(k) for k in keep}
+                                                    for r in rows]}, render(rows, meta))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

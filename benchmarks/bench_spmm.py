@@ -23,9 +23,7 @@ Results go to ``results/bench_spmm.json`` and ``results/bench_spmm.md``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -39,10 +37,12 @@ import scipy.sparse as sp
 import torch
 from numba import njit, prange
 
+from gnnbench.run.measurement import Measurement
 from gnnbench.runtime.graph import Graph
 from gnnbench.systems.isplib.intrinsics import prefetch_row
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import NOISE_NOTE, ROOT, ms, provenance, versions, write_results  # noqa: E402
 
 
 # ------------------------------------------------------------------ graphs
@@ -111,13 +111,18 @@ def _gather_only(indices, x, acc):
             p += 1
 
 
-def measure_bandwidth(quick: bool) -> dict[str, float]:
-    n = 10_000_000 if quick else 100_000_000
-    a, b, c = np.empty(n), np.full(n, 1.0), np.full(n, 2.0)
+def _triad_seconds(n: int) -> tuple[float, float]:
+    """The best STREAM triad time over ``n`` float64 elements: numba on all threads, NumPy on one."""
+    a, b, c = np.empty(n), np.full(n, 1.0), np.full(n, 2.0)  # freed on return, before the gather's table
     _triad(a, b, c, 3.0)
     best = min(_timed(lambda: _triad(a, b, c, 3.0)) for _ in range(5))
     best_np = min(_timed(lambda: np.add(b, np.multiply(c, 3.0, out=a), out=a)) for _ in range(3))
-    del a, b, c
+    return best, best_np
+
+
+def measure_bandwidth(quick: bool) -> dict[str, float]:
+    n = 10_000_000 if quick else 100_000_000
+    best, best_np = _triad_seconds(n)
     rows_total = (1 << 20) if quick else (1 << 22)
     table = np.random.default_rng(0).random((rows_total, 64), dtype=np.float32)  # 256-byte rows
     rows = np.random.default_rng(1).integers(0, rows_total, rows_total)
@@ -233,16 +238,16 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
     samples: dict[str, list[float]] = {k: [] for k in systems}
     for _ in range(rounds):
         for name, fn in systems.items():
-            samples[name].append(_timed(fn) * 1e3)
+            samples[name].append(_timed(fn))
     idx_bytes = graph.indices.dtype.itemsize
     moved = idx_bytes * (graph.num_edges + graph.num_nodes + 1) + 4 * width * (graph.num_edges + graph.num_nodes)
     results = {}
     gathered = idx_bytes * graph.num_edges + 4 * width * graph.num_edges  # the gathers-only loop reads only these
     for name, ts in samples.items():
-        med = float(np.median(ts))
-        q1, q3 = np.percentile(ts, [25, 75])
-        results[name] = {"median_ms": med, "min_ms": float(min(ts)), "iqr_ms": float(q3 - q1),
-                         "GBps": (gathered if name == _FLOOR else moved) / (med / 1e3) / 1e9, "samples_ms": ts}
+        m = Measurement(tuple(ts), label=name)
+        results[name] = {"median_ms": m.median * 1e3, "min_ms": min(ts) * 1e3, "iqr_ms": m.iqr * 1e3,
+                         "noise": m.warning, "GBps": (gathered if name == _FLOOR else moved) / m.median / 1e9,
+                         "samples_ms": [t * 1e3 for t in ts]}
     key = ("forward", "unweighted", "sum", width, "float32")
     return {"width": width, "bytes_moved": moved, "results": results, "notes": notes,
             "tuning": {"chosen": tune.choices[key].label, "wall_time_s": tune.wall_time_s,
@@ -294,11 +299,12 @@ def run_orientations(graph: Graph, width: int, rounds: int, tuning_dir: str) -> 
         call()
     for _ in range(rounds):
         for label, call in calls.items():
-            samples[label].append(_timed(call) * 1e3)
+            samples[label].append(_timed(call))
+    stats = {k: Measurement(tuple(v), label=k) for k, v in samples.items()}
     return {"width": width, "tune_s": tune_s,
             "chosen": {":".join(map(str, k)): v.label for k, v in (tuned.choices.items() if tuned else [])},
-            "median_ms": {k: float(np.median(v)) for k, v in samples.items()},
-            "iqr_ms": {k: float(np.subtract(*np.percentile(v, [75, 25]))) for k, v in samples.items()}}
+            "median_ms": {k: m.median * 1e3 for k, m in stats.items()},
+            "iqr_ms": {k: m.iqr * 1e3 for k, m in stats.items()}}
 
 
 def orientation_markdown(report: dict) -> list[str]:
@@ -320,28 +326,35 @@ _FLOOR = "gathers only, no output, plain loop (not an SpMM, not a bound)"
 _NOT_PEERS = ("isplib (tuned)", "isplib (default variant)", "numba plain CSR loop", _FLOOR)
 
 
-def machine_info() -> dict:
-    def uptime() -> str:
-        try:
-            return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return "unavailable"
+def uptime() -> str:
+    """``uptime``'s line (the load averages), or ``unavailable``."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unavailable"
 
+
+def run_provenance(allocator: str, **settings) -> dict:
+    """Where and how this run measured, like a stored row's provenance (:func:`_common.provenance`), plus
+    what a kernel timing depends on: the CPU fingerprint the tuning cache keys on, both thread pools, the
+    allocator and the load at the start."""
     from gnnbench.systems.isplib.tuning import cpu_fingerprint
 
-    return {"cpu": cpu_fingerprint(), "python": platform.python_version(), "numpy": np.__version__,
-            "numba": numba.__version__, "numba_threads": numba.get_num_threads(), "torch": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "uptime_start": uptime(), "_uptime": uptime}
+    return provenance(cpu=cpu_fingerprint(), allocator=allocator,
+                      threads={"numba": numba.get_num_threads(), "torch": torch.get_num_threads()},
+                      versions=versions("numpy", "numba", "torch", "scipy", "dgl", "torch_geometric"),
+                      uptime_start=uptime(), **settings)
 
 
 def markdown(report: dict) -> str:
     bw = report["bandwidth"]
     lines = ["# SpMM-sum benchmark (CPU, float32, unweighted)", "",
-             f"Machine: {report['machine']['cpu']}; numba threads {report['machine']['numba_threads']}, "
-             f"torch threads {report['machine']['torch_threads']}; allocator "
-             f"{report['machine'].get('allocator', 'system')} (every system allocates under it).",
-             f"Load: start `{report['machine']['uptime_start']}`, end `{report['machine']['uptime_end']}` "
-             "(the cores are shared; times are medians of interleaved rounds).", "",
+             f"Machine: {report['cpu']}; numba threads {report['threads']['numba']}, "
+             f"torch threads {report['threads']['torch']}; allocator "
+             f"{report.get('allocator', 'system')} (every system allocates under it); commit {report['git_commit']}.",
+             f"Load: start `{report['uptime_start']}`, end `{report['uptime_end']}` "
+             "(the cores are shared: absolute times were measured under that load; times are medians of "
+             f"interleaved rounds, so compare rows of one table). {NOISE_NOTE}.", "",
              f"Bounds measured in this run: STREAM triad {bw['triad_GBps']:.1f} GB/s "
              f"({bw['triad_array_elements'] // 10**6}M float64, all threads; NumPy one thread, two passes: "
              f"{bw['triad_numpy_1thread_GBps']:.1f} GB/s); random 256-byte row gather from a "
@@ -355,7 +368,8 @@ def markdown(report: dict) -> str:
         lines += [f"## {case['graph']} (E={case['edges']:,}), F={case['width']}", "",
                   "| system | median ms | IQR ms | GB/s | vs isplib (tuned) |", "|---|---:|---:|---:|---:|"]
         for name, r in sorted(res.items(), key=lambda kv: kv[1]["median_ms"]):
-            lines.append(f"| {name} | {r['median_ms']:.1f} | {r['iqr_ms']:.1f} | {r['GBps']:.1f} | "
+            lines.append(f"| {name} | {ms(r['median_ms'] / 1e3)} {r.get('noise', '')}".rstrip()
+                         + f" | {ms(r['iqr_ms'] / 1e3)} | {r['GBps']:.1f} | "
                          f"{r['median_ms'] / tuned:.2f}x |")
         t = case["tuning"]
         plain = res["numba plain CSR loop"]["median_ms"]
@@ -388,14 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     allocator = run_under(args.allocator)
     rounds = args.rounds or (3 if args.quick else 15)
     widths = [int(w) for w in args.widths.split(",")]
-    machine = machine_info()
-    machine["allocator"] = allocator
-    uptime = machine.pop("_uptime")
     from gnnbench.systems import isplib
 
     isplib.warm_up(np.int64, np.float32)
-    report = {"machine": machine, "rounds": rounds, "quick": args.quick, "bandwidth": measure_bandwidth(args.quick),
-              "cases": []}
+    report = run_provenance(allocator, rounds=rounds, quick=args.quick, widths=widths)
+    report.update(bandwidth=measure_bandwidth(args.quick), cases=[])
     makers = {"rmat": rmat_graph, "uniform": uniform_graph}
     with tempfile.TemporaryDirectory() as tuning_dir:
         for gname in args.graphs.split(","):
@@ -413,12 +424,8 @@ def main(argv: list[str] | None = None) -> int:
                 best = min(case["results"].items(), key=lambda kv: kv[1]["median_ms"])
                 print(f"{name} F={width}: fastest {best[0]} {best[1]['median_ms']:.1f} ms; isplib tuned "
                       f"{case['results']['isplib (tuned)']['median_ms']:.1f} ms", file=sys.stderr)
-    report["machine"]["uptime_end"] = uptime()
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    out.with_suffix(".md").write_text(markdown(report))
-    print(markdown(report))
+    report["uptime_end"] = uptime()
+    write_results(args.out, report, markdown(report))
     return 0
 
 

@@ -1,183 +1,245 @@
 """Training epochs of GCN, GraphSAGE and GIN: isplib against reference and the peers' native models (issue 4).
 
-Hidden 64, RMAT with 2^17 nodes and 4M edges, 128 features; each run in its own
-process through gnnbench.run.runner, interleaved by model, all under the same
-allocator (Note [allocator] in gnnbench/run/allocator.py). There is no manual
-tuning step: the runs start from an empty tuning cache, so isplib tunes on
-first use (Note [tune on first use] in gnnbench/run/harness.py), reported apart
-as `tune_time_s`; `--no-tune` measures the default variant instead.
+    python benchmarks/bench_training.py [--quick] [--dry-run] [--epochs 12] [--no-tune] [--malloc]
+        [--systems isplib,dgl-native] [--models gcn,sage,gin] [--dataset rmat:...] [--mode inference]
 
-Besides the systems, every model also runs on `floor` (benchmarks/bound_systems):
+The runs are the campaign ``campaigns/bench_training.toml``: hidden 64, RMAT
+with 2^17 nodes and 4M edges, 128 features, 2 threads; each run in its own
+process through ``gnnbench sweep`` (interleaved, resumable, stored with its
+provenance in ``results/benchmarks.sqlite``), all under the same allocator
+(Note [allocator] in gnnbench/run/allocator.py). This script only renders the
+rows :func:`gnnbench.load_results` gives back. There is no manual tuning
+step: the runs start from an empty tuning cache, so isplib tunes on first use
+(Note [tune on first use] in gnnbench/run/harness.py), reported apart as
+``tune_time_s``; ``--no-tune`` measures the default variant instead.
+
+Besides the systems, every model also runs on ``floor`` (benchmarks/bound_systems):
 the same loop with each SpMM replaced by isplib's unweighted row mean, the
-least SpMM work an epoch can hold. Its epoch bounds what any kernel system can reach
-here, so the targets' ratios are set against the best ratio that bound allows.
-A last block reruns GCN on isplib and dgl-native under the C library's malloc.
-Writes results/bench_training.{md,json}.
-
-    python benchmarks/bench_training.py [--quick] [--epochs 12] [--no-tune] [--systems isplib,dgl-native]
-        [--models gcn,sage,gin] [--dataset rmat:...] [--mode inference] [--malloc]
+least SpMM work an epoch can hold. Its epoch bounds what any kernel system can
+reach here, so the targets' ratios are set against the best ratio that bound
+allows (:func:`floor_bounds`). ``--malloc`` adds the campaign's second block:
+GCN on isplib and dgl-native under the C library's malloc.
+Writes results/bench_training.{md,json}; ``--dry-run`` prints the plan and runs nothing.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import time
 import sys
-from functools import partial
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-
-from gnnbench.run.harness import TaskSpec
-from gnnbench.runtime.registry import system_info
-from gnnbench.run.runner import run_task
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ms  # noqa: E402
+from _common import (ROOT, Table, campaign, load_note, ms, ok, provenance, run_campaign, versions,  # noqa: E402
+                     write_results)
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")
 MODELS = ("gcn", "sage", "gin")
-FULL = "rmat:nodes=131072,edges=4000000,features=128,classes=8"
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
+#: the issue's targets: isplib this many times faster per epoch than each peer's native model
 TARGETS = {"dgl-native": 1.5, "pyg-native": 10.0}
+MALLOC_SYSTEMS = ("isplib", "dgl-native")
 
 
-_ms = partial(ms, digits=0)
+def _ms(seconds: float | None) -> str:
+    return ms(seconds, 0)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--epochs", type=int, default=12, help="epochs per run, 2 of them untimed warm-ups")
-    parser.add_argument("--timeout", type=float, default=1200)
-    parser.add_argument("--no-tune", action="store_true", help="measure isplib's default variant")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems")
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated models")
-    parser.add_argument("--dataset", default=None, help="dataset (default: the 4M-edge RMAT graph)")
-    parser.add_argument("--mode", default="train", choices=("train", "inference"))
-    parser.add_argument("--malloc", action="store_true", help="also rerun GCN under the C library's malloc")
-    parser.add_argument("--out", default="results/bench_training")
-    args = parser.parse_args()
-    import tempfile
+def requested_allocator(row: Mapping[str, Any]) -> str | None:
+    """The allocator the campaign asked for (``allocator`` is the one the run's process used)."""
+    return ((row.get("extra") or {}).get("sweep") or {}).get("spec", {}).get("allocator")
 
-    # an empty tuning cache: what a user meets on a new machine (Note [tune on first use])
-    os.environ["GNNBENCH_CACHE"] = tempfile.mkdtemp(prefix="gnnbench-tuning-")
-    systems = tuple(args.systems.split(","))
-    models = tuple(args.models.split(","))
-    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(
-        p for p in (str(HERE / "bound_systems"), os.environ.get("GNNBENCH_SYSTEMS_PATH", "")) if p)
-    dataset = args.dataset or (QUICK if args.quick else FULL)
-    load = os.getloadavg()[0]
-    tuned = (["isplib untuned (--no-tune): default variant"] if args.no_tune else
-             ["isplib starts from an empty tuning cache and tunes on first use (`tune s` column, never inside "
-              "epochs or prepare)"])
 
-    def run(system: str, model: str, allocator: str = "auto") -> dict:
-        reason = system_info(system).unavailable_reason()
-        if reason:
-            return {"system": system, "model": model, "status": "skipped", "error": reason}
-        spec = TaskSpec(system=system, model=model, dataset=dataset, epochs=args.epochs, warmup=2, hidden=64,
-                        selection="last", threads=2, allocator=allocator, mode=args.mode, tune=not args.no_tune)
-        row = run_task(spec, timeout_s=args.timeout)
-        print(f"{model} {system} ({row.get('allocator')}): {row['status']} {row.get('epoch_time_median_s')}",
-              flush=True)
-        return row
+def find(rows: list[dict], model: str, system: str, allocator: str = "auto") -> dict | None:
+    """The successful row of ``model`` on ``system`` under the requested ``allocator``, or None."""
+    return next((r for r in rows if r.get("model") == model and r.get("system") == system and ok(r)
+                 and requested_allocator(r) in (allocator, None)), None)
 
-    rows = [run(system, model) for model in models for system in systems]
-    malloc_rows = [run(system, "gcn", "system") for system in ("isplib", "dgl-native")] if args.malloc else []
 
-    def find(model, system, among=rows):
-        return next((r for r in among if r.get("model") == model and r["system"] == system
-                     and r["status"] == "ok"), None)
+def floor_bounds(rows: list[dict], models: list[str]) -> dict[str, dict[str, Any]]:
+    """What bounds the epoch targets, per model: the floor bound and each peer's actual and best-possible ratio.
 
-    allocators = sorted({r.get("allocator") or "?" for r in rows if r["status"] == "ok"})
-    what = "Inference passes" if args.mode == "inference" else "Training epochs"
-    lines = [f"# {what}: isplib against the native models of DGL and PyG", "",
-             f"Hidden 64, {dataset}, {args.epochs} {'passes' if args.mode == 'inference' else 'epochs'} "
-             f"(2 warm-up), threads 2, float32, each run its own "
-             f"process under the {', '.join(allocators)} allocator; load average at start {load:.1f}, at end "
-             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, shared with other work (measured under "
-             "contention: compare rows of one table, not absolute times). "
-             "pyg-native is PyG's default edge_index (gather-scatter) path. "
-             "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
-             "the framework's share. `floor` is a bound, not a system (see below).", "", *tuned, "",
-             f"| model | system | {'pass' if args.mode == 'inference' else 'epoch'} ms | forward ms | backward ms "
-             "| kernel ms | rest ms | vs isplib | prepare s "
-             "| tune s | peak MiB | status |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    The bound is the smaller of ``floor``'s epoch and isplib's rest (epoch minus
+    kernel time, the framework's share) plus ``floor``'s kernel time: the same
+    framework share with the cheapest SpMMs. A peer's epoch divided by the
+    bound is the largest ratio any kernel system could show against it here.
+
+    Returns:
+        ``{model: {"isplib": s, "floor": s, "bound": s, "peers": {peer: {"epoch": s, "actual": x,
+        "best_possible": x, "target": x}}}}`` for each model that has isplib and floor rows.
+    """
+    out = {}
     for model in models:
-        base = find(model, "isplib")
-        for r in (r for r in rows if r.get("model") == model):
-            if r["status"] != "ok":
-                lines.append(f"| {model} | {r['system']} | - | - | - | - | - | - | - | - | - | "
-                             f"{r['status']}: {r.get('error')} |")
-                continue
-            kernel = r.get("kernel_median_s")
-            rest = None if kernel is None else r["epoch_time_median_s"] - kernel
-            ratio = f"{r['epoch_time_median_s'] / base['epoch_time_median_s']:.2f}x" if base else "-"
-            tune = "-" if r.get("tune_time_s") is None else f"{r['tune_time_s']:.1f}"
-            modeled = (r.get("extra") or {}).get("modeled_inference")
-            if modeled:  # Note [inference mode]: a simulation's wall time is never a pass time
-                ratio = (f"{modeled['pass_time_s'] / base['epoch_time_median_s']:.2f}x" if base else "-")
-                lines.append(f"| {model} | {r['system']} (modeled: host measured + PIM aggregation modeled) "
-                             f"| {_ms(modeled['pass_time_s'])} | - | - | {_ms(modeled['aggregation_modeled_s'])} "
-                             f"| {_ms(modeled['host_measured_s'])} | {ratio} | {r['prepare_time_s']:.2f} | {tune} "
-                             f"| {r['peak_memory_bytes'] / 2**20:.0f} | modeled |")
-                continue
-            lines.append(f"| {model} | {r['system']} | {_ms(r['epoch_time_median_s'])} | {_ms(r['forward_median_s'])} "
-                         f"| {_ms(r['backward_median_s'])} | {_ms(kernel)} | {_ms(rest)} | {ratio} "
-                         f"| {r['prepare_time_s']:.2f} | {tune} | {r['peak_memory_bytes'] / 2**20:.0f} | ok |")
-    has_floor = "floor" in systems and args.mode == "train"
-    lines += ["", "## What bounds the epoch targets", "",
-              "Targets: isplib 1.5x faster than dgl-native and 10x faster than pyg-native per epoch. `floor` runs "
-              "the same loop with every SpMM replaced by isplib's unweighted row mean on the same view (each "
-              "gathered row read once, each output row written and scaled once, numbers wrong on purpose), so its "
-              "epoch is the least "
-              "any kernel system can take here. The bound is the smaller of that epoch and isplib's rest plus "
-              "floor's kernel time (the same framework share with the cheapest SpMMs); a peer's epoch divided by "
-              "it is the largest ratio any system could show in this loop.", "",
-              "| model | isplib ms | floor ms | bound ms | dgl-native ms | isplib vs dgl | best possible vs dgl "
-              "| pyg-native ms | isplib vs pyg | best possible vs pyg |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] if has_floor else []
-    bounds = {}
-    for model in models if has_floor else ():
-        isplib, floor = find(model, "isplib"), find(model, "floor")
-        dgl, pyg = find(model, "dgl-native"), find(model, "pyg-native")
+        isplib, floor = find(rows, model, "isplib"), find(rows, model, "floor")
         if not (isplib and floor):
             continue
         bound = floor["epoch_time_median_s"]
         if isplib.get("kernel_median_s") is not None and floor.get("kernel_median_s") is not None:
             rest = isplib["epoch_time_median_s"] - isplib["kernel_median_s"]
             bound = min(bound, rest + floor["kernel_median_s"])
-        cells = [model, _ms(isplib["epoch_time_median_s"]), _ms(floor["epoch_time_median_s"]), _ms(bound)]
-        for peer, row in (("dgl-native", dgl), ("pyg-native", pyg)):
-            if row is None:
-                cells += ["-", "-", "-"]
-                continue
-            actual = row["epoch_time_median_s"] / isplib["epoch_time_median_s"]
-            best = row["epoch_time_median_s"] / bound
-            bounds[f"{model}/{peer}"] = {"actual": actual, "best_possible": best, "target": TARGETS[peer]}
-            cells += [_ms(row["epoch_time_median_s"]), f"{actual:.2f}x", f"{best:.2f}x"]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## The allocator's share (GCN)", "",
-              "| system | auto allocator ms | C library malloc ms |", "|---|---:|---:|"] if malloc_rows else []
-    for system in ("isplib", "dgl-native") if malloc_rows else ():
-        a, m = find("gcn", system), find("gcn", system, malloc_rows)
-        lines.append(f"| {system} | {_ms(a and a['epoch_time_median_s'])} ({a and a.get('allocator')}) "
-                     f"| {_ms(m and m['epoch_time_median_s'])} ({m and m.get('allocator')}) |")
-    out = Path(args.out)
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    keep = ("system", "model", "status", "error", "hyperparameters", "allocator", "epoch_time_median_s",
-            "epoch_time_iqr_s",
-            "forward_median_s", "backward_median_s", "optimizer_median_s", "kernel_median_s", "peak_memory_bytes",
-            "prepare_time_s", "tune_time_s", "test_accuracy")
-    out.with_suffix(".json").write_text(json.dumps(
-        {"rows": [{k: r.get(k) for k in keep} | {"kernels": (r.get("extra") or {}).get("kernel_median_s_by_kernel")}
-                  | {"modeled_inference": (r.get("extra") or {}).get("modeled_inference"),
-                     "tuning_choices": ((r.get("extra") or {}).get("tuning") or {}).get("choices")}
-                  for r in rows + malloc_rows], "bounds": bounds, "tuning": tuned}, indent=1))
-    print("\n".join(lines))
+        peers = {}
+        for peer, target in TARGETS.items():
+            row = find(rows, model, peer)
+            if row is not None:
+                epoch = row["epoch_time_median_s"]
+                peers[peer] = {"epoch": epoch, "actual": epoch / isplib["epoch_time_median_s"],
+                               "best_possible": epoch / bound, "target": target}
+        out[model] = {"isplib": isplib["epoch_time_median_s"], "floor": floor["epoch_time_median_s"],
+                      "bound": bound, "peers": peers}
+    return out
+
+
+def _system_cells(row: dict, base: dict | None) -> list[str]:
+    """One row of the main table: times, the kernels' and the framework's share, ratio to isplib, costs."""
+    tune = "-" if row.get("tune_time_s") is None else f"{row['tune_time_s']:.1f}"
+    prepare = "-" if row.get("prepare_time_s") is None else f"{row['prepare_time_s']:.2f}"
+    peak = "-" if row.get("peak_memory_bytes") is None else f"{row['peak_memory_bytes'] / 2**20:.0f}"
+    modeled = (row.get("extra") or {}).get("modeled_inference")
+    if modeled:  # Note [inference mode]: a simulation's wall time is never a pass time
+        ratio = f"{modeled['pass_time_s'] / base['epoch_time_median_s']:.2f}x" if base else "-"
+        return [f"{row['system']} (modeled: host measured + PIM aggregation modeled)", _ms(modeled["pass_time_s"]),
+                "-", "-", _ms(modeled["aggregation_modeled_s"]), _ms(modeled["host_measured_s"]), ratio, prepare,
+                tune, peak, "modeled"]
+    kernel = row.get("kernel_median_s")
+    rest = None if kernel is None else row["epoch_time_median_s"] - kernel
+    ratio = f"{row['epoch_time_median_s'] / base['epoch_time_median_s']:.2f}x" if base else "-"
+    return [row["system"], _ms(row["epoch_time_median_s"]), _ms(row.get("forward_median_s")),
+            _ms(row.get("backward_median_s")), _ms(kernel), _ms(rest), ratio, prepare, tune, peak, "ok"]
+
+
+def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
+    """The markdown: one table of every run, the floor-bound analysis, and the allocator's share."""
+    models = list(dict.fromkeys(r["model"] for r in rows if r.get("model")))
+    inference = meta["mode"] == "inference"
+    unit = "pass" if inference else "epoch"
+    allocators = sorted({str(r.get("allocator")) for r in rows if ok(r) and requested_allocator(r) != "system"})
+    what = "Inference passes" if inference else "Training epochs"
+    lines = [f"# {what}: isplib against the native models of DGL and PyG", "",
+             f"Hidden 64, {meta['dataset']}, {meta['epochs']} {unit}s ({meta['warmup']} warm-up), threads "
+             f"{meta['threads']}, float32, each run its own process under the {', '.join(allocators) or '?'} "
+             f"allocator. {load_note(meta['load_average_start'], meta['load_average_end'])} "
+             "pyg-native is PyG's default edge_index (gather-scatter) path. "
+             "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
+             "the framework's share. `floor` is a bound, not a system (see below).", "",
+             meta["tuning"], ""]
+    cells = []
+    for model in models:
+        base = find(rows, model, "isplib")
+        for r in (r for r in rows if r.get("model") == model and requested_allocator(r) != "system"):
+            cells.append([model] + (_system_cells(r, base) if ok(r) else
+                                    [r["system"]] + ["-"] * 9 + [f"{r['status']}: {r.get('error')}"]))
+    header = ["model", "system", f"{unit} ms", "forward ms", "backward ms", "kernel ms", "rest ms", "vs isplib",
+              "prepare s", "tune s", "peak MiB", "status"]
+    lines.append(Table(header, cells, [False, False] + [True] * 9 + [False]).render("markdown").rstrip("\n"))
+    bounds = floor_bounds(rows, models) if not inference else {}
+    if bounds:
+        lines += ["", "## What bounds the epoch targets", "",
+                  "Targets: isplib 1.5x faster than dgl-native and 10x faster than pyg-native per epoch. `floor` "
+                  "runs the same loop with every SpMM replaced by isplib's unweighted row mean on the same view "
+                  "(each gathered row read once, each output row written and scaled once, numbers wrong on "
+                  "purpose), so its epoch is the least any kernel system can take here. The bound is the smaller "
+                  "of that epoch and isplib's rest plus floor's kernel time (the same framework share with the "
+                  "cheapest SpMMs); a peer's epoch divided by it is the largest ratio any system could show in "
+                  "this loop.", ""]
+        cells = []
+        for model, b in bounds.items():
+            row = [model, _ms(b["isplib"]), _ms(b["floor"]), _ms(b["bound"])]
+            for peer in TARGETS:
+                p = b["peers"].get(peer)
+                row += ([_ms(p["epoch"]), f"{p['actual']:.2f}x", f"{p['best_possible']:.2f}x"] if p
+                        else ["-", "-", "-"])
+            cells.append(row)
+        header = ["model", "isplib ms", "floor ms", "bound ms", "dgl-native ms", "isplib vs dgl",
+                  "best possible vs dgl", "pyg-native ms", "isplib vs pyg", "best possible vs pyg"]
+        lines.append(Table(header, cells, [False] + [True] * 9).render("markdown").rstrip("\n"))
+    if any(requested_allocator(r) == "system" for r in rows):
+        lines += ["", "## The allocator's share (GCN)", ""]
+        cells = []
+        for system in MALLOC_SYSTEMS:
+            a, m = find(rows, "gcn", system, "auto"), find(rows, "gcn", system, "system")
+            cells.append([system, f"{_ms(a and a['epoch_time_median_s'])} ({a and a.get('allocator')})",
+                          f"{_ms(m and m['epoch_time_median_s'])} ({m and m.get('allocator')})"])
+        lines.append(Table(["system", "auto allocator ms", "C library malloc ms"], cells,
+                           [False, True, True]).render("markdown").rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def training_campaign(args):
+    """``campaigns/bench_training.toml`` with the command line's overrides."""
+    base = campaign("bench_training")
+    main_block, malloc_block = base.matrices
+    systems = args.systems.split(",") if args.systems else list(main_block.axis("system"))
+    models = args.models.split(",") if args.models else list(main_block.axis("model"))
+    matrix = [{"systems": systems, "models": models, "allocator": "auto"}]
+    if args.malloc:
+        matrix.append({"systems": list(malloc_block.axis("system")), "models": list(malloc_block.axis("model")),
+                       "allocator": "system"})
+    dataset = args.dataset or (QUICK if args.quick else None)
+    return campaign("bench_training", datasets=[dataset] if dataset else None, epochs=args.epochs,
+                    timeout=args.timeout, modes=[args.mode], tune=False if args.no_tune else None, matrix=matrix)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"use {QUICK} instead of the campaign's graph")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs per run, 2 of them untimed (default: 12)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1200)")
+    parser.add_argument("--no-tune", action="store_true", help="measure isplib's default variant")
+    parser.add_argument("--systems", default=None, help=f"comma-separated systems (default: {','.join(SYSTEMS)})")
+    parser.add_argument("--models", default=None, help=f"comma-separated models (default: {','.join(MODELS)})")
+    parser.add_argument("--dataset", default=None, help="dataset (default: the 4M-edge RMAT graph)")
+    parser.add_argument("--mode", default="train", choices=("train", "inference"))
+    parser.add_argument("--malloc", action="store_true", help="also rerun GCN under the C library's malloc")
+    parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
+    parser.add_argument("--out", default=str(ROOT / "results" / "bench_training"))
+    args = parser.parse_args(argv)
+
+    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(  # `floor` is a bound system, outside systems/
+        p for p in (str(HERE / "bound_systems"), os.environ.get("GNNBENCH_SYSTEMS_PATH", "")) if p)
+    the_campaign = training_campaign(args)
+    if args.dry_run:
+        from gnnbench.run.sweep import run_sweep
+
+        report = run_sweep(the_campaign, args.results or ROOT / "results" / "benchmarks.sqlite", dry_run=True)
+        for task in report.todo:
+            print(task.describe())
+        print(f"bench_training: would run {len(report.todo)} of {report.planned} runs "
+              f"({report.already_stored} already stored)")
+        return 0
+    # an empty tuning cache: what a user meets on a new machine (Note [tune on first use])
+    os.environ["GNNBENCH_CACHE"] = tempfile.mkdtemp(prefix="gnnbench-tuning-")
+    from gnnbench.results.frame import frame_records
+
+    load_start = os.getloadavg()[0]
+    rows = frame_records(run_campaign(the_campaign, args.results))
+    first = the_campaign.matrices[0]
+    config = first.configs[0]
+    tuning = ("isplib untuned (--no-tune): default variant" if args.no_tune else
+              "isplib starts from an empty tuning cache and tunes on first use (`tune s` column, never inside "
+              "epochs or prepare)")
+    meta = provenance(dataset=first.axis("dataset")[0], epochs=config.epochs, warmup=config.warmup,
+                      threads=config.threads, mode=args.mode, tuning=tuning, load_average_start=load_start,
+                      load_average_end=os.getloadavg()[0], versions=versions("torch", "torch_geometric", "dgl"))
+    markdown = render(rows, meta)
+    keep = ("id", "system", "model", "status", "error", "hyperparameters", "allocator", "epoch_time_median_s",
+            "epoch_time_iqr_s", "forward_median_s", "backward_median_s", "optimizer_median_s", "kernel_median_s",
+            "peak_memory_bytes", "prepare_time_s", "tune_time_s", "test_accuracy", "git_commit", "system_hash")
+    runs = [{k: r.get(k) for k in keep} | {"requested_allocator": requested_allocator(r),
+                                           "kernels": (r.get("extra") or {}).get("kernel_median_s_by_kernel"),
+                                           "modeled_inference": (r.get("extra") or {}).get("modeled_inference"),
+                                           "tuning_choices": ((r.get("extra") or {}).get("tuning") or {}).get(
+                                               "choices")}
+            for r in rows]
+    bounds = {f"{model}/{peer}": {k: v for k, v in p.items() if k != "epoch"}
+              for model, b in floor_bounds(rows, list(dict.fromkeys(r["model"] for r in rows))).items()
+              for peer, p in b["peers"].items()}
+    write_results(args.out, {"meta": meta, "runs": runs, "bounds": bounds}, markdown)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -18,7 +18,14 @@ sage       ``SAGEConv(in, out, aggr="mean")``                          ``weight_
 The graph goes to PyG as an ``edge_index`` (``[2, E]``, source row first) in
 gnnbench's canonical order, the input every PyG example uses, so PyG's
 ``MessagePassing`` gathers with ``index_select`` and aggregates with
-``scatter`` (the ``pyg`` kernel system's default path). The layer loop is
+``scatter`` (the ``pyg`` kernel system's default path). Two options
+(:func:`configure`, ``-o KEY=VALUE``) show what a PyG user can change:
+
+* ``adjacency=sparse``: the graph as a ``torch.sparse`` CSR ``adj_t`` (row
+  ``i`` holds the sources of the edges into ``i``, unit values), so PyG's
+  layers take their ``spmm`` path (MKL) instead of gather-scatter;
+* ``patch=isplib``: ``isplib.patch_pyg()`` before the layers are built, so that
+  path runs isplib's kernels: "PyG in two lines" (``benchmarks/bench_pyg_patch.py``). The layer loop is
 Note [native model parity] in :mod:`gnnbench.peers`.
 
 Differences that remain:
@@ -38,14 +45,49 @@ Differences that remain:
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from ..errors import UserError
 from ._layers import build_quietly, check_model, gat_shape, layer_loop, layer_values, load, named_params
 
-__all__ = ["build"]
+__all__ = ["build", "configure", "ADJACENCIES", "PATCHES"]
+
+ADJACENCIES = ("edge_index", "sparse")
+PATCHES = ("none", "isplib")
+_OPTIONS = {"adjacency": "edge_index", "patch": "none"}
+
+
+def configure(adjacency: str = "edge_index", patch: str = "none") -> None:
+    """Options of ``pyg-native`` (Note [system options] in :mod:`gnnbench.run.preflight`).
+
+    Args:
+        adjacency (str): how PyG gets the graph: ``edge_index`` or ``sparse`` (default: ``edge_index``).
+        patch (str): ``isplib`` runs ``isplib.patch_pyg()`` first; ``none`` leaves PyG as is (default: ``none``).
+    """
+    if adjacency not in ADJACENCIES:
+        raise UserError(f"pyg-native option adjacency must be one of {', '.join(ADJACENCIES)} (got '{adjacency}')")
+    if patch not in PATCHES:
+        raise UserError(f"pyg-native option patch must be one of {', '.join(PATCHES)} (got '{patch}')")
+    if patch == "isplib" and adjacency != "sparse":
+        raise UserError("pyg-native option patch=isplib replaces PyG's sparse spmm, which only adjacency=sparse "
+                        "uses; add -o adjacency=sparse")
+    _OPTIONS.update(adjacency=adjacency, patch=patch)
+
+
+def _adjacency(graph, edge_index: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``edge_index`` or, with ``adjacency=sparse``, PyG's ``adj_t`` as a torch.sparse CSR tensor."""
+    if _OPTIONS["adjacency"] == "edge_index":
+        return edge_index
+    n = graph.num_nodes
+    values = torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device)
+    with warnings.catch_warnings():  # torch's "sparse CSR support is in beta" notice, once per process
+        warnings.simplefilter("ignore", UserWarning)
+        coo = torch.sparse_coo_tensor(edge_index.flip(0), values, (n, n), check_invariants=True)
+        return coo.coalesce().to_sparse_csr()
 
 
 def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray]) -> torch.nn.Module:
@@ -75,7 +117,11 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
     """PyG convolutions for ``model`` with gnnbench's initial values; see :func:`gnnbench.peers.build_native`."""
     check_model(model, "pyg-native")
     src, dst = graph.edges()
-    edge_index = torch.from_numpy(np.stack([src, dst])).to(F.device)
+    edge_index = _adjacency(graph, torch.from_numpy(np.stack([src, dst])).to(F.device), F.dtype)
+    if _OPTIONS["patch"] == "isplib":
+        from gnnbench.systems import isplib
+
+        isplib.patch_pyg()
     convs = []
     for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
         values = layer_values(initial_params, i)

@@ -40,8 +40,7 @@ _MIB = float(1 << 20)
 
 def _matplotlib() -> Any:
     try:
-        import matplotlib
-        from matplotlib.figure import Figure  # noqa: F401  (checks the OO API imports)
+        import matplotlib.figure  # binds matplotlib and checks that the OO API (Figure) imports
     except ImportError:
         raise UserError("plotting needs matplotlib: pip install 'gnnbench[plot]'") from None
     return matplotlib

@@ -148,8 +148,7 @@ class _Phases:
         return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
 
 
-def _configure(system, spec: TaskSpec) -> None:
-    configure = system.hook("configure")
+def _configure(configure: Callable[..., None] | None, spec: TaskSpec) -> None:
     options = dict(spec.system_options)
     if configure is not None:
         configure(**options)
@@ -193,16 +192,17 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
         import importlib
 
         from gnnbench.peers import build_native
-        from gnnbench.runtime.registry import NATIVE_SYSTEMS
+        from gnnbench.runtime.registry import NATIVE_SYSTEMS, native_configure
 
         importlib.import_module(NATIVE_SYSTEMS[spec.system]["module"])
+        _configure(native_configure(spec.system), spec)
     else:
         from gnnbench.runtime.glue import BoundGraph
         from gnnbench.runtime.registry import load_system
 
         system = load_system(spec.system, spec.framework, spec.device)
         system.module  # noqa: B018 -- import the kernels now, not inside prepare
-        _configure(system, spec)
+        _configure(system.hook("configure"), spec)
         lender = None
         if spec.fallback:  # Note [fallback accounting] in gnnbench/runtime/fallback.py
             from gnnbench.runtime.fallback import check_fallback

@@ -9,8 +9,9 @@ Each failure is one :class:`~gnnbench.errors.UserError` line, exit status 2.
 
 Note [system options]
     A system declares its options by its ``configure`` hook's keyword
-    parameters. Options given to a system without the hook, or to a native
-    baseline, are refused. The hook itself is called once here with the
+    parameters; a native baseline by its module's ``configure`` function
+    (``pyg-native``: ``adjacency``, ``patch``). Options given to a system
+    without one are refused. The hook itself is called once here with the
     options, so that an unknown name or a bad value (``-o aggr=fast``) is
     refused in this process, not in the worker; the worker calls it again.
 """
@@ -55,16 +56,20 @@ def check_options(config) -> None:
     """``-o KEY=VALUE`` against the options the system declares (Note [system options])."""
     if not config.system_options:
         return
-    from gnnbench.runtime.registry import load_system, system_info
+    from gnnbench.runtime.registry import load_system, native_configure, system_info
 
     given = dict(config.system_options)
     if system_info(config.system).kind != "kernel":
-        raise UserError(f"--option {', '.join(given)}: '{config.system}' is a native baseline and takes no options")
-    glue = load_system(config.system, config.framework, config.device)
-    if "configure" not in glue.hooks:
-        raise UserError(f"--option {', '.join(given)}: system '{config.system}' takes no options (its spec "
-                        f"declares no configure hook)")
-    configure = glue.hook("configure")
+        configure = native_configure(config.system)
+        if configure is None:
+            raise UserError(f"--option {', '.join(given)}: '{config.system}' is a native baseline and takes no "
+                            f"options")
+    else:
+        glue = load_system(config.system, config.framework, config.device)
+        if "configure" not in glue.hooks:
+            raise UserError(f"--option {', '.join(given)}: system '{config.system}' takes no options (its spec "
+                            f"declares no configure hook)")
+        configure = glue.hook("configure")
     params = inspect.signature(configure).parameters.values()
     named = [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not any(p.kind == p.VAR_KEYWORD for p in params):

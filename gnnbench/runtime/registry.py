@@ -24,7 +24,7 @@ from gnnbench.errors import UnavailableError, UserError
 from gnnbench.runtime.glue import SystemGlue
 
 __all__ = ["SystemInfo", "list_systems", "system_names", "spec_source", "forget_systems", "system_info",
-           "load_system", "system_hash", "NATIVE_SYSTEMS"]
+           "load_system", "system_hash", "NATIVE_SYSTEMS", "native_configure"]
 
 #: name -> "module:function" building a native model runner; filled by gnnbench.peers
 NATIVE_SYSTEMS: dict[str, dict] = {
@@ -35,6 +35,12 @@ NATIVE_SYSTEMS: dict[str, dict] = {
                    "summary": "DGL's own GraphConv/GATConv/GINConv/SAGEConv models (framework baseline)",
                    "version_of": "dgl"},
 }
+
+
+def native_configure(name: str):
+    """The ``configure`` function of native baseline ``name``'s module (its options), or None if it takes none
+    (Note [system options] in :mod:`gnnbench.run.preflight`)."""
+    return getattr(importlib.import_module(NATIVE_SYSTEMS[name]["module"]), "configure", None)
 
 
 @dataclass(frozen=True)

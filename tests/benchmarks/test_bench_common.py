@@ -26,7 +26,7 @@ def test_cells(common):
     assert "10%" in common.NOISE_NOTE
 
 
-@pytest.mark.parametrize("name", ["bench_frameworks", "bench_overhead", "bench_gat_memory"])
+@pytest.mark.parametrize("name", ["bench_frameworks", "bench_overhead", "bench_gat_memory", "bench_training"])
 def test_benchmark_campaigns_parse_and_take_overrides(common, name):
     campaign = common.campaign(name, epochs=2, datasets=["karate"], seeds=None)
     assert campaign.name == name.replace("_", "-")

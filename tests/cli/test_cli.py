@@ -139,8 +139,10 @@ BAD_INPUTS = [
      "gnnbench run: --option: pyg option aggr must be one of"),
     (["run", "--system", "pyg", "--model", "gcn", "--dataset", TINY, "-o", "speed=max"],
      "gnnbench run: --option: system 'pyg' has no option speed"),
+    (["run", "--system", "dgl-native", "--model", "gcn", "--dataset", TINY, "-o", "x=1"],
+     "gnnbench run: --option x: 'dgl-native' is a native baseline and takes no options"),
     (["run", "--system", "pyg-native", "--model", "gcn", "--dataset", TINY, "-o", "x=1"],
-     "gnnbench run: --option x: 'pyg-native' is a native baseline and takes no options"),
+     "gnnbench run: --option x: system 'pyg-native' has no such option; allowed: adjacency, patch"),
     # run: datasets
     (["run", "--system", "reference", "--model", "gcn", "--dataset", "nope"], "gnnbench run: unknown dataset 'nope'"),
     (["run", "--system", "reference", "--model", "gcn", "--dataset", "cora", "--data-dir", "/no/such/dir"],

@@ -1,0 +1,66 @@
+"""benchmarks/bench_training.py: the campaign it runs, the floor bound it derives, the tables it renders."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def bench(load_benchmark):
+    return load_benchmark("bench_training")
+
+
+def _row(system, model, epoch, kernel=None, allocator="auto", used="tcmalloc"):
+    return {"system": system, "model": model, "status": "ok", "epoch_time_median_s": epoch,
+            "kernel_median_s": kernel, "forward_median_s": epoch / 2, "backward_median_s": epoch / 3,
+            "prepare_time_s": 0.5, "tune_time_s": 1.0 if system == "isplib" else None, "peak_memory_bytes": 2**20,
+            "allocator": used, "extra": {"sweep": {"spec": {"allocator": allocator}}}}
+
+
+ROWS = [_row("isplib", "gcn", 1.0, kernel=0.4), _row("floor", "gcn", 0.9, kernel=0.1),
+        _row("dgl-native", "gcn", 1.2), _row("pyg-native", "gcn", 6.0),
+        _row("isplib", "gcn", 1.1, kernel=0.4, allocator="system", used="system")]
+
+
+def test_floor_bound_is_the_smaller_of_floor_and_isplib_rest_plus_floor_kernels(bench):
+    bounds = bench.floor_bounds(ROWS, ["gcn", "sage"])
+    assert list(bounds) == ["gcn"]  # sage has no isplib/floor rows
+    gcn = bounds["gcn"]
+    assert gcn["bound"] == pytest.approx(0.7)  # min(0.9, (1.0 - 0.4) + 0.1)
+    assert gcn["isplib"] == 1.0  # the auto-allocator row, not the malloc rerun
+    assert gcn["peers"]["dgl-native"] == pytest.approx(
+        {"epoch": 1.2, "actual": 1.2, "best_possible": 1.2 / 0.7, "target": 1.5})
+    assert gcn["peers"]["pyg-native"]["best_possible"] == pytest.approx(6.0 / 0.7)
+
+
+def test_render_states_load_and_shows_every_block(bench):
+    meta = {"mode": "train", "dataset": "karate", "epochs": 4, "warmup": 2, "threads": 2, "tuning": "tuned",
+            "load_average_start": 3.0, "load_average_end": 4.0}
+    failed = {"system": "mkl", "model": "gcn", "status": "failed", "error": "boom"}
+    text = bench.render(ROWS + [failed], meta)
+    assert "measured under load" in text and "Load average at start 3.0" in text
+    assert "## What bounds the epoch targets" in text and "## The allocator's share (GCN)" in text
+    isplib_line = next(line for line in text.splitlines() if line.startswith("| gcn") and "isplib " in line)
+    assert "1000" in isplib_line and "1.00x" in isplib_line
+    assert "failed: boom" in text
+    assert "1.71x" in text  # dgl-native's best possible ratio, 1.2 / 0.7
+    assert "1100 (system)" in text
+
+
+def test_dry_run_plans_the_quick_campaign_and_runs_nothing(bench, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", "")  # main() prepends benchmarks/bound_systems for `floor`
+    results = tmp_path / "bench.sqlite"
+    assert bench.main(["--quick", "--dry-run", "--malloc", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "would run 20 of 20 runs" in out  # 6 systems x 3 models + isplib and dgl-native under malloc
+    assert "floor gin rmat:nodes=16384" in out
+    assert not results.exists()
+
+
+def test_command_line_narrows_the_campaign(bench, monkeypatch):
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(bench.HERE / "bound_systems"))
+    args = type("Args", (), dict(systems="isplib,floor", models="gcn", malloc=False, dataset="karate", quick=False,
+                                 epochs=3, timeout=None, mode="train", no_tune=True))()
+    campaign = bench.training_campaign(args)
+    (matrix,) = campaign.matrices
+    assert matrix.axis("system") == ("isplib", "floor") and matrix.axis("model") == ("gcn",)
+    assert all(c.epochs == 3 and c.tune is False and c.threads == 2 for c in matrix.configs)

@@ -1,0 +1,56 @@
+"""gnnbench/peers/pyg_native.py: its options give PyG the graph as edge_index or a sparse adj_t, optionally through
+isplib.patch_pyg(); every form trains the same function."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch_geometric")
+
+from gnnbench.errors import UserError  # noqa: E402
+from gnnbench.run.harness import TaskSpec, train  # noqa: E402
+
+TINY = "sbm:nodes=120,classes=2,features=8,degree=4"
+
+
+@pytest.fixture(autouse=True)
+def _unpatched():
+    from gnnbench.systems.isplib import pyg_patch
+
+    was = pyg_patch.is_patched()
+    yield
+    if not was and pyg_patch.is_patched():
+        pyg_patch.unpatch_pyg()
+
+
+@pytest.mark.parametrize("model", ["gcn"])
+def test_every_adjacency_trains_the_same_function(model):
+    def losses(options):
+        row = train(TaskSpec(system="pyg-native", model=model, dataset=TINY, epochs=2, warmup=1,
+                             system_options=options))
+        assert row["status"] == "ok", row.get("error")
+        assert row["hyperparameters"]["system_options"] == dict(options)
+        return row["first_loss"], row["final_loss"]
+
+    plain = losses(())
+    assert losses((("adjacency", "sparse"),)) == pytest.approx(plain, rel=1e-4)
+    assert losses((("adjacency", "sparse"), ("patch", "isplib"))) == pytest.approx(plain, rel=1e-4)
+
+
+def test_bad_options_are_refused_with_the_choices():
+    from gnnbench.peers.pyg_native import configure
+
+    with pytest.raises(UserError, match="adjacency must be one of edge_index, sparse"):
+        configure(adjacency="csr")
+    with pytest.raises(UserError, match="add -o adjacency=sparse"):
+        configure(patch="isplib")
+    configure()  # back to the defaults
+
+
+def test_preflight_names_the_allowed_options():
+    from gnnbench.run.config import make_config
+    from gnnbench.run.preflight import check_options
+
+    with pytest.raises(UserError, match="has no such option; allowed: adjacency, patch"):
+        check_options(make_config({"system": "pyg-native", "model": "gcn", "system_options": {"speed": "max"}}))
+    with pytest.raises(UserError, match="is a native baseline and takes no options"):
+        check_options(make_config({"system": "dgl-native", "model": "gcn", "system_options": {"x": "1"}}))
