@@ -30,6 +30,33 @@ def test_models_without_the_option_neither_store_nor_accept_it():
 
 
 @pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+@pytest.mark.parametrize("form", ["node", "edge"])
+def test_no_form_computes_a_weight_gradient(framework, form):
+    """GCN's normalisation is a constant: one training step calls spmm and its x-backward, never spmm_weight_backward."""
+    from dataclasses import replace
+
+    from gnnbench.datasets import load_dataset
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.kernel_clock import measuring
+    from gnnbench.runtime.registry import load_system
+
+    F = get_frontend(framework, "cpu", "float32")
+    karate = load_dataset("karate")
+    model = GCN(karate.features.shape[1], karate.num_classes, replace(GCN.defaults, normalisation=form))
+    params = {k: F.parameter(v) for k, v in model.init_params(0).items()}
+    bound = BoundGraph(karate.graph.with_self_loops(), load_system("reference", framework, "cpu"))
+    optimizer = F.optimizer(params, 0.01, 0.0)
+    with measuring() as clock:
+        F.zero_grad(optimizer)
+        logits = model.forward(F, params, bound, F.tensor(karate.features), True)
+        F.backward(F.sum(F.sum(logits, 1), 0))
+        F.step(optimizer)
+    assert clock.calls.get("spmm_sum") == 2 and clock.calls.get("spmm_sum_backward") == 2, clock.calls
+    assert "spmm_weight_backward" not in clock.calls
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
 def test_both_forms_give_the_same_logits_on_reference(framework):
     from dataclasses import replace
 
