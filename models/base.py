@@ -37,9 +37,12 @@ class Hyperparameters:
     lr: float = 0.01
     weight_decay: float = 5e-4
     epochs: int = 200
+    #: GCN's normalisation, "node" or "edge" (Note [GCN as node scales] in models/gcn.py); None for the
+    #: models it does not apply to, and then absent from :meth:`as_dict` (a row's identity)
+    normalisation: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if not (k == "normalisation" and v is None)}
 
 
 @dataclass

@@ -1,28 +1,73 @@
 """Graph convolutional network (Kipf & Welling, ICLR 2017).
 
 .. math::
-    X' = \\hat{D}^{-1/2} (A + I) \\hat{D}^{-1/2} X W + b
+    X' = \\hat{D}_{in}^{-1/2} (A + I) \\hat{D}_{out}^{-1/2} X W + b
+       = s_{dst} \\odot \\big((A + I) (s_{src} \\odot X W)\\big) + b,
+    \\quad s_{dst} = \\hat{D}_{in}^{-1/2} \\mathbf{1},\\ s_{src} = \\hat{D}_{out}^{-1/2} \\mathbf{1}
 
-The normalisation is an edge weight computed once per graph
-(:meth:`gnnbench.runtime.graph.Graph.gcn_norm`); aggregation is ``spmm(reduce=sum)``
-with those weights, after the dense transform (the narrower width).
+(on an undirected graph ``D_in = D_out``: Kipf & Welling's ``D^-1/2 (A + I) D^-1/2``).
+Aggregation runs after the dense transform (the narrower width).
+
+Two forms of the same function, chosen by ``Hyperparameters.normalisation``
+(``gnnbench run --normalisation node|edge``):
+
+* ``"node"`` (default): the normalisation as two node scales
+  (:meth:`gnnbench.runtime.graph.Graph.gcn_scales`) around an *unweighted*
+  ``spmm(reduce=sum)``, as DGL's ``GraphConv(norm="both")`` does.
+* ``"edge"``: the normalisation as a per-edge weight
+  (:meth:`gnnbench.runtime.graph.Graph.gcn_norm`) passed to a weighted ``spmm``.
+
+Note [GCN as node scales]
+    The edge form makes every system gather an E-long weight array in the
+    forward and in the backward spmm, for a matrix that factorises:
+    ``w[j -> i] = s_dst[i] * s_src[j]``. The node form applies the two
+    factors as framework multiplies broadcast over ``[N, 1]``, so the
+    system sees an unweighted spmm, which every system has and tunes,
+    and the framework's autograd differentiates the multiplies. No weight
+    needs a gradient in either form (graph tensors are constants), so
+    neither calls ``spmm_weight_backward``.
+
+    The scales stay at model level rather than in the system API (optional
+    node-scale inputs to ``spmm`` that a system could fuse): this way every
+    system benefits at once, with no new kernel, declaration or conformance
+    case, and the two extra ``[N, F]`` multiplies are cheap beside an
+    E-long gather. A system that wants to fuse them can still detect the
+    pattern later; the API stays one fact smaller. verify checks that the two
+    forms agree on every system (``model gcn-forms``, Note [model check]).
 
 Defaults (paper): 2 layers, hidden 16, dropout 0.5, lr 0.01, weight decay 5e-4
 (applied to every parameter here; the paper applies it to the first layer only).
 """
 from __future__ import annotations
 
+from gnnbench.errors import UserError
+
 from .base import GNN, Conv, Hyperparameters, glorot, zeros
+
+#: GCN's normalisation forms; the first is the default (Note [GCN as node scales])
+NORMALISATIONS = ("node", "edge")
 
 
 class GCN(GNN):
     name = "gcn"
-    defaults = Hyperparameters(hidden=16, dropout=0.5, lr=0.01, weight_decay=5e-4)
+    defaults = Hyperparameters(hidden=16, dropout=0.5, lr=0.01, weight_decay=5e-4, normalisation=NORMALISATIONS[0])
     self_loops = True
 
     def conv(self, index, in_dim, out_dim):
-        def forward(F, p, graph, x):
+        form = self.hyper.normalisation
+        if form not in NORMALISATIONS:
+            raise UserError(f"GCN normalisation must be one of {', '.join(NORMALISATIONS)} (got {form!r})")
+
+        def forward_edge(F, p, graph, x):
             norm = F.graph_tensor(graph, "gcn_norm", graph.graph.gcn_norm())
             return F.add(F.spmm(graph, F.matmul(x, p["weight"]), norm, reduce="sum"), p["bias"])
 
-        return Conv({"weight": ((in_dim, out_dim), glorot), "bias": ((out_dim,), zeros)}, forward)
+        def forward_node(F, p, graph, x):
+            dst_scale, src_scale = graph.graph.gcn_scales()
+            dst_scale = F.graph_tensor(graph, "gcn_dst_scale", dst_scale.reshape(-1, 1))
+            src_scale = F.graph_tensor(graph, "gcn_src_scale", src_scale.reshape(-1, 1))
+            h = F.spmm(graph, F.mul(F.matmul(x, p["weight"]), src_scale), None, reduce="sum")
+            return F.add(F.mul(h, dst_scale), p["bias"])
+
+        params = {"weight": ((in_dim, out_dim), glorot), "bias": ((out_dim,), zeros)}
+        return Conv(params, forward_node if form == "node" else forward_edge)

@@ -17,6 +17,12 @@ Note [model check]
     * GAT: ``alpha_ij = C_ij exp(e_ij) / sum_k C_ik exp(e_ik)`` over ``Â``'s edges with
       multiplicity ``C``, ``e_ij = LeakyReLU_0.2(a_s . h_j + a_d . h_i)``, heads
       concatenated, ELU between layers.
+    * GCN's two forms (``gcn-forms``, Note [GCN as node scales] in models/gcn.py):
+      the node form (scales around an unweighted spmm, GCN's default, which
+      ``gcn`` checks against the dense formulation) and the edge form (per-edge
+      weights into a weighted spmm), both on the system under test, must give
+      the same logits and parameter gradients within the tolerances below. A
+      system lacking the weighted (or unweighted) spmm skips it with the reason.
     * weighted GCN (verify's own probe): ``A_w X W + b`` with asymmetric random
       edge weights, so that a backward reading the weight at the wrong edge
       position (``w[p]`` for ``w[edge_ids[p]]`` on the transposed view) shows in
@@ -41,9 +47,9 @@ from gnnbench.runtime.graph import Graph
 
 __all__ = ["MODEL_CHECK_NAMES", "MODEL_TOLERANCES", "check_model", "model_graphs", "dense_forward"]
 
-MODEL_CHECK_NAMES = ("gcn", "gin", "sage", "gat", "weighted-gcn")
+MODEL_CHECK_NAMES = ("gcn", "gin", "sage", "gat", "weighted-gcn", "gcn-forms")
 #: logits and gradients vs the dense oracle; atol is relative to the largest expected magnitude. float64
-#: is limited to ~1e-7 because ``Graph.gcn_norm`` stores GCN's edge weights as float32 whatever the run's
+#: is limited to ~1e-7 because ``Graph.gcn_norm`` (and ``Graph.gcn_scales``) stores GCN's edge weights as float32 whatever the run's
 #: dtype (gnnbench/runtime/graph.py); a normalisation bug is off by far more (tens of percent).
 MODEL_TOLERANCES = {"float64": Tolerance(rtol=1e-6, atol=1e-7), "float32": Tolerance(rtol=2e-4, atol=2e-5)}
 _IN, _HIDDEN, _CLASSES, _HEADS = 9, 17, 5, 3
@@ -96,10 +102,10 @@ def _weighted_gcn(gcn):
     return WeightedGCN
 
 
-def _hyper(model_cls):
+def _hyper(model_cls, **changes):
     from dataclasses import replace
 
-    return replace(model_cls.defaults, hidden=_HIDDEN, layers=2, heads=_HEADS, dropout=0.0)
+    return replace(model_cls.defaults, hidden=_HIDDEN, layers=2, heads=_HEADS, dropout=0.0, **changes)
 
 
 # ----------------------------------------------------------------- the dense oracle
@@ -164,6 +170,9 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
     if framework != "torch":
         row.status, row.reason = "skipped", f"the model check runs under torch (got {framework})"
         return row
+    if name == "gcn-forms":
+        return _check_gcn_forms(row, system, dtype=dtype, device=device, threads=threads, guard=guard,
+                                models=models, on_case=on_case)
     begin = time.perf_counter()
     glue = load_system(system, framework, device)
     model_cls = _model_table(models)[name]
@@ -218,6 +227,68 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
         natives = [n for n in _installed_natives()] if name in _NATIVE_MODELS else []
         row.detail = (f"logits and {len(initial)} parameter gradients vs dense float64, undirected and directed"
                       + (f"; dense logits vs {' and '.join(natives)} on undirected" if natives else ""))
+    return row
+
+
+def _check_gcn_forms(row: CaseResult, system: str, *, dtype: str, device: str, threads: int | None, guard: bool,
+                     models: str | None, on_case) -> CaseResult:
+    """GCN's node form against its edge form, both on ``system`` (Note [model check])."""
+    import torch
+
+    from gnnbench.errors import UnavailableError
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
+
+    begin = time.perf_counter()
+    glue = load_system(system, "torch", device)
+    gcn = _model_table(models)["gcn"]
+    F = get_frontend("torch", device, dtype)
+    tol = MODEL_TOLERANCES[dtype]
+    rng = np.random.default_rng(13)
+    for graph_name, base in model_graphs(np.int32).items():
+        graph = base.with_self_loops()
+        where = f"'{graph_name}' (int32, N={graph.num_nodes}, E={graph.num_edges}, F={_IN}->{_HIDDEN}->{_CLASSES}, " \
+                f"{dtype})"
+        if on_case:
+            on_case(where)
+        x = rng.uniform(-1, 1, (graph.num_nodes, _IN))
+        r = rng.uniform(-1, 1, (graph.num_nodes, _CLASSES))
+        initial = None
+        outputs = {}
+        row.cases += 1
+        try:
+            for form in ("node", "edge"):
+                model = gcn(_IN, _CLASSES, _hyper(gcn, normalisation=form))
+                initial = initial or {k: v.astype(np.float64) for k, v in model.init_params(3).items()}
+                params = {k: F.parameter(v) for k, v in initial.items()}
+                with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
+                    logits = model.forward(F, params, BoundGraph(graph, glue), F.tensor(x), False)
+                    grads = torch.autograd.grad((logits * F.tensor(r)).sum(), list(params.values()))
+                outputs[form] = [("logits", logits)] + [(f"grad {k}", g) for k, g in zip(params, grads)]
+        except UnavailableError as err:  # e.g. no weighted spmm: the edge form cannot run, nothing to compare
+            row.status, row.reason = "skipped", str(err).split(";")[0]
+            row.cases -= 1
+            break
+        except Exception as err:  # noqa: BLE001 - a failing system is a finding
+            text = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+            problems = [f"{row.operator} on {where}: raised {type(err).__name__}: {text}"]
+        else:
+            problems = []
+            for (quantity, got), (_, want) in zip(outputs["node"], outputs["edge"]):
+                want = want.detach().cpu().numpy()
+                scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want).max(initial=0.0))))
+                bad = compare(got.detach().cpu().numpy(), want, scaled)
+                if bad:
+                    problems.append(f"{row.operator} {quantity}, node form vs edge form, on {where}: {bad}")
+        if problems:
+            row.status, row.failed_cases = "failed", row.failed_cases + 1
+            row.failed_graphs.append(graph_name)
+            row.failures.extend(problems[:3])
+    row.seconds = time.perf_counter() - begin
+    if row.status == "passed":
+        row.detail = "node form (scales, unweighted spmm) vs edge form (weighted spmm): logits and parameter " \
+                     "gradients, undirected and directed"
     return row
 
 

@@ -107,6 +107,9 @@ class RunConfig:
     warmup: int = _field(5, help="untimed first epochs", ge=0, le=1_000_000)
     hidden: int | None = _field(None, help="hidden width (default: the model's)", gt=0, le=65536)
     heads: int | None = _field(None, help="attention heads for GAT (default: the model's)", gt=0, le=1024)
+    normalisation: str | None = _field(None, help="GCN's normalisation: node (D^-1/2 scales around an unweighted "
+                                       "spmm) or edge (per-edge weights) (default: the model's, node; Note [GCN as "
+                                       "node scales])", choices=("node", "edge"), sweep="normalisations")
     lr: float | None = _field(None, help="learning rate, a finite number > 0 (default: the model's)", gt=0,
                               allow_inf_nan=False)
     seed: int = _field(0, help="random seed", sweep="seeds", ge=0, le=_MAX_SEED)
@@ -144,10 +147,12 @@ class RunConfig:
             raise ValueError(f"must be written with ASCII digits (got {value!r})")
         return value
 
-    @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator", "mode")
+    @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator", "mode", "normalisation")
     @classmethod
     def _one_of_the_choices(cls, value: str, info) -> str:
         choices = config_fields()[info.field_name].choices
+        if value is None and not config_fields()[info.field_name].required:  # None: the model's default
+            return value
         if value not in choices:
             raise ValueError(f"must be one of {', '.join(choices)} (got {value!r})")
         return value

@@ -108,7 +108,9 @@ def resolve_hyperparameters(spec: TaskSpec):
     model_cls = get_model(spec.model)
     hyper = model_cls.defaults
     overrides = {k: v for k, v in (("hidden", spec.hidden), ("heads", spec.heads), ("lr", spec.lr),
-                                   ("epochs", spec.epochs)) if v is not None}
+                                   ("epochs", spec.epochs), ("normalisation", spec.normalisation)) if v is not None}
+    if spec.normalisation is not None and hyper.normalisation is None:
+        raise UserError(f"--normalisation applies to GCN only; model '{spec.model}' has no normalisation option")
     hyper = replace(hyper, **overrides)
     if spec.mode not in MODES:
         raise UserError(f"unknown mode '{spec.mode}'; choose one of: {', '.join(MODES)}")

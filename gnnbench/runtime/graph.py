@@ -203,6 +203,22 @@ class Graph:
             self._cache["gcn_norm"] = _readonly(w)
         return self._cache["gcn_norm"]
 
+    def gcn_scales(self) -> tuple[np.ndarray, np.ndarray]:
+        """GCN's normalisation as node scales: ``(1 / sqrt(deg_in), 1 / sqrt(deg_out))``, float32 ``[N]`` each.
+
+        ``gcn_norm()[e] == dst_scale[dst(e)] * src_scale[src(e)]`` up to float32
+        rounding: the same degrees, each clamped to at least 1 as ``gcn_norm``
+        does, so ``D_in^-1/2 A D_out^-1/2 X`` can be computed as
+        ``dst_scale * spmm(A, src_scale * X)`` with no per-edge weight
+        (Note [GCN as node scales] in models/gcn.py).
+        """
+        if "gcn_scales" not in self._cache:
+            # N-long, so no chunking is needed (gcn_norm chunks because it is E-long)
+            dst_scale = (1.0 / np.sqrt(np.maximum(self.in_degree, np.float32(1.0)))).astype(np.float32)
+            src_scale = (1.0 / np.sqrt(np.maximum(self.out_degree, np.float32(1.0)))).astype(np.float32)
+            self._cache["gcn_scales"] = (_readonly(dst_scale), _readonly(src_scale))
+        return self._cache["gcn_scales"]
+
     def _transpose(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if "transpose" not in self._cache:
             from gnnbench.runtime.csr_transpose import transpose_csr  # Note [linear transpose]

@@ -94,7 +94,8 @@ def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
     assert report.status == "passed", report.failures()
     assert report.large_index.status == "skipped" and "--slow" in report.large_index.reason
     assert {r.operator for r in report.end_to_end} == {f"end-to-end {m} on sbm" for m in ("gcn", "gin", "sage", "gat")}
-    assert [r.operator for r in report.models] == [f"model {m}" for m in ("gcn", "gin", "sage", "gat", "weighted-gcn")]
+    assert [r.operator for r in report.models] == [f"model {m}" for m in ("gcn", "gin", "sage", "gat", "weighted-gcn",
+                                                                                 "gcn-forms")]
     assert all(r.status == "passed" for r in report.models)
     with ResultsStore(results) as db:
         record = db.latest_verification("reference", report.system_hash)
@@ -228,11 +229,23 @@ def test_transposed_weight_index_is_caught_by_operators_and_directed_models(demo
     assert results[0].status == "passed"
     assert results[1].failures[0].startswith("spmm(reduce=sum, weight) grad x on 'isolated' (int32, F=1, H=1, "
                                              "float64): ")
-    gcn = check_model("demo_weight_index", "gcn")
-    assert gcn.failed_graphs == ["directed"]              # GCN's weights are symmetric on the undirected graph
-    assert gcn.failures[0].startswith("model gcn grad conv0.weight on 'directed' (int32, N=24, E=81, "
-                                      "F=9->17->5, float64): ")
+    # GCN's default node form has no edge weight, so its own check passes; the edge form's weights are
+    # symmetric on the undirected graph, so gcn-forms (node vs edge form) sees the bug on the directed one
+    assert check_model("demo_weight_index", "gcn").status == "passed"
+    forms = check_model("demo_weight_index", "gcn-forms")
+    assert forms.failed_graphs == ["directed"]
+    assert forms.failures[0].startswith("model gcn-forms grad conv0.weight, node form vs edge form, on 'directed' "
+                                        "(int32, N=24, E=81, F=9->17->5, float64): ")
     assert check_model("demo_weight_index", "weighted-gcn").failed_graphs == ["undirected", "directed"]
+
+
+def test_broken_node_form_is_caught_by_the_forms_check(demos):
+    report = verify("demo_gcn_row_norm", profile="fast", threads=1, kinds=("model",),
+                    models="demo_gcn_row_norm.swapped_scales:MODELS")
+    forms = _row(report, "model gcn-forms")
+    assert report.status == "failed" and forms.failed_graphs == ["directed"]   # degrees agree on undirected
+    assert forms.failures[0].startswith("model gcn-forms logits, node form vs edge form, on 'directed' ")
+    assert _row(report, "model gcn").failed_graphs == ["directed"]            # and the dense formulation agrees
 
 
 def test_model_bug_is_caught_by_the_model_check(demos):
@@ -251,7 +264,7 @@ def test_every_model_matches_its_dense_formulation_on_reference(dtype):
     for name in MODEL_CHECK_NAMES:
         row = check_model("reference", name, dtype=dtype)
         assert row.status == "passed" and row.cases == 2, row.failures
-        if name != "weighted-gcn" and _installed("torch_geometric") and _installed("dgl"):
+        if name not in ("weighted-gcn", "gcn-forms") and _installed("torch_geometric") and _installed("dgl"):
             assert row.detail.endswith("; dense logits vs pyg-native and dgl-native on undirected")
 
 

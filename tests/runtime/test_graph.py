@@ -63,3 +63,15 @@ def test_bad_edges_are_refused(src, dst, n, message):
 def test_indices_must_be_int32_or_int64():
     with pytest.raises(GraphError, match="int32 or int64"):
         Graph(np.array([0, 1]), np.array([0], dtype=np.int16), 1)
+
+
+def test_gcn_scales_factorise_gcn_norm_and_are_cached_read_only():
+    rng = np.random.default_rng(3)
+    g = Graph.from_edges(rng.integers(0, 30, 120), rng.integers(0, 30, 120), 31).with_self_loops()  # directed
+    dst_scale, src_scale = g.gcn_scales()
+    src, dst = g.edges()
+    assert dst_scale.dtype == src_scale.dtype == np.float32 and dst_scale.shape == (31,)
+    np.testing.assert_allclose(dst_scale[dst] * src_scale[src], g.gcn_norm(), rtol=3e-7)
+    np.testing.assert_array_equal(dst_scale, 1 / np.sqrt(np.maximum(g.in_degree, 1)))
+    np.testing.assert_array_equal(src_scale, 1 / np.sqrt(np.maximum(g.out_degree, 1)))
+    assert g.gcn_scales() is g.gcn_scales() and not dst_scale.flags.writeable and not src_scale.flags.writeable
