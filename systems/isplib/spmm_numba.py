@@ -66,13 +66,12 @@ Note [backward against forward]
       that load). The 1.18x of ``results/bench_spmm.md`` was measured at load
       15-18 with each view tuned apart, so the two may have run different
       variants;
-    * a mean costs more on the transposed view because its ``1/deg`` becomes a
-      gathered scale (Note [gathered scales]): one
-      multiply per gathered element instead of one per output element. The
-      same kernel with the same column scale on the *forward* view is as
-      slow (forward 139 ms, transposed 154 ms against plain sums of 106 and
-      118 ms, one run at load 4.4), so the cost is the scaled path, not the
-      view. Dropping the scale prefetch when the scale vector sits in L2
+    * a mean costs more on the transposed view because its ``1/deg`` becomes
+      a gathered scale (Note [gathered scales]): one multiply per gathered
+      element instead of one per output element. The same kernel with a
+      gathered scale on the *forward* view is as slow (forward 139 ms,
+      transposed 154 ms against plain sums of 106 and 118 ms, one run at
+      load 4.4), so the cost is the scaled path, not the view. Dropping the scale prefetch when the scale vector sits in L2
       measured 1.13x -> 1.02x in one 11-round run and no gain in a second
       21-round run, so it was not kept.
 
