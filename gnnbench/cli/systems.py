@@ -6,6 +6,8 @@ a time] in :mod:`gnnbench.runtime.discovery`).
 """
 from __future__ import annotations
 
+from gnnbench.text import printable
+
 from ._common import print_json
 
 HELP = "list kernel systems and native baselines, available or not and why"
@@ -51,10 +53,6 @@ def table(rows: list[dict]):
         return "broken" if r["broken"] else "available" if r["available"] else "unavailable"
 
     return Table(["system", "kind", "state", "summary, or why not"],
-                 [[_printable(r["name"]), r["kind"], state(r), r["summary"] if r["available"] else r["reason"]]
+                 [[printable(r["name"]), r["kind"], state(r), r["summary"] if r["available"] else r["reason"]]
                   for r in rows])
 
-
-def _printable(name: str) -> str:
-    """A folder name as one table cell: escaped when it holds control characters (a newline)."""
-    return name if name.isprintable() else ascii(name)
