@@ -97,7 +97,9 @@ RUN_FIELDS: tuple[Field, ...] = (
     _F("hyperparameters", "JSON", "Object: the model's resolved hyperparameters (hidden, layers, heads, lr, epochs, "
                                   "...) with warmup, dtype, index_dtype, selection and system_options; the same "
                                   "shape for every outcome; `fallback` (a system name) only for a run with "
-                                  "`--fallback`."),
+                                  "`--fallback`; `normalisation` (`node` or `edge`, Note [GCN as node scales] in "
+                                  "models/gcn.py) only for GCN rows, so a GCN row stored without it ran the edge "
+                                  "form."),
     _F("dataset", "TEXT", "Canonical dataset name, every parameter spelled out "
                           "(`sbm:classes=4,degree=12,...`), whatever the outcome."),
     _F("dataset_nodes", "INTEGER", "Number of nodes."),
