@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, ROOT, Table, campaign, cpu_model, epoch_ms, mib, ok, provenance,  # noqa: E402
-                     run_campaign, versions, write_results)
+from _common import (NOISE_NOTE, ROOT, Table, campaign, cpu_model, epoch_ms, load_note, mib, ok,  # noqa: E402
+                     provenance, run_campaign, versions, write_results)
 
 try:
     import tomllib
@@ -79,6 +79,8 @@ def render(rows: list[dict], meta: dict) -> str:
         f"memory = peak RSS above the pre-training baseline in MiB. Each run is its own process; {NOISE_NOTE}.",
         f"`{SUBJECT} vs {BASELINE}` is {BASELINE}'s epoch over {SUBJECT}'s (above 1: {SUBJECT} is faster); "
         f"prepare and memory ratios are {SUBJECT}'s over {BASELINE}'s.",
+        load_note(*meta["load"]) if meta.get("load") else
+        "Load not recorded: rendered from stored rows (`--render-only`).",
         "",
     ]
     by_key = {(r["model"], r["dataset"], r["system"]): r for r in rows}
@@ -121,6 +123,7 @@ def figure(rows: list[dict], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     models = list(dict.fromkeys(r["model"] for r in rows))
     systems = list(dict.fromkeys(r["system"] for r in rows))  # a system keeps its colour in every panel
@@ -139,9 +142,12 @@ def figure(rows: list[dict], path: Path) -> None:
         axes[0][col].set_title(model)
         axes[0][col].set_ylabel("epoch (s)")
         axes[1][col].set_ylabel("peak memory (GiB)")
+        sizes = sorted({_edges(r["dataset"]) for r in rows if r["model"] == model})
         for ax in (axes[0][col], axes[1][col]):
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.set_xticks(sizes, [size_label(e) for e in sizes])  # one labelled tick per graph, no 10^k clutter
+            ax.xaxis.set_minor_locator(NullLocator())
             ax.set_xlabel("edges")
             ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize="small")
@@ -176,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     results = args.results or str(ROOT / (the_campaign.results or "results/scaling.sqlite"))
     from gnnbench.results.frame import frame_records, load_results
 
+    import os
+
+    start_load = os.getloadavg()[0]
     if args.render_only:
         frame = load_results(results)
         sizes = {_edges(d) for b in blocks for d in b["datasets"]}
@@ -188,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     first = next((r for r in rows if ok(r)), rows[0])
     meta = provenance(epochs=first.get("epochs"), warmup=first.get("warmup"), threads=first.get("threads"),
                       cpu=cpu_model(), allocators=sorted({r["allocator"] for r in rows if r.get("allocator")}),
-                      versions=versions("torch", "dgl", "torch_geometric", "numba"))
+                      versions=versions("torch", "dgl", "torch_geometric", "numba"),
+                      load=None if args.render_only else (start_load, os.getloadavg()[0]))
     figure(rows, Path(args.out).parent / "figures" / "scaling.png")
     write_results(args.out, {"meta": meta, "runs": [{k: r.get(k) for k in KEEP} for r in rows]},
                   render(rows, meta))
