@@ -209,6 +209,8 @@ _SAMPLE_RUNS = 16
 _MIN_SHARE_S = 0.05
 #: Timed rounds per candidate under a budget (an unbudgeted tune takes ``reps``).
 _BUDGET_REPS = 3
+#: interleaved full-graph rounds that confirm a sampled winner (Note [confirm on the whole graph])
+_CONFIRM_REPS = 2
 
 
 @dataclass(frozen=True)
@@ -518,7 +520,30 @@ def _tune_one(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool, b
     if times[label] > (1 - _MARGIN) * times[default.label]:
         label = default.label  # within noise of the default: keep the default
     chosen = next(v for v in candidates + second_candidates if v.label == label)
+    if budget_s is not None and chosen.label != default.label and case.nnz < int(task.view.indptr[-1]):
+        chosen = _confirmed_on_whole_graph(task, chosen, rng)
     return chosen, times, first[default.label], case.nnz
+
+
+def _confirmed_on_whole_graph(task: TuneTask, chosen: Variant, rng: np.random.Generator) -> Variant:
+    """``chosen`` if it beats the default on every row of the graph too, else the default.
+
+    Note [confirm on the whole graph]
+        A budgeted search times sampled rows, called again and again, so the
+        rows they gather stay warm in the caches: a variant that gives up
+        prefetching (``pf0``) can win on the sample and lose on the graph. Two
+        first-use runs of GCN on the 4M-edge R-MAT graph, same code and load,
+        chose ``generic/u8/pf0`` and ``generic/u4/pf32`` for the same path and
+        spent 136 and 72 ms per epoch in their kernels (``results/scaling.md``
+        against ``results/bench_training.md``). So a sampled winner must also
+        beat the default over the whole graph, in :data:`_CONFIRM_REPS`
+        interleaved rounds (each variant already matched the default on the
+        sample), before it is cached. The calls are a few full SpMMs: 0.1-0.3 s
+        at 4M edges, a few seconds at 64M.
+    """
+    whole = _Case(task, int(task.view.indptr[-1]), rng)  # every row: no copy of the graph
+    ms = _time_variants([default_variant(), chosen], whole, _CONFIRM_REPS, lambda v, got: None)
+    return chosen if ms[chosen.label] <= (1 - _MARGIN) * ms[default_variant().label] else default_variant()
 
 
 def tune_keys(tasks: Iterable[TuneTask], *, budget_s: float | None = None, reps: int = 5,

@@ -140,3 +140,24 @@ def test_variant_validation_and_round_trip():
         Variant(unroll=3)
     with pytest.raises(ValueError, match="partition must be one of"):
         Variant(partition="cols")
+
+
+@pytest.mark.parametrize("wins_on_whole_graph", [False, True])
+def test_a_sampled_winner_is_kept_only_if_it_wins_on_the_whole_graph(monkeypatch, wins_on_whole_graph):
+    """Note [confirm on the whole graph]: a variant that wins on warm sampled rows must also win on every row."""
+    g = _graph(symmetric=False)
+    total = int(g.view().indptr[-1])
+    monkeypatch.setattr(tuning, "_MIN_SAMPLE_NNZ", 16)  # a sample smaller than this tiny graph
+    calls = []
+
+    def fake_times(variants, case, reps, check):
+        whole = case.nnz == total
+        calls.append(whole)
+        fast = 0.5 if not whole or wins_on_whole_graph else 2.0
+        return {v.label: 1.0 if v == default_variant() else fast for v in variants}
+
+    monkeypatch.setattr(tuning, "_time_variants", fake_times)
+    task = tuning.TuneTask(g.view(), "unweighted", "sum", 8, "float32")
+    chosen, *_ = tuning._tune_one(task, 1, np.random.default_rng(0), False, budget_s=1e-6)
+    assert calls[-1] is True and not any(calls[:-1])  # sampled stages first, then one whole-graph check
+    assert (chosen != default_variant()) == wins_on_whole_graph
