@@ -531,15 +531,22 @@ def _confirmed_on_whole_graph(task: TuneTask, chosen: Variant, rng: np.random.Ge
     Note [confirm on the whole graph]
         A budgeted search times sampled rows, called again and again, so the
         rows they gather stay warm in the caches: a variant that gives up
-        prefetching (``pf0``) can win on the sample and lose on the graph. Two
-        first-use runs of GCN on the 4M-edge R-MAT graph, same code and load,
-        chose ``generic/u8/pf0`` and ``generic/u4/pf32`` for the same path and
-        spent 136 and 72 ms per epoch in their kernels (``results/scaling.md``
-        against ``results/bench_training.md``). So a sampled winner must also
-        beat the default over the whole graph, in :data:`_CONFIRM_REPS`
-        interleaved rounds (each variant already matched the default on the
-        sample), before it is cached. The calls are a few full SpMMs: 0.1-0.3 s
-        at 4M edges, a few seconds at 64M.
+        prefetching (``pf0``) can win on the sample and lose on the graph. So a
+        sampled winner must also beat the default over the whole graph, in
+        :data:`_CONFIRM_REPS` interleaved rounds (each variant already matched
+        the default on the sample), before it is cached. The calls are a few
+        full SpMMs: 0.1-0.3 s at 4M edges, a few seconds at 64M.
+
+        What prompted it, and what it did not explain: two first-use GCN runs
+        at 4M edges on a quiet machine chose ``generic/u8/pf0`` and
+        ``generic/u4/pf32`` for the same path and spent 136 and 72 ms per epoch
+        in their kernels (``results/scaling.md``, ``results/bench_training.md``).
+        With this check every sampled winner fell back to the default, and the
+        kernels still took 134 ms: the gap is not the variant. The same
+        campaign under glibc's malloc took 140 ms with the default variant, so
+        the suspect is how the process's pages are mapped (the feature rows the
+        kernels gather; this machine's transparent huge pages are ``madvise``
+        only), not the tuner. Issue 19's note has the figures.
     """
     whole = _Case(task, int(task.view.indptr[-1]), rng)  # every row: no copy of the graph
     ms = _time_variants([default_variant(), chosen], whole, _CONFIRM_REPS, lambda v, got: None)
