@@ -213,17 +213,12 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
             pairs = [("logits", logits, ref_logits)] + [(f"grad {k}", g, rg) for k, g, rg in
                                                          zip(params, grads, ref_grads)]
             for quantity, got, want in pairs:
-                want = want.detach().numpy()
-                scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want).max(initial=0.0))))
-                bad = compare(got.detach().cpu().numpy(), want, scaled)
+                bad = _mismatch(got, want, tol)
                 if bad:
                     problems.append(f"{row.operator} {quantity} on {where}: {bad}")
             if graph_name == "undirected" and name in _NATIVE_MODELS:
                 problems += _native_problems(row.operator, name, model, graph, initial, x, ref_logits, where)
-        if problems:
-            row.status, row.failed_cases = "failed", row.failed_cases + 1
-            row.failed_graphs.append(graph_name)
-            row.failures.extend(problems[:3])
+        _record(row, graph_name, problems)
     row.seconds = time.perf_counter() - begin
     if row.status == "passed":
         natives = [n for n in _installed_natives()] if name in _NATIVE_MODELS else []
@@ -278,16 +273,11 @@ def _check_gcn_forms(row: CaseResult, system: str, *, dtype: str, device: str, t
         else:
             problems = []
             for (quantity, got), (_, want) in zip(outputs["node"], outputs["edge"]):
-                want = want.detach().cpu().numpy()
                 # each form may be off the exact value by the tolerance, so two correct forms by twice it
-                scaled = Tolerance(2 * tol.rtol, 2 * tol.atol * max(1.0, float(np.abs(want).max(initial=0.0))))
-                bad = compare(got.detach().cpu().numpy(), want, scaled)
+                bad = _mismatch(got, want, tol, times=2)
                 if bad:
                     problems.append(f"{row.operator} {quantity}, node form vs edge form, on {where}: {bad}")
-        if problems:
-            row.status, row.failed_cases = "failed", row.failed_cases + 1
-            row.failed_graphs.append(graph_name)
-            row.failures.extend(problems[:3])
+        _record(row, graph_name, problems)
     row.seconds = time.perf_counter() - begin
     if row.status == "passed":
         row.detail = "node form (scales, unweighted spmm) vs edge form (weighted spmm): logits and parameter " \
@@ -335,3 +325,19 @@ def _native_problems(label, name, model, graph, initial, x, ref_logits, where) -
         if bad:
             problems.append(f"{label} dense formulation vs {native} logits on {where}: {bad}")
     return problems
+
+
+def _mismatch(got: Any, want: Any, tol: Tolerance, times: float = 1.0) -> str | None:
+    """What is wrong with tensor ``got`` against ``want`` within ``times`` the tolerance (absolute part scaled
+    by ``want``'s magnitude), or None."""
+    want = want.detach().cpu().numpy()
+    scaled = Tolerance(times * tol.rtol, times * tol.atol * max(1.0, float(np.abs(want).max(initial=0.0))))
+    return compare(got.detach().cpu().numpy(), want, scaled)
+
+
+def _record(row: CaseResult, graph_name: str, problems: list[str]) -> None:
+    """Marks ``row`` failed on ``graph_name`` with its first three problems, if there are any."""
+    if problems:
+        row.status, row.failed_cases = "failed", row.failed_cases + 1
+        row.failed_graphs.append(graph_name)
+        row.failures.extend(problems[:3])
