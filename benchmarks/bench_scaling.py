@@ -58,9 +58,10 @@ def matrices(sizes: list[str] | None) -> list[dict]:
         return blocks
     known = {size_label(_edges(b["datasets"][0])): b for b in blocks}
     unknown = [s for s in sizes if s not in known]
-    if unknown:
-        raise SystemExit(f"bench_scaling: unknown size {', '.join(unknown)}; "
-                         f"campaigns/scaling.toml has {', '.join(known)}")
+    if unknown:  # bad input: one line, exit status 2
+        print(f"bench_scaling: unknown size {', '.join(unknown)}; campaigns/scaling.toml has {', '.join(known)}",
+              file=sys.stderr)
+        raise SystemExit(2)
     return [known[s] for s in sizes]
 
 
