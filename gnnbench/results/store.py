@@ -120,7 +120,8 @@ RUN_FIELDS: tuple[Field, ...] = (
     _F("prepare_time_s", "REAL", "Time of the system's one-off `prepare` step in seconds."),
     _F("tune_time_s", "REAL", "Seconds spent autotuning the system's kernels for this run before training, apart "
                            "from `prepare_time_s` and from epochs; null when the run did not tune."),
-    _F("peak_memory_bytes", "INTEGER", "Peak memory during training in bytes."),
+    _F("peak_memory_bytes", "INTEGER", "Peak memory of the timed loop above its start, in bytes: the host's resident set on "
+       "the CPU, the framework's CUDA allocator on a GPU (extra.memory_method names which; Note [peak memory])."),
     _F("train_accuracy", "REAL", "Training accuracy, a fraction in [0, 1], of the epoch the selection rule picks: "
                                 "the best-validation epoch by default (`hyperparameters.selection` = `best_val`), "
                                 "else the last; the last epoch's are in `extra.final_accuracy`."),

@@ -8,6 +8,14 @@ Note [peak memory]
     reuse back to the kernel (Note [allocator] in :mod:`gnnbench.run.allocator`).
     Elsewhere the fallback is ``ru_maxrss`` (which cannot
     be reset, so it may under-count) and the row says which method was used.
+
+    On a CUDA device the memory that bounds a run is the GPU's, not the
+    host's: the peak is the framework allocator's high-water mark above what
+    was allocated at the start (``torch.cuda.max_memory_allocated`` after
+    ``reset_peak_memory_stats``; TensorFlow's ``get_memory_info(...)["peak"]``
+    after ``reset_memory_stats``), method ``cuda_allocator``. It counts the
+    tensors the framework allocated, which is every tensor of a run (the
+    producer-only boundary): a system's private device memory would escape it.
 """
 from __future__ import annotations
 
@@ -43,9 +51,10 @@ def _version(package: str) -> str | None:
         return None
 
 
-def machine_info() -> dict:
+def machine_info(device: str = "cpu") -> dict:
+    """Host, platform, CPU and library versions; on a CUDA run also the GPU and its CUDA runtime."""
     libs = {name: v for name in _LIBRARIES if (v := _version(name))}
-    return {
+    info = {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -53,6 +62,12 @@ def machine_info() -> dict:
         "cpu_count": os.cpu_count(),
         "libraries": libs,
     }
+    if device.startswith("cuda"):
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(device)
+        info["cuda"] = torch.version.cuda
+    return info
 
 
 @lru_cache(maxsize=1)
@@ -82,15 +97,27 @@ def _status_kib(key: str) -> int | None:
 
 
 class PeakMemory:
-    """Peak resident memory of a code region above its starting point. See Note [peak memory]."""
+    """Peak memory of a code region above its starting point: the host's, or the GPU's on CUDA.
 
-    def __init__(self):
+    See Note [peak memory].
+
+    Args:
+        device: the run's device (``cpu``, ``cuda`` or ``cuda:N``).
+        framework: ``torch`` or ``tensorflow``, whose allocator holds a CUDA run's memory.
+    """
+
+    def __init__(self, device: str = "cpu", framework: str = "torch"):
+        self.device, self.framework = device, framework
         self.baseline = 0
         self.method = "none"
 
     def start(self) -> None:
         from gnnbench.run.allocator import release_free_memory
 
+        if self.device.startswith("cuda"):
+            self.method = "cuda_allocator"
+            self.baseline = _CudaAllocator(self.device, self.framework).start()
+            return
         release_free_memory()  # a caching allocator's kept blocks would hide reuse from the peak
         try:
             with open("/proc/self/clear_refs", "w") as fh:
@@ -102,8 +129,44 @@ class PeakMemory:
             self.baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     def peak_above_baseline(self) -> int:
+        if self.method == "cuda_allocator":
+            return max(_CudaAllocator(self.device, self.framework).peak() - self.baseline, 0)
         if self.method == "VmHWM":
             peak = (_status_kib("VmHWM") or 0) * 1024
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         return max(peak - self.baseline, 0)
+
+
+class _CudaAllocator:
+    """The framework's CUDA allocator statistics, behind one interface (Note [peak memory])."""
+
+    def __init__(self, device: str, framework: str):
+        self.device, self.framework = device, framework
+
+    def start(self) -> int:
+        """Reset the high-water mark; returns the bytes allocated now."""
+        if self.framework == "tensorflow":
+            import tensorflow as tf
+
+            name = self._tf_name()
+            tf.config.experimental.reset_memory_stats(name)
+            return int(tf.config.experimental.get_memory_info(name)["current"])
+        import torch
+
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        return int(torch.cuda.memory_allocated(self.device))
+
+    def peak(self) -> int:
+        if self.framework == "tensorflow":
+            import tensorflow as tf
+
+            return int(tf.config.experimental.get_memory_info(self._tf_name())["peak"])
+        import torch
+
+        torch.cuda.synchronize(self.device)
+        return int(torch.cuda.max_memory_allocated(self.device))
+
+    def _tf_name(self) -> str:
+        return "GPU:" + (self.device.split(":", 1)[1] if ":" in self.device else "0")

@@ -244,7 +244,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
     time_kernels = info.kind == "kernel" and spec.device == "cpu"  # Note [kernel time]
     tuner = None if info.kind == "native" or not spec.tune else system.hook("tune")
     tuning = _FirstUseTuning(tuner, bound if tuner is not None else None, hyper.epochs, extra, report)
-    memory = PeakMemory()
+    memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tuning.watch(memory)
     if spec.mode == "inference":
@@ -314,7 +314,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
         "optimizer_times": phases.optimizer or None,
         "kernel_times": phases.kernel or None,
         "cpu_model": cpu_model(),
-        "machine": machine_info(),
+        "machine": machine_info(spec.device),
         "git_commit": git_commit(),
         "extra": extra,
     })

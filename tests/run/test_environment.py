@@ -28,3 +28,50 @@ def test_peak_memory_sees_an_allocation_made_after_start():
     if peak.method == "VmHWM":  # ru_maxrss cannot be reset and may under-count (Note [peak memory])
         assert peak.peak_above_baseline() >= 48 * 2**20
     assert peak.peak_above_baseline() >= 0
+
+
+class _FakeCuda:
+    """torch.cuda's allocator statistics, as a run on a GPU would see them."""
+
+    def __init__(self):
+        self.allocated, self.high = 100, 100
+        self.calls = []
+
+    def synchronize(self, device):
+        self.calls.append(("synchronize", device))
+
+    def reset_peak_memory_stats(self, device):
+        self.calls.append(("reset", device))
+        self.high = self.allocated
+
+    def memory_allocated(self, device):
+        return self.allocated
+
+    def max_memory_allocated(self, device):
+        return self.high
+
+    def get_device_name(self, device):
+        return "Fake GPU"
+
+
+def test_peak_memory_on_cuda_is_the_allocators_high_water_mark(monkeypatch):
+    import torch
+
+    fake = _FakeCuda()
+    for name in ("synchronize", "reset_peak_memory_stats", "memory_allocated", "max_memory_allocated"):
+        monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
+    fake.high = 10_000  # a peak from before the region must not count
+    peak = PeakMemory("cuda:0")
+    peak.start()
+    assert peak.method == "cuda_allocator" and fake.calls[:2] == [("synchronize", "cuda:0"), ("reset", "cuda:0")]
+    fake.high = 100 + 5_000
+    assert peak.peak_above_baseline() == 5_000
+
+
+def test_machine_info_names_the_gpu_of_a_cuda_run(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", _FakeCuda().get_device_name)
+    info = machine_info("cuda")
+    assert info["gpu"] == "Fake GPU" and "cuda" in info
+    assert "gpu" not in machine_info()
