@@ -134,6 +134,9 @@ def summary(report, results_path: str) -> str:
              + (f"; {report.known_skips} still unavailable" if report.known_skips else "")]
     if report.dry_run:
         lines += [f"  {t.describe()}" for t in report.todo]
+        if report.unavailable:
+            lines.append(f"would skip {len(report.unavailable)} as unavailable here:")
+            lines += [f"  {t.describe()}: {t.unavailable}" for t in report.unavailable]
     failures = [r for r in report.rows if r.get("status") not in ("ok",)]
     if failures:
         from gnnbench.results.tables import Table

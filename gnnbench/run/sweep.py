@@ -198,6 +198,7 @@ class SweepReport:
     elapsed_s: float = 0.0
     dry_run: bool = False
     todo: list[Task] = field(default_factory=list)
+    unavailable: list[Task] = field(default_factory=list)  # a dry run's tasks that would be skipped, and why
     claimed_elsewhere: int = 0     # being run by another sweep on the same store (Note [claims])
     unsaved: list[tuple[str, str]] = field(default_factory=list)  # (JSON file, store error) of rows not stored
 
@@ -215,6 +216,8 @@ class SweepReport:
                 "dry_run": self.dry_run,
                 "elapsed_s": self.elapsed_s, "counts": self.counts(),
                 "to_run": [t.describe() for t in self.todo] if self.dry_run else None,
+                "would_skip": [{"run": t.describe(), "reason": t.unavailable} for t in self.unavailable]
+                if self.dry_run else None,
                 "runs": [{k: r.get(k) for k in ("id", "status", "error", "system", "model", "dataset", "framework",
                                                 "seed", "epoch_time_median_s")} for r in self.rows]}
 
@@ -538,6 +541,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
         report = SweepReport(campaign.name, len(the_plan.tasks), len(the_plan.stored),
                              known_skips=len(the_plan.known_skips), dry_run=dry_run, todo=the_plan.todo)
         if dry_run:
+            report.unavailable = the_plan.unavailable
             return report
         for task in the_plan.unavailable:
             row = _stamp(task, failure_row(task.spec, "skipped", _skip_error(task)), campaign)

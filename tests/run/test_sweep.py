@@ -349,6 +349,16 @@ def test_cli_reports_the_sweep(tmp_path, capsys):
     assert code == 0 and (report["planned"], report["already_stored"], report["runs"]) == (1, 1, [])
 
 
+def test_dry_run_names_what_it_would_skip_and_why(tmp_path, capsys):
+    db = tmp_path / "r.sqlite"
+    code = cli_main(["sweep", "--systems", "reference,cusparse", "--models", "gcn", "--datasets", TINY,
+                     "--epochs", "6", "--results", str(db), "--dry-run"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and not db.exists()
+    assert out[-2:] == ["would skip 1 as unavailable here:",
+                        f"  cusparse gcn {TINY} torch seed=0: runs on cuda only; use --system mkl on the CPU"]
+
+
 def test_broken_systems_glue_is_up_to_date():
     """`gnnbench gen --check` covers systems/ only; these live under tests/ (Note [external systems])."""
     from gnnbench.dsl.gen import regenerate, spec_paths
