@@ -32,13 +32,18 @@ Note [CSR gradients in torch 2.13]
     every gradient is one of this module's backward kernels, which the
     specs declare and the generated glue calls.
 
-Note [sampled_addmm over-full pattern]
-    On torch 2.13 (CPU) ``torch.sparse.sampled_addmm`` raises "torch.copy_:
-    only sparse compressed tensors with the same number of specified
-    elements" when the CSR pattern stores more entries than it has cells
-    (``nnz > rows * cols``), e.g. one node with two or more parallel self
-    loops. Such a pattern takes a plain gather-and-sum instead (the result is
-    the same; the graph is tiny by construction).
+Note [over-full pattern]
+    A CSR pattern can store more entries than it has cells (``nnz > rows *
+    cols``) only through parallel edges, e.g. one node with three self loops.
+    The vendor routines refuse it: on torch 2.13 (CPU) ``sampled_addmm``
+    raises "torch.copy_: only sparse compressed tensors with the same number
+    of specified elements", and on CUDA (torch 2.11, cuSPARSE 13, H200)
+    ``cusparseCreateCsr`` rejects the descriptor ("dimension mismatch, nnz (3)
+    > matrix size (1)"), so ``torch.mm`` fails too. Such a pattern takes a
+    plain gather-and-sum on both devices (same result; the graph is tiny by
+    construction), so the CPU tests run the code that serves CUDA.
+    ``gnnbench verify --system cusparse --device cuda`` found the CUDA case on
+    its first run on a GPU (graph ``single_node_loops``).
 
 Note [argmax of amax]
     ``torch.sparse.mm(A, x, "amax")`` computes the max but does not return
@@ -106,6 +111,11 @@ class CsrGraph:
     @property
     def nnz(self) -> int:
         return int(self.col.shape[0])
+
+    @property
+    def over_full(self) -> bool:
+        """More stored entries than cells: the vendor routines refuse it (Note [over-full pattern])."""
+        return self.nnz > self.shape[0] * self.shape[1]
 
     def to(self, device: torch.device) -> "CsrGraph":
         """This structure on ``device`` (moved once, then cached)."""
@@ -175,6 +185,10 @@ def _csr(graph: GraphView, like: torch.Tensor) -> CsrGraph:
 def _spmm_into(c: CsrGraph, x: torch.Tensor, weight: torch.Tensor | None, out: torch.Tensor) -> None:
     """``out[r,h] = sum over row r of w[e,h] * x[col,h]`` with one vendor SpMM per head (one in all unweighted)."""
     rows, heads, width = out.shape
+    if c.over_full:  # Note [over-full pattern]
+        gathered = x[c.cols] if weight is None else x[c.cols] * c.per_position(weight)[:, :, None]
+        out.zero_().index_add_(0, c.rows, gathered)
+        return
     if weight is None:
         torch.mm(c.pattern(x.dtype), x.reshape(x.shape[0], heads * width), out=out.view(rows, heads * width))
         return
@@ -185,7 +199,7 @@ def _spmm_into(c: CsrGraph, x: torch.Tensor, weight: torch.Tensor | None, out: t
 
 def spmm_sum(graph, x, weight, out, *, reduce):
     c = _csr(graph, x)
-    _PATHS["spmm_sum"] = "torch.mm(csr)"
+    _PATHS["spmm_sum"] = "gather (pattern has more entries than cells)" if c.over_full else "torch.mm(csr)"
     _spmm_into(c, x, weight, out)
     if reduce == "mean":
         out /= c.clamped(c.row_degree, out.dtype)[:, None, None]
@@ -201,11 +215,11 @@ def spmm_sum_backward(graph, grad_out, weight, grad_x, *, reduce):
 
 def _sampled_dot(c: CsrGraph, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor) -> None:
     """``out[e,h] = <left[row(e),h], right[col(e),h]>`` (canonical order), one vendor SDDMM per head."""
-    pattern = c.pattern(left.dtype)
-    if c.nnz > pattern.shape[0] * pattern.shape[1]:   # Note [sampled_addmm over-full pattern]
+    if c.over_full:   # Note [over-full pattern]
         _PATHS["sddmm_dot"] = "gather (pattern has more entries than cells)"
         c.to_canonical((left[c.rows] * right[c.cols]).sum(-1), out)
         return
+    pattern = c.pattern(left.dtype)
     for h in range(out.shape[1]):
         sampled = torch.sparse.sampled_addmm(pattern, left[:, h, :], right[:, h, :].t(), beta=0.0)
         c.to_canonical(sampled.values(), out[:, h])
@@ -223,15 +237,7 @@ def spmm_weight_backward(graph, x, grad_out, grad_weight, *, reduce):
 
 # ---------------------------------------------------------------- spmm (max)
 def _amax_with_arg(matrix: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Max-reduce SpMM and its winning positions; see Note [sampled_addmm over-full pattern]
-    On torch 2.13 (CPU) ``torch.sparse.sampled_addmm`` raises "torch.copy_:
-    only sparse compressed tensors with the same number of specified
-    elements" when the CSR pattern stores more entries than it has cells
-    (``nnz > rows * cols``), e.g. one node with two or more parallel self
-    loops. Such a pattern takes a plain gather-and-sum instead (the result is
-    the same; the graph is tiny by construction).
-
-Note [argmax of amax]."""
+    """Max-reduce SpMM and its winning positions (Note [argmax of amax])."""
     with torch.enable_grad():
         value, arg = torch.ops.aten._sparse_mm_reduce_impl(matrix, x.detach().requires_grad_(), "amax")
     return value.detach(), arg

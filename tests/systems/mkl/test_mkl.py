@@ -45,8 +45,9 @@ def test_max_uses_the_csr_reduce_kernel_and_reports_it():
     assert report["mkl_available"] is torch.backends.mkl.is_available()
 
 
-def test_parallel_self_loops_on_one_node_do_not_crash_the_vendor_sddmm():
-    """Note [sampled_addmm over-full pattern]: one node with three loops (more entries than cells)."""
+def test_parallel_self_loops_on_one_node_do_not_crash_the_vendor_routines():
+    """Note [over-full pattern]: one node with three loops (more entries than cells) takes the gather path,
+    the one that serves cuSPARSE, which refuses such a pattern for SpMM too."""
     import numpy as np
     import torch
 
@@ -64,5 +65,7 @@ def test_parallel_self_loops_on_one_node_do_not_crash_the_vendor_sddmm():
     out = F.sddmm(mkl, src, dst, op="dot")
     assert out.detach().flatten().tolist() == [1.0, 1.0, 1.0]
     total = F.spmm(mkl, src, weight, reduce="sum")
+    assert total.detach().flatten().tolist() == [2.5, 5.0]         # (1 + 2 - 0.5) * src
     (grad_w,) = torch.autograd.grad(total.sum(), [weight])
     assert grad_w.flatten().tolist() == [3.0, 3.0, 3.0]
+    assert load_system("mkl").hook("report")()["paths"]["spmm_sum"] == "gather (pattern has more entries than cells)"
