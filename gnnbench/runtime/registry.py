@@ -15,6 +15,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -300,18 +301,51 @@ def _import_glue(spec_path: Path, framework: str, name: str):
 
 
 def system_hash(name: str) -> str:
-    """Hash of everything that defines a system's numbers: spec, generated glue, kernel sources."""
+    """Hash of everything that defines a system's numbers: spec, generated glue, kernel sources.
+
+    Note [system hash]
+        A kernel system's hash covers every ``.gnn``, ``.py`` and ``.toml``
+        file of its folder and of every in-tree system folder its sources
+        name (``gnnbench.systems.<other>``), transitively: ``cusparse`` runs
+        ``mkl``'s kernels and ``dgnn`` reuses ``isplib``'s, so a change there
+        changes their hashes too, and no verification of the old code vouches
+        for runs of the new. (It did not, once: cusparse's hash stayed put
+        while systems/mkl/kernels.py was fixed.)
+    """
     info = system_info(name)
     h = hashlib.sha256()
     if info.kind == "kernel":
         folder = Path(info.spec_path).parent
-        for path in sorted(folder.rglob("*")):
-            if path.suffix in (".gnn", ".py", ".toml") and "__pycache__" not in path.parts:
-                h.update(str(path.relative_to(folder)).encode())
-                h.update(path.read_bytes())
+        for owner in _source_folders(folder):
+            for path in sorted(owner.rglob("*")):
+                if path.suffix in (".gnn", ".py", ".toml") and "__pycache__" not in path.parts:
+                    where = path.relative_to(folder) if owner == folder else Path("..", owner.name,
+                                                                                  path.relative_to(owner))
+                    h.update(str(where).encode())
+                    h.update(path.read_bytes())
     else:
         module = importlib.util.find_spec(NATIVE_SYSTEMS[name]["module"])
         if module and module.origin:
             h.update(Path(module.origin).read_bytes())
         h.update(info.version.encode())
     return h.hexdigest()[:16]
+
+
+_NAMED_SYSTEM = re.compile(r"gnnbench\.systems\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _source_folders(folder: Path) -> list[Path]:
+    """``folder`` first, then the in-tree system folders its sources name, transitively (Note [system hash])."""
+    from gnnbench.dsl.gen import systems_root
+
+    root, order, todo = systems_root(), [], [folder]
+    while todo:
+        current = todo.pop(0)
+        if current in order:
+            continue
+        order.append(current)
+        for path in sorted(current.rglob("*.py")):
+            for other in _NAMED_SYSTEM.findall(path.read_text(encoding="utf-8", errors="replace")):
+                if (root / other).is_dir() and (root / other) not in order:
+                    todo.append(root / other)
+    return order

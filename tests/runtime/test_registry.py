@@ -54,3 +54,15 @@ def test_system_hash_is_stable_and_differs_between_systems():
 def test_load_system_refuses_a_framework_without_glue():
     with pytest.raises(UnavailableError, match="system 'reference' is unavailable: has no jax glue"):
         load_system("reference", "jax")
+
+
+def test_system_hash_covers_the_kernel_sources_a_system_borrows():
+    """Note [system hash]: cusparse runs mkl's kernels and dgnn reuses isplib's."""
+    from pathlib import Path
+
+    from gnnbench.runtime.registry import _source_folders, system_info
+
+    folders = lambda name: [f.name for f in _source_folders(Path(system_info(name).spec_path).parent)]  # noqa: E731
+    assert folders("cusparse") == ["cusparse", "mkl"]
+    assert folders("dgnn") == ["dgnn", "isplib"]
+    assert folders("isplib") == ["isplib"]
