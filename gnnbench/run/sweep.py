@@ -155,9 +155,19 @@ class Task:
         return f"{self.key}#{self.occurrence}"
 
     def describe(self) -> str:
+        """``system model dataset framework seed=S``, then every other swept axis off its default
+        (``mode=inference``, ``normalisation=edge``), the round and the fallback."""
         s = self.spec
         text = f"{s.system} {s.model} {self.label} {s.framework} seed={s.seed}"
+        for name, f in config_fields().items():
+            value = getattr(s, name, None)
+            if f.sweep and name not in _DESCRIBED and value is not None and value != f.default:
+                text += f" {f.key}={value}"
         return text + (f" round={self.round}" if self.round else "") + (f" fallback={s.fallback}" if s.fallback else "")
+
+
+#: fields that :meth:`Task.describe` always names, in its own words
+_DESCRIBED = ("system", "model", "dataset", "framework", "seed")
 
 
 @dataclass

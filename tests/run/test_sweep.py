@@ -359,6 +359,16 @@ def test_dry_run_names_what_it_would_skip_and_why(tmp_path, capsys):
                         f"  cusparse gcn {TINY} torch seed=0: runs on cuda only; use --system mkl on the CPU"]
 
 
+def test_a_run_is_described_by_every_swept_axis_off_its_default(tmp_path, capsys):
+    code = cli_main(["sweep", "--systems", "reference", "--models", "gcn", "--datasets", TINY, "--epochs", "6",
+                     "--normalisations", "edge", "--modes", "train,inference", "--results", str(tmp_path / "r.sqlite"),
+                     "--dry-run"])
+    assert code == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"  reference gcn {TINY} torch seed=0 normalisation=edge",
+        f"  reference gcn {TINY} torch seed=0 normalisation=edge mode=inference"]
+
+
 def test_broken_systems_glue_is_up_to_date():
     """`gnnbench gen --check` covers systems/ only; these live under tests/ (Note [external systems])."""
     from gnnbench.dsl.gen import regenerate, spec_paths
