@@ -149,9 +149,55 @@ def run_campaign(the_campaign, results: str | Path | None = None):
     frame = load_results(path)
     # the key the sweep itself matches stored rows by (Note [provenance] in gnnbench/run/sweep.py)
     frame["provenance"] = [key_of(r) for r in frame_records(frame)]
-    frame = frame[frame["provenance"].isin(keys)].drop_duplicates("provenance", keep="last")
+    frame = pool_rounds(frame[frame["provenance"].isin(keys)])
     order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     return frame.sort_values("provenance", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+#: per-epoch samples that rounds of one configuration pool, and the statistic each one's median feeds
+_POOLED = {"epoch_times": "epoch_time_median_s", "forward_times": "forward_median_s",
+           "backward_times": "backward_median_s", "optimizer_times": "optimizer_median_s",
+           "kernel_times": "kernel_median_s"}
+#: one figure per run, summarised over rounds by their median
+_PER_RUN = ("prepare_time_s", "tune_time_s", "peak_memory_bytes", "modeled_time_s")
+
+
+def pool_rounds(frame):
+    """One row per configuration (``provenance``): the rounds' successful runs pooled into one measurement.
+
+    Note [rounds pool]
+        The machine's speed swings within seconds (Note [machine noise] in
+        benchmarks/probe_noise.py), so a campaign repeats its configurations
+        in interleaved rounds. A configuration's row then holds the timed
+        epochs of all its successful rounds, so its median and IQR
+        (:class:`~gnnbench.run.measurement.Measurement`) are over every epoch
+        of every round: the spread between rounds shows as spread, not as
+        a difference between systems. Per-run figures (prepare, tuning, peak
+        memory) are the median over rounds. ``rounds`` counts the runs pooled;
+        a configuration with no successful round keeps its last row.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from gnnbench.run.measurement import Measurement
+
+    pooled = []
+    for _, group in frame.groupby("provenance", sort=False):
+        good = group[group["status"] == "ok"]
+        row = (good if len(good) else group).iloc[-1].copy()
+        row["rounds"] = len(good)
+        if len(good) > 1:
+            for samples, median in _POOLED.items():
+                values = [v for lst in good[samples] if isinstance(lst, list) for v in lst]
+                row[samples] = values or None
+                if values:
+                    row[median] = float(np.median(values))
+            row["epoch_time_iqr_s"] = Measurement(tuple(row["epoch_times"] or ())).iqr
+            for name in _PER_RUN:
+                values = good[name].dropna()
+                row[name] = float(values.median()) if len(values) else None
+        pooled.append(row)
+    return pd.DataFrame(pooled, columns=[*frame.columns, "rounds"]) if pooled else frame.assign(rounds=0)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (NOISE_NOTE, ROOT, Table, campaign, cpu_model, epoch_ms, load_note, mib, ok,  # noqa: E402
-                     provenance, run_campaign, versions, write_results)
+                     pool_rounds, provenance, run_campaign, versions, write_results)
 
 try:
     import tomllib
@@ -76,6 +76,8 @@ def render(rows: list[dict], meta: dict) -> str:
         "",
         f"R-MAT graphs, 128 features, hidden 64; {meta['epochs']} epochs ({meta['warmup']} untimed warm-ups), "
         f"threads {meta['threads']}; CPU: {meta['cpu']}; allocator: {', '.join(meta['allocators']) or '-'}.",
+        f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed epochs pooled "
+        f"(Note [rounds pool] in benchmarks/_common.py); per-run figures are the median over rounds.",
         f"Epoch = forward + backward + optimizer, median in ms; prepare and tune in seconds, apart from epochs; "
         f"memory = peak RSS above the pre-training baseline in MiB. Each run is its own process; {NOISE_NOTE}.",
         f"`{SUBJECT} vs {BASELINE}` is {BASELINE}'s epoch over {SUBJECT}'s (above 1: {SUBJECT} is faster); "
@@ -161,7 +163,7 @@ def figure(rows: list[dict], path: Path) -> None:
 KEEP = ("id", "status", "error", "system", "system_hash", "verified", "model", "dataset", "dataset_nodes",
         "dataset_edges", "framework", "epochs", "warmup", "threads", "allocator", "epoch_time_median_s",
         "epoch_time_iqr_s", "prepare_time_s", "tune_time_s", "peak_memory_bytes", "kernel_median_s",
-        "test_accuracy", "epoch_times", "git_commit")
+        "test_accuracy", "epoch_times", "git_commit", "rounds")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,15 +173,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--systems", default=None, help="comma-separated systems (default: the campaign's)")
     p.add_argument("--models", default=None, help="comma-separated models (default: gcn,sage,gin)")
     p.add_argument("--epochs", type=int, default=None, help="epochs per run, warm-ups included (default: 8)")
+    p.add_argument("--rounds", type=int, default=None, help="interleaved runs of every configuration, pooled "
+                                                           "(default: the campaign's, 1)")
     p.add_argument("--results", default=None, help="results database (default: results/scaling.sqlite)")
     p.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
     p.add_argument("--out", default=str(ROOT / "results" / "scaling"), help="output path without suffix")
     args = p.parse_args(argv)
 
+    from gnnbench.errors import UserError
+
+    try:
+        return _run(args)
+    except UserError as error:  # bad flags or a missing database: one line, exit status 2
+        print(f"bench_scaling: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
     blocks = matrices(args.sizes.split(",") if args.sizes else None)
     the_campaign = campaign("scaling", matrix=blocks, epochs=args.epochs,
                             systems=args.systems.split(",") if args.systems else None,
-                            models=args.models.split(",") if args.models else None)
+                            models=args.models.split(",") if args.models else None, rounds=args.rounds)
     results = args.results or str(ROOT / (the_campaign.results or "results/scaling.sqlite"))
     from gnnbench.results.frame import frame_records, load_results
 
@@ -187,9 +201,13 @@ def main(argv: list[str] | None = None) -> int:
 
     start_load = os.getloadavg()[0]
     if args.render_only:
+        from gnnbench.run.sweep import provenance as key_of
+
         frame = load_results(results)
+        frame["provenance"] = [key_of(r) for r in frame_records(frame)]
         sizes = {_edges(d) for b in blocks for d in b["datasets"]}
-        rows = [r for r in frame_records(frame) if r["dataset"].startswith("rmat:") and _edges(r["dataset"]) in sizes]
+        rows = [r for r in frame_records(pool_rounds(frame))
+                if r["dataset"].startswith("rmat:") and _edges(r["dataset"]) in sizes]
     else:
         rows = frame_records(run_campaign(the_campaign, results))
     if not rows:
@@ -197,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     first = next((r for r in rows if ok(r)), rows[0])
     meta = provenance(epochs=first.get("epochs"), warmup=first.get("warmup"), threads=first.get("threads"),
+                      rounds=max((r.get("rounds") or 0 for r in rows), default=0),
                       cpu=cpu_model(), allocators=sorted({r["allocator"] for r in rows if r.get("allocator")}),
                       versions=versions("torch", "dgl", "torch_geometric", "numba"),
                       load=None if args.render_only else (start_load, os.getloadavg()[0]))

@@ -53,3 +53,16 @@ def test_table_sets_isplib_against_dgl_native_per_size(bench, tmp_path):
     assert "- 64M sage dgl-native: oom: out of memory" in text
     bench.figure(rows, tmp_path / "scaling.png")
     assert (tmp_path / "scaling.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rounds", "0"], "bench_scaling: campaigns/scaling.toml [[matrix]] #1: 'rounds' must be an integer in "
+                        "[1, 10000] (got 0)\n"),
+    (["--render-only", "--results", "{tmp}/none.sqlite"], "bench_scaling: no results database at {tmp}/none.sqlite; "
+     "run `gnnbench run` or `gnnbench sweep` first, or pass --results PATH\n"),
+])
+def test_bad_flags_are_one_line_and_exit_status_2(bench, tmp_path, capsys, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert bench.main(["--sizes", "4M", *argv, "--out", str(tmp_path / "scaling")]) == 2
+    assert capsys.readouterr().err == message.replace("{tmp}", str(tmp_path))
+    assert not (tmp_path / "scaling.md").exists()
