@@ -15,7 +15,7 @@ The table gives, per model and graph, each system's median epoch, its
 ``prepare_time_s``, ``tune_time_s`` and peak memory (resident memory above the
 pre-training baseline, Note [peak memory] in :mod:`gnnbench.run.environment`),
 and isplib's speedup over dgl-native (above 1: isplib is faster). The figure
-(``results/figures/scaling.png``) plots epoch time and peak memory against
+(``results/figures/scaling.png``, named after ``--out``) plots epoch time and peak memory against
 edges, one panel per model.
 
 Results go to ``results/scaling.json``, ``results/scaling.md`` and the figure.
@@ -219,7 +219,7 @@ def _run(args) -> int:
                       cpu=cpu_model(), allocators=sorted({r["allocator"] for r in rows if r.get("allocator")}),
                       versions=versions("torch", "dgl", "torch_geometric", "numba"),
                       load=None if args.render_only else (start_load, os.getloadavg()[0]))
-    figure(rows, Path(args.out).parent / "figures" / "scaling.png")
+    figure(rows, Path(args.out).parent / "figures" / f"{Path(args.out).name}.png")  # scaling.png by default
     write_results(args.out, {"meta": meta, "runs": [{k: r.get(k) for k in KEEP} for r in rows]},
                   render(rows, meta))
     return 0
