@@ -12,11 +12,12 @@ Note [machine noise]
     gathers summed, the access pattern of a CSR SpMM with average degree 32),
     alternately on every thread numba has and on one thread, for ``seconds``.
 
-    On the 2-core machine gnnbench is developed on (2026-11-30, load average
-    0.1, nothing else running) the two-thread loop took 79 to 150 ms within
-    one minute, and isplib's kernels in two identical GCN runs minutes apart
-    took 72 and 134 ms an epoch. The single-thread loop moved much less, so
-    the swing is the second core being lent elsewhere, not our code. Hence
+    On the 2-core machine gnnbench is developed on, with nothing else running
+    (load average 0.0, 2026-12-01, results/machine_noise.md), 111 calls of
+    the two-thread loop took 76 to 200 ms (median 134) within 40 s, and the
+    one-thread loop 170 to 361 ms; isplib's kernels in two identical GCN runs
+    minutes apart took 72 and 134 ms an epoch. Identical work, 2x apart: the
+    machine is shared with tenants we cannot see. Hence
     the rules the benchmarks follow: compare systems only inside one sweep,
     whose rounds interleave them (Note [sweep order]); repeat rounds and take
     the median per system; quote ratios with their spread; never set a
