@@ -75,3 +75,19 @@ def test_fused_dense_ops_match_their_unfused_forms_with_gradients():
             assert (a is None) == (c is None)
             if a is not None:
                 torch.testing.assert_close(a, c, rtol=1e-12, atol=1e-12)
+
+
+def test_loss_over_masked_rows_matches_the_gathered_rows_with_gradients():
+    F = TorchFrontend(dtype="float64")
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(9, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([0, 3, 1, 2, 2, 0, 1, 3, 0])
+    mask = torch.tensor([True, False, True, True, False, False, True, True, False])
+    loss = F.nll_loss(F.log_softmax(logits), labels, mask)
+    (grad,) = torch.autograd.grad(loss, logits)
+    expected = torch.nn.functional.nll_loss(torch.log_softmax(logits, -1)[mask], labels[mask])
+    (expected_grad,) = torch.autograd.grad(expected, logits)
+    torch.testing.assert_close(loss, expected, rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-14, atol=1e-14)
+    assert torch.all(grad[~mask] == 0)
+    assert torch.isnan(F.nll_loss(F.log_softmax(logits), labels, torch.zeros(9, dtype=torch.bool)))
