@@ -67,7 +67,7 @@ class GCN(GNN):
             dst_scale = F.graph_tensor(graph, "gcn_dst_scale", dst_scale.reshape(-1, 1))
             src_scale = F.graph_tensor(graph, "gcn_src_scale", src_scale.reshape(-1, 1))
             h = F.spmm(graph, F.mul(F.matmul(x, p["weight"]), src_scale), None, reduce="sum")
-            return F.add(F.mul(h, dst_scale), p["bias"])
+            return F.mul_add(h, dst_scale, p["bias"])
 
         params = {"weight": ((in_dim, out_dim), glorot), "bias": ((out_dim,), zeros)}
         return Conv(params, forward_node if form == "node" else forward_edge)

@@ -7,7 +7,10 @@ with a two-layer MLP (Linear, ReLU, Linear) per convolution; aggregation is
 ``spmm(reduce=sum)`` over A (no self loops: the node's own term is explicit).
 
 Defaults (common node-classification settings, as PyG's examples): 2 layers,
-hidden 64, dropout 0.5, lr 0.01, weight decay 5e-4.
+hidden 64, dropout 0.5, lr 0.01, weight decay 5e-4. With ``epsilon = 0`` the
+self term is ``x`` itself: multiplying by 1.0 would cost a full ``[N, F]``
+pass forward and backward for nothing (Note [fused dense ops] in
+``gnnbench/frameworks/torch_frontend.py``).
 """
 from __future__ import annotations
 
@@ -25,9 +28,9 @@ class GIN(GNN):
 
         def forward(F, p, graph, x):
             agg = F.spmm(graph, x, None, reduce="sum")
-            h = F.add(F.mul(x, 1.0 + EPSILON), agg)
-            h = F.relu(F.add(F.matmul(h, p["weight1"]), p["bias1"]))
-            return F.add(F.matmul(h, p["weight2"]), p["bias2"])
+            h = F.add(x if EPSILON == 0.0 else F.mul(x, 1.0 + EPSILON), agg)  # GIN-0: no identity multiply
+            h = F.relu(F.linear(h, p["weight1"], p["bias1"]))
+            return F.linear(h, p["weight2"], p["bias2"])
 
         return Conv({
             "weight1": ((in_dim, hidden), glorot), "bias1": ((hidden,), zeros),

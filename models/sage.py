@@ -27,7 +27,7 @@ class SAGE(GNN):
                 neigh = F.spmm(graph, F.matmul(x, p["weight_neigh"]), None, reduce="mean")
             else:
                 neigh = F.matmul(F.spmm(graph, x, None, reduce="mean"), p["weight_neigh"])
-            return F.add(F.add(F.matmul(x, p["weight_root"]), neigh), p["bias"])
+            return F.add(F.linear(x, p["weight_root"], p["bias"]), neigh)
 
         return Conv({
             "weight_root": ((in_dim, out_dim), glorot),

@@ -173,11 +173,19 @@ class TensorFlowFrontend:
     def matmul(self, x, w):
         return tf.matmul(x, w)
 
+    def linear(self, x, w, b):
+        """``x @ w + b`` (Note [fused dense ops] in ``torch_frontend.py``)."""
+        return tf.nn.bias_add(tf.matmul(x, w), b)
+
     def add(self, a, b):
         return a + b
 
     def mul(self, a, b):
         return a * b
+
+    def mul_add(self, a, b, c):
+        """``a * b + c`` (Note [fused dense ops] in ``torch_frontend.py``)."""
+        return a * b + c
 
     def reshape(self, x, shape):
         return tf.reshape(x, shape)

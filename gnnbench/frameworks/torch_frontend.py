@@ -4,6 +4,29 @@ Models are written once against this small surface (dense layers,
 activations, dropout, loss) plus the system API's graph operators, which go
 to the system's generated glue. The TensorFlow frontend implements the same
 names.
+
+Note [fused dense ops]
+    The loop's share outside the kernels is the same code for every system,
+    and it bounds every system's epoch (``results/bench_training.md``), so
+    the op set offers the fused forms a library layer would use:
+    ``linear(x, w, b) = x @ w + b`` (``torch.addmm``, as ``nn.Linear`` and
+    DGL's layers do) and ``mul_add(a, b, c) = a * b + c`` (``torch.addcmul``).
+    Each saves one full ``[N, F]`` pass and one temporary per call against
+    ``add(matmul(x, w), b)``, in the forward and in the backward. Only
+    rounding may differ from the unfused forms (the bias is added inside the
+    product's accumulation). TensorFlow composes them from its own ops.
+    ``benchmarks/bench_loop_share.py`` measures what each saves.
+
+Note [loss without a gather]
+    The training loss averages over the training rows only. Gathering them
+    (``log_probs[mask]``) costs a ``nonzero`` over the mask, a copy of the
+    kept rows, and in the backward a zero-filled ``[N, C]`` gradient plus a
+    scatter; ``nonzero`` is a two-pass parallel op whose time grows sharply
+    when the cores are shared. Giving the other rows the ignored label
+    instead (``nll_loss(..., ignore_index)``) computes the same mean in one
+    pass, and its backward writes the zeros directly. At 131,072 rows it took
+    half the time of the gather on this machine, forward and backward
+    (``benchmarks/bench_loop_share.py``).
 """
 from __future__ import annotations
 
@@ -15,9 +38,31 @@ import torch.nn.functional as TF
 
 from gnnbench.runtime.fallback import find_operator
 from gnnbench.runtime.glue import BoundGraph
-from .dropout import dropout_mask
+from .dropout import dropout_apply, dropout_mask
 
 __all__ = ["TorchFrontend"]
+
+#: the label of rows outside the loss's mask (Note [loss without a gather])
+_IGNORED = -100
+
+
+class _Dropout(torch.autograd.Function):
+    """``x * mask`` with the mask drawn on the fly, forward and backward (Note [fused dropout])."""
+
+    @staticmethod
+    def forward(ctx, x, seed: int, call: int, p: float):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        dropout_apply(seed, call, x.detach().numpy(), p, out.numpy())
+        ctx.key = (seed, call, p)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        grad_x = torch.empty_like(grad)
+        dropout_apply(ctx.key[0], ctx.key[1], grad.numpy(), ctx.key[2], grad_x.numpy())
+        return grad_x, None, None, None
 
 
 class TorchFrontend:
@@ -75,11 +120,19 @@ class TorchFrontend:
     def matmul(self, x, w):
         return x @ w
 
+    def linear(self, x, w, b):
+        """``x @ w + b`` as one ``addmm`` (Note [fused dense ops])."""
+        return torch.addmm(b, x, w)
+
     def add(self, a, b):
         return a + b
 
     def mul(self, a, b):
         return a * b
+
+    def mul_add(self, a, b, c):
+        """``a * b + c`` as one ``addcmul`` (Note [fused dense ops])."""
+        return torch.addcmul(c, a, b)
 
     def reshape(self, x, shape):
         return x.reshape(shape)
@@ -100,19 +153,26 @@ class TorchFrontend:
         return TF.leaky_relu(x, slope)
 
     def dropout(self, x, p: float, training: bool):
-        """Inverted dropout with the framework-neutral mask of this call (see :meth:`seed`)."""
+        """Inverted dropout with the framework-neutral mask of this call (see :meth:`seed`).
+
+        On the CPU the mask is drawn on the fly, in the forward and again in
+        the backward (Note [fused dropout]); elsewhere it is a tensor.
+        """
         if p <= 0 or not training:
             return x
-        dtype = np.float64 if x.dtype == torch.float64 else np.float32
-        mask = dropout_mask(self._seed, self._dropout_calls, tuple(x.shape), p, dtype)
+        call = self._dropout_calls
         self._dropout_calls += 1
-        return x * torch.from_numpy(mask).to(x.device)
+        if x.device.type == "cpu":
+            return _Dropout.apply(x, self._seed, call, float(p))
+        dtype = np.float64 if x.dtype == torch.float64 else np.float32
+        return x * torch.from_numpy(dropout_mask(self._seed, call, tuple(x.shape), p, dtype)).to(x.device)
 
     def log_softmax(self, x):
         return TF.log_softmax(x, dim=-1)
 
     def nll_loss(self, log_probs, labels, mask):
-        return TF.nll_loss(log_probs[mask], labels[mask])
+        """Mean negative log-likelihood over the rows where ``mask`` holds (Note [loss without a gather])."""
+        return TF.nll_loss(log_probs, torch.where(mask, labels, _IGNORED), ignore_index=_IGNORED)
 
     def accuracy(self, logits, labels, mask) -> float:
         pred = logits[mask].argmax(-1)

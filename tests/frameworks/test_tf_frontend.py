@@ -34,7 +34,9 @@ def test_dense_ops_match_torch(frontends):
     mask = np.array([True, False, True, True, False, True])
     for op in (lambda F, x: F.matmul(x, F.tensor(w)), lambda F, x: F.relu(x), lambda F, x: F.elu(x),
                lambda F, x: F.leaky_relu(x, 0.2), lambda F, x: F.log_softmax(x), lambda F, x: F.sum(x, -1),
-               lambda F, x: F.mean(x, 0), lambda F, x: F.reshape(F.mul(x, 2.0), (-1, 2, 2))):
+               lambda F, x: F.mean(x, 0), lambda F, x: F.reshape(F.mul(x, 2.0), (-1, 2, 2)),
+               lambda F, x: F.linear(x, F.tensor(w), F.tensor(w[0])),
+               lambda F, x: F.mul_add(x, F.tensor(a[:, :1]), F.tensor(a[0]))):
         np.testing.assert_allclose(_np(op(Ff, Ff.tensor(a))), _np(op(Ft, Ft.tensor(a))), rtol=1e-6, atol=1e-6)
     logits = rng.standard_normal((6, 3)).astype(np.float32)
     for F in frontends:

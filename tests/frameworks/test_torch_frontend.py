@@ -43,3 +43,51 @@ def test_loss_accuracy_and_an_optimizer_step():
     F.backward(loss)
     F.step(opt)
     assert F.accuracy(F.matmul(x, w), labels, mask) == 1.0  # one step moved both rows to their labels
+
+
+def test_fused_dropout_backward_is_the_same_mask_and_saves_no_tensor():
+    F = TorchFrontend()
+    F.seed(2)
+    x = torch.randn(40, 9, requires_grad=True)
+    out = F.dropout(x, 0.4, True)
+    mask = torch.from_numpy(dropout_mask(2, 0, (40, 9), 0.4))
+    assert torch.equal(out, x.detach() * mask)
+    assert out.grad_fn.saved_tensors == ()  # Note [fused dropout]: the backward redraws the mask
+    out.backward(torch.full((40, 9), 3.0))
+    assert torch.equal(x.grad, 3.0 * mask)
+
+
+def test_fused_dense_ops_match_their_unfused_forms_with_gradients():
+    F = TorchFrontend(dtype="float64")
+    g = torch.Generator().manual_seed(0)
+    x, w, b, s = (torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
+                  for shape in ((7, 5), (5, 3), (3,), (7, 1)))
+    for fused, unfused in ((lambda: F.linear(x, w, b), lambda: F.add(F.matmul(x, w), b)),
+                           (lambda: F.mul_add(F.matmul(x, w), s, b), lambda: F.add(F.mul(F.matmul(x, w), s), b))):
+        grads = []
+        for form in (fused, unfused):
+            for t in (x, w, b, s):
+                t.grad = None
+            out = form()
+            out.square().sum().backward()
+            grads.append((out.detach(), *(t.grad for t in (x, w, b, s))))
+        for a, c in zip(*grads):
+            assert (a is None) == (c is None)
+            if a is not None:
+                torch.testing.assert_close(a, c, rtol=1e-12, atol=1e-12)
+
+
+def test_loss_over_masked_rows_matches_the_gathered_rows_with_gradients():
+    F = TorchFrontend(dtype="float64")
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(9, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([0, 3, 1, 2, 2, 0, 1, 3, 0])
+    mask = torch.tensor([True, False, True, True, False, False, True, True, False])
+    loss = F.nll_loss(F.log_softmax(logits), labels, mask)
+    (grad,) = torch.autograd.grad(loss, logits)
+    expected = torch.nn.functional.nll_loss(torch.log_softmax(logits, -1)[mask], labels[mask])
+    (expected_grad,) = torch.autograd.grad(expected, logits)
+    torch.testing.assert_close(loss, expected, rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-14, atol=1e-14)
+    assert torch.all(grad[~mask] == 0)
+    assert torch.isnan(F.nll_loss(F.log_softmax(logits), labels, torch.zeros(9, dtype=torch.bool)))

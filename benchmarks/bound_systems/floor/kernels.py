@@ -9,13 +9,21 @@ system fails verification on purpose; only its time means something
 activations at the scale of the inputs: unnormalised sums grow with the
 degree at every layer, and the framework's share of the epoch then slows
 down on the overflowing values, which would muddy the bound.
+
+It tunes on first use as isplib does, with isplib's ``tune`` hook, so that
+its mean paths (which isplib's own models seldom run at every width) get the
+tuned loop rather than the default one. Tuned or not, its SpMMs took longer
+than DGL's ``GSpMM`` over the same graph in one process
+(``results/bench_loop_share.md``: SAGE 151 vs 81 ms, GIN 183 vs 111 ms per
+epoch), and longer than isplib's own GCN sums: it bounds gnnbench's loop
+with isplib's row loop, not what any kernel could reach.
 """
 from __future__ import annotations
 
-from gnnbench.systems.isplib.kernels import spmm_sum as _isplib_sum
+from gnnbench.systems.isplib.kernels import spmm_sum as _isplib_sum, tune
 from gnnbench.systems.isplib.prepared import prepare
 
-__all__ = ["spmm_sum", "spmm_sum_backward", "spmm_weight_backward", "prepare"]
+__all__ = ["spmm_sum", "spmm_sum_backward", "spmm_weight_backward", "prepare", "tune"]
 
 
 def spmm_sum(graph, x, weight, out, *, reduce):
