@@ -103,7 +103,10 @@ Note [peak memory of isplib]
     model; the 83 MiB between the gnnbench model and DGL's own (166 bytes
     a node) is the model's layer arithmetic (:mod:`models.sage`), which
     every kernel system shares, so cutting it is the model's job, not a
-    kernel's.
+    kernel's. GIN at 4M (issue 19: 1.12x) did not reproduce: 452 MiB
+    against 447 (``dgl``) and 447 (dgl-native) under glibc, and with
+    tcmalloc and first-use tuning 449 and 450 MiB against dgl-native's 472
+    in alternating runs.
 
 Note [tuning lookup]
     Entries are keyed ``(weighting, reduce, width, dtype)`` within one
