@@ -179,8 +179,13 @@ class Graph:
     @property
     def out_degree(self) -> np.ndarray:
         if "out_degree" not in self._cache:
-            deg = np.bincount(self.indices, minlength=self.num_nodes).astype(np.float32)
-            self._cache["out_degree"] = _readonly(deg)
+            from gnnbench.runtime.csr_transpose import column_counts  # Note [parallel transpose]
+
+            if "transpose" in self._cache:  # the transpose's row lengths are the out-degrees
+                counts = np.diff(self._cache["transpose"][0].astype(np.int64))
+            else:
+                counts = column_counts(self.indices, self.num_nodes)
+            self._cache["out_degree"] = _readonly(counts.astype(np.float32))
         return self._cache["out_degree"]
 
     def gcn_norm(self) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 from gnnbench.runtime.graph import GraphView
 from gnnbench.systems.isplib.prepared import IsplibGraph
 from gnnbench.systems.isplib.tuning import TuneResult, TuneTask, tune_keys
+from gnnbench.systems.isplib.variant import default_variant
 
 __all__ = ["pending_tasks", "tune_pending"]
 
@@ -51,5 +52,6 @@ def tune_pending(views: Iterable[GraphView], *, budget_s: float | None,
     for view in views:
         prepared: IsplibGraph = view.prepared
         mine = {key[1:]: v for key, v in result.choices.items() if key[0] == prepared.orientation}
+        mine.update({key[1:]: default_variant() for key in result.narrow if key[0] == prepared.orientation})
         prepared.add_variants(mine)
     return result

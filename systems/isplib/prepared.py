@@ -60,13 +60,53 @@ Note [prepare at scale]
     ==========  ==================  ==================  =====================
 
     So isplib's prepare is now on par with DGL's construction in time and
-    holds 20-40 % less memory (it keeps no COO). What is left is the one-core
-    counting sort of the transpose (about 200 ns an edge at 64M, a random
-    16-byte scatter per edge) and the degree vectors of both views
-    (``bincount`` over the indices): both single-threaded NumPy, both in
-    :mod:`gnnbench.runtime`, candidates for a parallel numba pass. A cold
-    numba cache adds 55 s of compilation to the first prepare (``warm_up``
-    after a source change), a one-time cost DGL, being precompiled, never pays.
+    holds 20-40 % less memory (it keeps no COO). What was left was the
+    one-core counting sort of the transpose (about 200 ns an edge at 64M, a
+    random 16-byte scatter per edge) and the out-degrees (``bincount`` over
+    the indices). Both now run on every thread (Note [parallel transpose] in
+    :mod:`gnnbench.runtime.csr_transpose`; ``Graph.out_degree`` reads the
+    transpose's row lengths, or counts in parallel). Interleaved in one
+    process (``benchmarks/bench_prepare.py``, graph with self loops, 2
+    shared cores, load 1.4-4.0; 5 rounds, 3 at 64M; medians, ratios are
+    medians of per-round ratios with their range):
+
+    ==========  =====================  ==========================================
+    edges       transpose, 1 core /    isplib prepare / DGL build
+                parallel
+    ==========  =====================  ==========================================
+    4M          0.87x (0.83-0.92)      0.93x (0.87-0.99)
+    16M         2.00x (1.78-2.27)      0.77x (0.68-1.27); 0.94 s against 1.23 s
+    64M         1.93x (1.58-2.00)      0.76x (0.60-1.01); 7.3 s against 9.7 s,
+                                       of which the transpose 3.4 s (6.4 s on one core)
+    ==========  =====================  ==========================================
+
+    At 4M the whole cursor array sits in cache and the extra passes of the
+    parallel sort (histogram rows, column sums) cost what the second core
+    gains on a loaded machine; from 16M the scatter's cache misses dominate
+    and two cores halve it. A cold numba cache adds 55 s of compilation to
+    the first prepare (``warm_up`` after a source change), a one-time cost
+    DGL, being precompiled, never pays.
+
+Note [peak memory of isplib]
+    A run's peak is measured above the resident set after ``prepare``
+    (Note [peak memory] in :mod:`gnnbench.run.environment`), so what
+    ``prepare`` holds (both views, edge ids, degrees) is not in it. In the
+    epochs isplib's kernels allocate nothing: outputs are the framework's,
+    the mean's scales are ``N``-long (``inv_row_degree``,
+    ``inv_col_degree``, built once), and unweighted paths never read the
+    transposed view's edge ids. SAGE's peak over dgl-native's (issue 19:
+    1.05x at 16M, 1.08x at 64M) is the shared model's, not isplib's: SAGE
+    on the 16M R-MAT graph, 4 epochs, one process each, glibc malloc, peak
+    above the baseline: isplib 1322 MiB, ``dgl`` (DGL's kernels under the
+    same gnnbench SAGE) 1344 MiB, ``mkl`` 1612 MiB, dgl-native (DGL's own
+    ``SAGEConv``) 1239 MiB. isplib is below DGL's kernels under the same
+    model; the 83 MiB between the gnnbench model and DGL's own (166 bytes
+    a node) is the model's layer arithmetic (:mod:`models.sage`), which
+    every kernel system shares, so cutting it is the model's job, not a
+    kernel's. GIN at 4M (issue 19: 1.12x) did not reproduce: 452 MiB
+    against 447 (``dgl``) and 447 (dgl-native) under glibc, and with
+    tcmalloc and first-use tuning 449 and 450 MiB against dgl-native's 472
+    in alternating runs.
 
 Note [tuning lookup]
     Entries are keyed ``(weighting, reduce, width, dtype)`` within one
