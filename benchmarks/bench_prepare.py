@@ -29,29 +29,24 @@ import time
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import provenance, write_results  # noqa: E402
 
 
-@njit  # no disk cache: the tests load this file under another module name
-def _serial_scatter(indptr, indices, cursor, indices_t, edge_ids):
-    for i in range(indptr.shape[0] - 1):
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            q = cursor[j]
-            indices_t[q] = i
-            edge_ids[q] = p
-            cursor[j] = q + 1
-
-
 def _serial_transpose(indptr, indices, n):
-    indptr_t = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(indices, minlength=n), out=indptr_t[1:])
-    indices_t, edge_ids = np.empty_like(indices), np.empty_like(indices)
-    _serial_scatter(indptr, indices, indptr_t[:-1].copy(), indices_t, edge_ids)
-    return indptr_t, indices_t, edge_ids
+    """The one-core baseline: the library's counting sort as one block on one thread, which is the
+    serial sort that Note [parallel transpose] replaced (one histogram, one scatter in row order)."""
+    import numba
+
+    from gnnbench.runtime.csr_transpose import transpose_csr
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return transpose_csr(indptr, indices, n, blocks=1)
+    finally:
+        numba.set_num_threads(previous)
 
 
 def render(title: str, samples: dict[str, list[float]], load: list[float], threads: int) -> str:
