@@ -13,6 +13,7 @@ from gnnbench.systems.isplib import tuning
 from gnnbench.systems.isplib.first_use import pending_tasks, tune_pending
 from gnnbench.systems.isplib.prepared import prepare
 from gnnbench.systems.isplib.variant import default_variant
+from tests.systems.isplib.fake_clock import FakeClock, faster_than_default
 
 TINY = "sbm:nodes=300,classes=3,features=16,degree=6,seed=2"
 
@@ -98,10 +99,10 @@ def test_large_graphs_are_timed_on_sampled_rows(cache_dir, monkeypatch):
     assert 4000 <= nnz < 4000 + 16 * 40  # about the target, up to a row per run
     assert tuning._sample_segments(indptr, 10**6) is None  # small graphs are timed whole
     monkeypatch.setattr(tuning, "_MIN_SAMPLE_NNZ", 2000)
-    # a slow machine, whatever this one is doing: the budget then buys fewer nonzeros than the graph has
-    monkeypatch.setattr(tuning, "_probe_ms_per_nnz", lambda case: 1e-3)
+    # a slow machine, measured on a fake clock (1 us a nonzero, compiling free), so CI's speed cannot matter:
+    # 5 s then buys about 30k of the 40k nonzeros
+    FakeClock(faster_than_default).install(monkeypatch)
     task = tuning.TuneTask(g.view(transposed=True), "weighted", "mean", 8, "float32")
-    # 5 s buys about 30k of the 40k nonzeros at the faked 1 us each; the real calls take far less
     chosen, times, default_ms, sample_nnz = tuning._tune_one(task, 1, np.random.default_rng(0), True, 5.0)
     assert sample_nnz < g.num_edges and default_variant().label in times and chosen.label in times
 

@@ -12,6 +12,7 @@ from gnnbench.systems import isplib
 from gnnbench.systems.isplib import kernels as K
 from gnnbench.systems.isplib import tuning
 from gnnbench.systems.isplib.variant import Variant, default_variant
+from tests.systems.isplib.fake_clock import FakeClock, faster_than_default
 
 
 @pytest.fixture
@@ -163,34 +164,6 @@ def test_a_sampled_winner_is_kept_only_if_it_wins_on_the_whole_graph(monkeypatch
     assert (chosen != default_variant()) == wins_on_whole_graph
 
 
-class _FakeClock:
-    """Seconds that pass only inside kernel calls: ``cost_s(variant, nonzeros)`` each (Note [hard tuning budget])."""
-
-    def __init__(self, cost_s):
-        self.now, self.cost_s, self.longest = 0.0, cost_s, 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def install(self, monkeypatch) -> "_FakeClock":
-        real = tuning.run_variant
-
-        def run_variant(v, bounds, indptr, *args):
-            real(v, bounds, indptr, *args)
-            cost = self.cost_s(v, int(indptr[-1]))
-            self.now += cost
-            self.longest = max(self.longest, cost)
-
-        monkeypatch.setattr(tuning, "_clock", self)
-        monkeypatch.setattr(tuning, "run_variant", run_variant)
-        return self
-
-
-def _faster_than_default(v, nnz):
-    """1 us per nonzero for the default, 0.8 us for every other variant: a winner the tuner must find."""
-    return nnz * (1e-6 if v == default_variant() else 0.8e-6)
-
-
 def _big_graph() -> Graph:
     rng = np.random.default_rng(11)
     return Graph.from_edges(rng.integers(0, 400, 6000), rng.integers(0, 400, 6000), 400, np.int64)
@@ -199,7 +172,7 @@ def _big_graph() -> Graph:
 @pytest.mark.parametrize("budget_s", [0.002, 0.02, 0.08, 0.3, 2.0])
 def test_budget_is_a_deadline_for_every_step(cache_dir, monkeypatch, budget_s):
     """Sampling, probe, search and confirmation all end by the deadline, give or take one call."""
-    clock = _FakeClock(_faster_than_default).install(monkeypatch)
+    clock = FakeClock(faster_than_default).install(monkeypatch)
     monkeypatch.setattr(tuning, "_MIN_SAMPLE_NNZ", 256)  # sampled rows, and a whole graph 20x bigger
     g = _big_graph()
     tasks = [tuning.TuneTask(g.view(transposed=t), "unweighted", "sum", 16, "float32") for t in (False, True)]
@@ -214,21 +187,21 @@ def test_a_winner_needs_the_budget_for_its_confirmation(cache_dir, monkeypatch):
     monkeypatch.setattr(tuning, "_MIN_SAMPLE_NNZ", 256)
     g = _big_graph()
     task = tuning.TuneTask(g.view(), "unweighted", "sum", 16, "float32")
-    _FakeClock(_faster_than_default).install(monkeypatch)
+    FakeClock(faster_than_default).install(monkeypatch)
     chosen, times, *_ = tuning._tune_one(task, 1, np.random.default_rng(0), True, budget_s=1.0)
     assert chosen != default_variant()  # found on the sample, confirmed on the whole graph
     # the confirmation alone (4 whole-graph calls) costs 24 ms here: reserved in a 30 ms budget, not in 20 ms
-    clock = _FakeClock(_faster_than_default).install(monkeypatch)
+    clock = FakeClock(faster_than_default).install(monkeypatch)
     chosen, times, *_ = tuning._tune_one(task, 1, np.random.default_rng(0), True, budget_s=0.03)
     assert chosen != default_variant() and clock.now <= 0.03
-    clock = _FakeClock(_faster_than_default).install(monkeypatch)
+    clock = FakeClock(faster_than_default).install(monkeypatch)
     chosen, times, *_ = tuning._tune_one(task, 1, np.random.default_rng(0), True, budget_s=0.02)
     assert chosen == default_variant() and clock.now <= 0.02
 
 
 def test_narrow_paths_keep_the_default_under_a_budget(cache_dir, monkeypatch):
     """GCN's width-8 output layer beside its width-64 hidden layer is a small share of the kernel time."""
-    _FakeClock(_faster_than_default).install(monkeypatch)
+    FakeClock(faster_than_default).install(monkeypatch)
     g = _big_graph()
     tasks = [tuning.TuneTask(g.view(), "unweighted", "sum", w, "float32") for w in (64, 8)]
     result = tuning.tune_keys(tasks, budget_s=1.0)
