@@ -1,7 +1,7 @@
 """Tuning on first use: tune the kernel paths a run met without a cache entry, within a time budget.
 
-The harness calls isplib's ``tune`` hook with the run's prepared views after
-the first (untimed) epoch (Note [tune on first use] in
+The harness calls isplib's ``tune`` hook with the run's prepared views between
+its first untimed epochs (Note [tune on first use] in
 :mod:`gnnbench.run.harness`). Every SpMM call that found no tuned choice left its
 key in :attr:`~gnnbench.systems.isplib.prepared.IsplibGraph.pending`
 (Note [tuning lookup]); :func:`tune_pending` tunes exactly those paths

@@ -138,6 +138,40 @@ def test_tuning_reports_its_budget_and_the_tuner_lines(monkeypatch):
 
     bound = SimpleNamespace(graph="g", view=lambda transposed: transposed)
     seen, extra = [], {}
-    _FirstUseTuning(tuner, bound, 200, extra, seen.append).after_first_epoch(0.01, timed=False)
+    _FirstUseTuning(tuner, bound, 200, extra, seen.append, warmup=1).after_epoch(0, 0.01)
     assert [(e.kind, e.text) for e in seen[:2]] == [("tune", "budget 2.0 s"), ("log", "isplib: tuning 1/1 forward:sum:16")]
     assert seen[2].kind == "log" and seen[2].text.startswith("tuned in ") and extra["tuning"] == {"chosen": "u4"}
+
+
+@pytest.mark.parametrize("warmup, epoch_times, tuned_after, budget_from, timed", [
+    (5, [3.0, 0.5, 0.6], 1, 0.5, False),  # a slow first epoch does not size the budget
+    (5, [0.5, 3.0, 0.6], 1, 0.5, False),
+    (1, [3.0, 0.5, 0.6], 0, 3.0, False),  # the second epoch is timed: tune before it
+    (0, [3.0, 0.5, 0.6], 0, 3.0, True),
+])
+def test_tuning_waits_for_a_steady_epoch_while_epochs_are_warm_ups(monkeypatch, warmup, epoch_times, tuned_after,
+                                                                    budget_from, timed):
+    from types import SimpleNamespace
+
+    from gnnbench.run.harness import _FirstUseTuning, tune_budget_s
+
+    monkeypatch.delenv("GNNBENCH_TUNE_BUDGET_S", raising=False)
+    budgets = []
+
+    class Result:
+        def as_dict(self):
+            return {}
+
+    def tuner(graph, views, budget_s, progress):
+        budgets.append((len(seen_epochs), budget_s))
+        return Result()
+
+    bound = SimpleNamespace(graph="g", view=lambda transposed: transposed)
+    extra: dict = {}
+    tuning = _FirstUseTuning(tuner, bound, 200, extra, lambda event: None, warmup=warmup)
+    seen_epochs = []
+    for i, seconds in enumerate(epoch_times):
+        seen_epochs.append(i)
+        tuning.after_epoch(i, seconds)
+    assert budgets == [(tuned_after + 1, tune_budget_s(budget_from, 200))]
+    assert extra.get("tuned_after_timed_epoch", False) is timed
