@@ -15,6 +15,7 @@ like a stored row.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -40,6 +41,26 @@ CAMPAIGNS = ROOT / "campaigns"
 #: where the benchmark campaigns store their runs (ignored by git, like every results/*.sqlite)
 RESULTS_DB = ROOT / "results" / "benchmarks.sqlite"
 NOISE_NOTE = f"`(! XX%)` flags IQR/median above {NOISE_THRESHOLD:.0%}"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose bad flags raise :class:`~gnnbench.errors.UserError`: the script prints one line, exits 2."""
+
+    def error(self, message: str):
+        from gnnbench.errors import UserError
+
+        raise UserError(message)
+
+
+def count(text: str) -> int:
+    """An argparse type for counts (``--rounds``, ``--epochs``): a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1 (got {text!r})")
+    return value
 
 
 def ms(seconds: float | None, digits: int = 1) -> str:

@@ -22,12 +22,11 @@ Results go to ``results/scaling.json``, ``results/scaling.md`` and the figure.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, ROOT, Table, campaign, cpu_model, epoch_ms, load_note, mib, ok,  # noqa: E402
+from _common import (NOISE_NOTE, ROOT, Table, Parser, campaign, count, cpu_model, epoch_ms, load_note, mib, ok,  # noqa: E402
                      pool_rounds, provenance, run_campaign, versions, write_results)
 
 try:
@@ -167,23 +166,21 @@ KEEP = ("id", "status", "error", "system", "system_hash", "verified", "model", "
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default=None, help="comma-separated graph sizes of campaigns/scaling.toml "
                                                  "(4M,16M,64M,114.6M; default: all)")
     p.add_argument("--systems", default=None, help="comma-separated systems (default: the campaign's)")
     p.add_argument("--models", default=None, help="comma-separated models (default: gcn,sage,gin)")
-    p.add_argument("--epochs", type=int, default=None, help="epochs per run, warm-ups included (default: 8)")
-    p.add_argument("--rounds", type=int, default=None, help="interleaved runs of every configuration, pooled "
+    p.add_argument("--epochs", type=count, default=None, help="epochs per run, warm-ups included (default: 8)")
+    p.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration, pooled "
                                                            "(default: the campaign's, 1)")
     p.add_argument("--results", default=None, help="results database (default: results/scaling.sqlite)")
     p.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
     p.add_argument("--out", default=str(ROOT / "results" / "scaling"), help="output path without suffix")
-    args = p.parse_args(argv)
-
     from gnnbench.errors import UserError
 
     try:
-        return _run(args)
+        return _run(p.parse_args(argv))
     except UserError as error:  # bad flags or a missing database: one line, exit status 2
         print(f"bench_scaling: {error}", file=sys.stderr)
         return 2

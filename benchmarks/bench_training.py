@@ -1,6 +1,6 @@
 """Training epochs of GCN, GraphSAGE and GIN: isplib against reference and the peers' native models (issue 4).
 
-    python benchmarks/bench_training.py [--quick] [--dry-run] [--epochs 12] [--no-tune] [--malloc]
+    python benchmarks/bench_training.py [--quick] [--dry-run] [--epochs 12] [--rounds 3] [--no-tune] [--malloc]
         [--systems isplib,dgl-native] [--models gcn,sage,gin] [--dataset rmat:...] [--mode inference]
 
 The runs are the campaign ``campaigns/bench_training.toml``: hidden 64, RMAT
@@ -23,7 +23,6 @@ Writes results/bench_training.{md,json}; ``--dry-run`` prints the plan and runs 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Table, campaign, load_note, ms, ok, provenance, run_campaign, versions,  # noqa: E402
+from _common import (ROOT, Parser, Table, campaign, count, load_note, ms, ok, provenance, run_campaign, versions,  # noqa: E402
                      write_results)
 
 HERE = Path(__file__).resolve().parent
@@ -123,7 +122,9 @@ def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
              f"allocator. {load_note(meta['load_average_start'], meta['load_average_end'])} "
              "pyg-native is PyG's default edge_index (gather-scatter) path. "
              "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
-             "the framework's share. `floor` is a bound, not a system (see below).", "",
+             "the framework's share. `floor` is a bound, not a system (see below). "
+             f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed {unit}s pooled "
+             "(Note [rounds pool] in benchmarks/_common.py); prepare, tune and peak are medians over rounds.", "",
              meta["tuning"], ""]
     cells = []
     for model in models:
@@ -179,14 +180,16 @@ def training_campaign(args):
                        "allocator": "system"})
     dataset = args.dataset or (QUICK if args.quick else None)
     return campaign("bench_training", datasets=[dataset] if dataset else None, epochs=args.epochs,
-                    timeout=args.timeout, modes=[args.mode], tune=False if args.no_tune else None, matrix=matrix)
+                    rounds=args.rounds, timeout=args.timeout, modes=[args.mode], tune=False if args.no_tune else None, matrix=matrix)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"use {QUICK} instead of the campaign's graph")
     parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
-    parser.add_argument("--epochs", type=int, default=None, help="epochs per run, 2 of them untimed (default: 12)")
+    parser.add_argument("--epochs", type=count, default=None, help="epochs per run, 2 of them untimed (default: 12)")
+    parser.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration, their "
+                        "timed epochs pooled (default: 1; Note [rounds pool] in benchmarks/_common.py)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1200)")
     parser.add_argument("--no-tune", action="store_true", help="measure isplib's default variant")
     parser.add_argument("--systems", default=None, help=f"comma-separated systems (default: {','.join(SYSTEMS)})")
@@ -196,8 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--malloc", action="store_true", help="also rerun GCN under the C library's malloc")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
     parser.add_argument("--out", default=str(ROOT / "results" / "bench_training"))
-    args = parser.parse_args(argv)
+    from gnnbench.errors import UserError
 
+    try:
+        return _run(parser.parse_args(argv))
+    except UserError as error:  # bad flags: one line, exit status 2
+        print(f"bench_training: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
     os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(  # `floor` is a bound system, outside systems/
         p for p in (str(HERE / "bound_systems"), os.environ.get("GNNBENCH_SYSTEMS_PATH", "")) if p)
     the_campaign = training_campaign(args)
@@ -222,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
               "isplib starts from an empty tuning cache and tunes on first use (`tune s` column, never inside "
               "epochs or prepare)")
     meta = provenance(dataset=first.axis("dataset")[0], epochs=config.epochs, warmup=config.warmup,
+                      rounds=max((r.get("rounds") or 0 for r in rows), default=0),
                       threads=config.threads, mode=args.mode, tuning=tuning, load_average_start=load_start,
                       load_average_end=os.getloadavg()[0], versions=versions("torch", "torch_geometric", "dgl"))
     markdown = render(rows, meta)

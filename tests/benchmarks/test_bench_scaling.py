@@ -56,8 +56,9 @@ def test_table_sets_isplib_against_dgl_native_per_size(bench, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--rounds", "0"], "bench_scaling: campaigns/scaling.toml [[matrix]] #1: 'rounds' must be an integer in "
-                        "[1, 10000] (got 0)\n"),
+    (["--rounds", "0"], "bench_scaling: argument --rounds: must be a whole number of at least 1 (got '0')\n"),
+    (["--epochs", "many"], "bench_scaling: argument --epochs: must be a whole number of at least 1 (got 'many')\n"),
+    (["--bogus"], "bench_scaling: unrecognized arguments: --bogus\n"),
     (["--render-only", "--results", "{tmp}/none.sqlite"], "bench_scaling: no results database at {tmp}/none.sqlite; "
      "run `gnnbench run` or `gnnbench sweep` first, or pass --results PATH\n"),
 ])

@@ -44,6 +44,8 @@ def test_render_states_load_and_shows_every_block(bench):
     assert "failed: boom" in text
     assert "1.71x" in text  # dgl-native's best possible ratio, 1.2 / 0.7
     assert "1100 (system)" in text
+    assert "Rounds: 1 interleaved run(s)" in text
+    assert "Rounds: 3 interleaved run(s)" in bench.render(ROWS, meta | {"rounds": 3})
 
 
 def test_dry_run_plans_the_quick_campaign_and_runs_nothing(bench, monkeypatch, tmp_path, capsys):
@@ -52,6 +54,8 @@ def test_dry_run_plans_the_quick_campaign_and_runs_nothing(bench, monkeypatch, t
     assert bench.main(["--quick", "--dry-run", "--malloc", "--results", str(results)]) == 0
     out = capsys.readouterr().out
     assert "would run 20 of 20 runs" in out  # 6 systems x 3 models + isplib and dgl-native under malloc
+    assert bench.main(["--quick", "--dry-run", "--rounds", "3", "--results", str(results)]) == 0
+    assert "would run 54 of 54 runs" in capsys.readouterr().out  # 18 configurations, 3 rounds each
     assert "floor gin rmat:nodes=16384" in out
     assert not results.exists()
 
@@ -59,8 +63,18 @@ def test_dry_run_plans_the_quick_campaign_and_runs_nothing(bench, monkeypatch, t
 def test_command_line_narrows_the_campaign(bench, monkeypatch):
     monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(bench.HERE / "bound_systems"))
     args = type("Args", (), dict(systems="isplib,floor", models="gcn", malloc=False, dataset="karate", quick=False,
-                                 epochs=3, timeout=None, mode="train", no_tune=True))()
+                                 epochs=3, rounds=None, timeout=None, mode="train", no_tune=True))()
     campaign = bench.training_campaign(args)
     (matrix,) = campaign.matrices
     assert matrix.axis("system") == ("isplib", "floor") and matrix.axis("model") == ("gcn",)
     assert all(c.epochs == 3 and c.tune is False and c.threads == 2 for c in matrix.configs)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rounds", "0"], "bench_training: argument --rounds: must be a whole number of at least 1 (got '0')\n"),
+    (["--mode", "serve"], "bench_training: argument --mode: invalid choice: 'serve' (choose from 'train', "
+                          "'inference')\n"),
+])
+def test_bad_flags_are_one_line_and_exit_status_2(bench, tmp_path, capsys, argv, message):
+    assert bench.main(["--quick", "--dry-run", *argv, "--out", str(tmp_path / "t")]) == 2
+    assert capsys.readouterr().err == message and not list(tmp_path.iterdir())
