@@ -52,6 +52,7 @@ def tune_pending(views: Iterable[GraphView], *, budget_s: float | None,
     for view in views:
         prepared: IsplibGraph = view.prepared
         mine = {key[1:]: v for key, v in result.choices.items() if key[0] == prepared.orientation}
-        mine.update({key[1:]: default_variant() for key in result.narrow if key[0] == prepared.orientation})
+        mine.update({key[1:]: default_variant(int(prepared.indptr[-1]), key[3])  # Note [untuned default]
+                     for key in result.narrow if key[0] == prepared.orientation})
         prepared.add_variants(mine)
     return result

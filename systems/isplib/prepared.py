@@ -200,7 +200,7 @@ class IsplibGraph:
         if v is None:
             v = self.variants.get((weighting, reduce, width, dtype.name)) or self.variants.get((width, dtype.name))
             if v is None:
-                v = _DEFAULT
+                v = default_variant(int(self.indptr[-1]), width)  # Note [untuned default]
                 if record:
                     self.pending.add((weighting, reduce, width, dtype.name))
             self._lookup[key] = v
@@ -268,9 +268,6 @@ class IsplibGraph:
         return d
 
 
-_DEFAULT = default_variant()
-
-
 def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     """Build :class:`IsplibGraph` for one orientation (called once, outside the timed epochs).
 
@@ -314,7 +311,8 @@ def describe_tuning(prepared: IsplibGraph | None) -> str:
         return "isplib: graph not prepared; using the default SpMM variant"
     if not prepared.tuned:
         return (f"isplib: no tuning cache entry for this graph ({prepared.signature}, {prepared.orientation}) "
-                f"in {prepared.cache_path}; using default variant {_DEFAULT.label} "
+                f"in {prepared.cache_path}; using the default variant "
+                f"{default_variant(int(prepared.indptr[-1]), 1).label} "
                 f"(a run tunes what it uses on first use unless --no-tune)")
     chosen = ", ".join(f"{':'.join(map(str, k))}: {v.label}" for k, v in sorted(prepared.variants.items(), key=str))
     return f"isplib: tuned variants for {prepared.orientation} graph {prepared.signature}: {chosen}"

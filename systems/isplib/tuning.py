@@ -382,12 +382,12 @@ def _thread_counts() -> list[int]:
     return sorted(counts)
 
 
-def _stage_one() -> list[Variant]:
-    """Loop shapes, most promising first (from the timings in ``benchmarks/bench_spmm.py``)."""
+def _stage_one(default: Variant | None = None) -> list[Variant]:
+    """Loop shapes, the path's untuned ``default`` then the most promising (timings of ``benchmarks/bench_spmm.py``)."""
     first = [Variant("fixed", 4, 16), Variant("fixed", 8, 16), Variant("fixed", 4, 32), Variant("generic", 8, 16),
              Variant("fixed", 4, 8), Variant("fixed", 8, 32), Variant("generic", 4, 32), Variant("fixed", 4, 0)]
     rest = [Variant(k, u, pf) for k in KERNELS for u in (1, 4, 8) for pf in (0, 8, 16, 32)]
-    order = [default_variant()] + first + rest
+    order = [default or default_variant()] + first + rest
     seen, out = set(), []
     for v in order:
         if v not in seen:
@@ -567,10 +567,10 @@ def _time_variants(variants: list[Variant], case: _Case, reps: int, check,
     return {k: float(np.median(s)) for k, s in samples.items() if s}
 
 
-def _probe_ms_per_nnz(case: _Case) -> float:
-    """Milliseconds per nonzero of the default variant on ``case`` (second of two calls)."""
-    case.run(default_variant())
-    case.run(default_variant())
+def _probe_ms_per_nnz(case: _Case, default: Variant) -> float:
+    """Milliseconds per nonzero of the path's ``default`` variant on ``case`` (second of two calls)."""
+    case.run(default)
+    case.run(default)
     return case.last_s * 1e3 / max(case.nnz, 1)
 
 
@@ -583,17 +583,21 @@ def _tune_one(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool, b
 
 
 def _tune_within(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool, deadline: _Deadline):
-    default = default_variant()
-    candidates = _stage_one()
     total_nnz = int(task.view.indptr[-1])
+    default = default_variant(total_nnz, task.width)  # what the run uses untuned (Note [untuned default])
     confirm_s = 0.0
     if not deadline.bounded:
+        candidates = _stage_one(default)
         case = _Case(task, _FULL_SAMPLE_NNZ, rng)
         reference = case.run(default).copy()
     else:
         reps = _BUDGET_REPS
         probe = _Case(task, _MIN_SAMPLE_NNZ, rng)
-        ms_per_nnz = max(_probe_ms_per_nnz(probe), 1e-12)
+        if default.kernel == "fixed" and not probe.fixed_ready():
+            # not compiled: the run this tunes for compiled it in its first epoch; a bare call must not pay for it
+            default = default_variant()
+        candidates = _stage_one(default)
+        ms_per_nnz = max(_probe_ms_per_nnz(probe, default), 1e-12)
         # the whole-graph confirmation (two variants, _CONFIRM_REPS rounds, no untimed call) is reserved up front
         if probe.nnz < total_nnz:
             confirm_s = 2 * _CONFIRM_REPS * ms_per_nnz * total_nnz / 1e3
@@ -640,13 +644,13 @@ def _tune_within(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool
             label = best_label  # beyond noise of the default
     chosen = next(v for v in candidates + second_candidates if v.label == label)
     if deadline.bounded and chosen != default and case.nnz < total_nnz:
-        chosen = _confirmed_on_whole_graph(task, chosen, rng, case.x, deadline)
+        chosen = _confirmed_on_whole_graph(task, chosen, default, rng, case.x, deadline)
     return chosen, times, times.get(default.label, float("nan")), case.nnz
 
 
-def _confirmed_on_whole_graph(task: TuneTask, chosen: Variant, rng: np.random.Generator, x: np.ndarray,
-                              deadline: _Deadline = _UNLIMITED) -> Variant:
-    """``chosen`` if it beats the default on every row of the graph too, else the default.
+def _confirmed_on_whole_graph(task: TuneTask, chosen: Variant, default: Variant, rng: np.random.Generator,
+                              x: np.ndarray, deadline: _Deadline = _UNLIMITED) -> Variant:
+    """``chosen`` if it beats the path's ``default`` on every row of the graph too, else ``default``.
 
     Note [confirm on the whole graph]
         A budgeted search times sampled rows, called again and again, so the
@@ -669,11 +673,11 @@ def _confirmed_on_whole_graph(task: TuneTask, chosen: Variant, rng: np.random.Ge
         only), not the tuner. Issue 19's note has the figures.
     """
     whole = _Case(task, int(task.view.indptr[-1]), rng, x=x)  # every row: no copy of the graph
-    both = [default_variant(), chosen]  # both ran on the sample already: no untimed call (Note [hard tuning budget])
+    both = [default, chosen]  # both ran on the sample already: no untimed call (Note [hard tuning budget])
     ms = _time_variants(both, whole, _CONFIRM_REPS, None, deadline, warmed=[v.label for v in both])
-    if chosen.label not in ms or default_variant().label not in ms:
-        return default_variant()  # the budget ran out before both were timed: nothing is confirmed
-    return chosen if ms[chosen.label] <= (1 - _MARGIN) * ms[default_variant().label] else default_variant()
+    if chosen.label not in ms or default.label not in ms:
+        return default  # the budget ran out before both were timed: nothing is confirmed
+    return chosen if ms[chosen.label] <= (1 - _MARGIN) * ms[default.label] else default
 
 
 def tune_keys(tasks: Iterable[TuneTask], *, budget_s: float | None = None, reps: int = 5,
@@ -715,6 +719,7 @@ def tune_keys(tasks: Iterable[TuneTask], *, budget_s: float | None = None, reps:
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     skipped: list[tuple] = []
     narrow: list[tuple] = []
+    nnz_of = {t.key: int(t.view.indptr[-1]) for t in tasks}
     if budget_s is not None:  # Note [hard tuning budget]: narrow paths are a small share of the kernel time
         widest = max(t.width for t in tasks)
         narrow = [t.key for t in tasks if t.width < _SMALL_WIDTH * widest]
@@ -740,7 +745,8 @@ def tune_keys(tasks: Iterable[TuneTask], *, budget_s: float | None = None, reps:
         entries[entry_key(*key, threads)] = {"variant": chosen.as_dict(), "ms": t[chosen.label], "default_ms": d,
                                              "sample_nnz": nnz, "tuned_at": stamp, "load_avg": max(load, _load())}
     for key in narrow:  # cached as the default, so a later run does not tune them (Note [hard tuning budget])
-        entries[entry_key(*key, threads)] = {"variant": default_variant().as_dict(), "ms": None, "default_ms": None,
+        entries[entry_key(*key, threads)] = {"variant": default_variant(nnz_of[key], key[3]).as_dict(), "ms": None,
+                                             "default_ms": None,
                                              "narrow": True, "tuned_at": stamp}
     if entries:
         _store(path, signature, entries)

@@ -210,3 +210,39 @@ def test_narrow_paths_keep_the_default_under_a_budget(cache_dir, monkeypatch):
     assert tuning.lookup(g.signature(), "forward")[("unweighted", "sum", 8, "float32")] == default_variant()
     unbounded = tuning.tune_keys(tasks, budget_s=None, reps=1)  # `gnnbench tune` tunes every width
     assert set(unbounded.choices) == {t.key for t in tasks} and not unbounded.narrow
+
+
+def test_large_views_default_to_the_width_specialised_kernel(cache_dir, monkeypatch):
+    """Note [untuned default]: a compilation per width pays off only on big views; small ones stay generic."""
+    from gnnbench.systems.isplib import variant as variant_module
+    from gnnbench.systems.isplib.prepared import describe_tuning, prepare
+
+    g = _graph(symmetric=True)
+    f32 = np.dtype(np.float32)
+    assert prepare(g.view()).variant(64, f32) == default_variant() and default_variant().kernel == "generic"
+    monkeypatch.setattr(variant_module, "FIXED_DEFAULT_MIN_NNZ", g.num_edges)  # this graph now counts as big
+    big = prepare(g.view())
+    assert big.variant(64, f32) == Variant(kernel="fixed") == default_variant(g.num_edges, 64)
+    assert big.variant(variant_module.FIXED_DEFAULT_MAX_WIDTH + 1, f32).kernel == "generic"  # too wide for the stack
+    assert big.pending == {("unweighted", "sum", 64, "float32"), ("unweighted", "sum", 513, "float32")}
+    assert "using the default variant fixed/u4/pf16/nnz/tmax" in describe_tuning(big)
+
+
+def test_the_tuner_measures_against_the_default_the_run_would_use(cache_dir, monkeypatch):
+    """A big path's reference is the specialised kernel once compiled, and the generic one before (no compiling)."""
+    from gnnbench.systems.isplib import variant as variant_module
+
+    FakeClock(faster_than_default, run_kernels=False).install(monkeypatch)  # nothing compiles
+    g = _big_graph()
+    monkeypatch.setattr(variant_module, "FIXED_DEFAULT_MIN_NNZ", 1000)
+    monkeypatch.setattr(tuning, "_MIN_SAMPLE_NNZ", 256)
+    task = tuning.TuneTask(g.view(), "unweighted", "sum", 16, "float32")
+    monkeypatch.setattr(tuning._Case, "fixed_ready", lambda self: False)
+    _, times, default_ms, _ = tuning._tune_one(task, 1, np.random.default_rng(0), True, budget_s=1.0)
+    assert default_ms == times[default_variant().label]  # not compiled: the generic kernel is the reference
+    monkeypatch.setattr(tuning._Case, "fixed_ready", lambda self: True)  # compiled by the run's first epoch
+    chosen, times, default_ms, _ = tuning._tune_one(task, 1, np.random.default_rng(0), True, budget_s=1.0)
+    assert Variant(kernel="fixed").label in times and default_ms == times[Variant(kernel="fixed").label]
+    result = tuning.tune_keys([task, tuning.TuneTask(g.view(), "unweighted", "sum", 2, "float32")], budget_s=1.0)
+    assert result.narrow and tuning.lookup(g.signature(), "forward")[("unweighted", "sum", 2, "float32")] == \
+        Variant(kernel="fixed")  # a narrow path is cached as its own untuned default
