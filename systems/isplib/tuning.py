@@ -53,6 +53,9 @@ Note [tuning budget]
       a budget it is a candidate only when already compiled in this process
       or found in numba's disk cache (:meth:`_Case.fixed_ready`);
       ``gnnbench tune`` compiles it, after which every run may choose it.
+      On a view big enough for the width-specialised kernel to be the
+      untuned default (Note [untuned default]) the run's first epoch has
+      compiled it, so the search times it and its knobs, against it.
 
     A budget of ``None`` (``gnnbench tune``) times the full candidate set on
     at most ``2^22`` nonzeros, compiling what it must.
