@@ -100,14 +100,17 @@ Note [tuning cache]
     One JSON file, ``$GNNBENCH_CACHE/isplib-tuning.json`` (default
     ``~/.cache/gnnbench``)::
 
-        {"version": 2, "machines": {FINGERPRINT: {SIGNATURE: {
+        {"version": 3, "machines": {FINGERPRINT: {SIGNATURE: {
             "forward:unweighted:sum:64:float32:t2": {"variant": {...}, "ms": 21.3,
                                     "default_ms": 24.9, "tuned_at": "2025-..."}}}}}
 
     ``FINGERPRINT`` is CPU model, core count and numba version: a choice made
     on another machine or compiler is never reused. The entry key is Note
-    [tuning key]; version 1 files (keyed by orientation, width and dtype
-    only) are ignored and rewritten. Writes merge into the current file under
+    [tuning key]. Files of another version are ignored and rewritten:
+    version 1 keyed by orientation, width and dtype only; version 2 chose
+    against the generic default, without the width-specialised kernel in
+    reach, so its choices would now override a faster untuned default
+    (Note [untuned default]). Writes merge into the current file under
     an ``flock`` and land by ``os.replace``, so concurrent tuners never leave
     a torn file.
 """
@@ -135,7 +138,7 @@ __all__ = ["TuneResult", "TuneTask", "tune", "tune_keys", "cache_file", "cpu_fin
            "CACHE_NAME", "WEIGHTINGS"]
 
 CACHE_NAME = "isplib-tuning.json"
-_VERSION = 2
+_VERSION = 3
 #: Note [tuning key]
 WEIGHTINGS = ("unweighted", "weighted", "gcn")
 
