@@ -186,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _rounds(rows: list[dict]) -> int | str:
+    """How many rounds the successful rows pooled: one number, or ``"1-2"`` when sizes ran different counts."""
+    seen = sorted({r.get("rounds") or 1 for r in rows if ok(r)}) or [0]
+    return seen[0] if len(seen) == 1 else f"{seen[0]}-{seen[-1]}"
+
+
 def _run(args) -> int:
     blocks = matrices(args.sizes.split(",") if args.sizes else None)
     the_campaign = campaign("scaling", matrix=blocks, epochs=args.epochs,
@@ -212,7 +218,7 @@ def _run(args) -> int:
         return 2
     first = next((r for r in rows if ok(r)), rows[0])
     meta = provenance(epochs=first.get("epochs"), warmup=first.get("warmup"), threads=first.get("threads"),
-                      rounds=max((r.get("rounds") or 0 for r in rows), default=0),
+                      rounds=_rounds(rows),
                       cpu=cpu_model(), allocators=sorted({r["allocator"] for r in rows if r.get("allocator")}),
                       versions=versions("torch", "dgl", "torch_geometric", "numba"),
                       load=None if args.render_only else (start_load, os.getloadavg()[0]))

@@ -67,3 +67,9 @@ def test_bad_flags_are_one_line_and_exit_status_2(bench, tmp_path, capsys, argv,
     assert bench.main(["--sizes", "4M", *argv, "--out", str(tmp_path / "scaling")]) == 2
     assert capsys.readouterr().err == message.replace("{tmp}", str(tmp_path))
     assert not (tmp_path / "scaling.md").exists()
+
+
+def test_rounds_are_one_number_or_the_range_the_sizes_ran(bench):
+    ok_row = {"status": "ok", "epoch_time_median_s": 1.0}
+    assert bench._rounds([ok_row | {"rounds": 2}, ok_row | {"rounds": 2}]) == 2
+    assert bench._rounds([ok_row | {"rounds": 2}, ok_row | {"rounds": 1}, {"status": "failed", "rounds": 0}]) == "1-2"
