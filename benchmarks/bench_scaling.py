@@ -39,10 +39,21 @@ CAMPAIGN = ROOT / "campaigns" / "scaling.toml"
 BASELINE, SUBJECT = "dgl-native", "isplib"
 
 
+def _params(dataset: str) -> dict[str, str]:
+    """The parameters of a synthetic dataset name: ``rmat:nodes=4,edges=9`` -> ``{"nodes": "4", "edges": "9"}``."""
+    return dict(p.split("=", 1) for p in dataset.split(":", 1)[1].split(","))
+
+
 def _edges(dataset: str) -> int:
     """The ``edges=`` parameter of a synthetic dataset name."""
-    params = dict(p.split("=", 1) for p in dataset.split(":", 1)[1].split(","))
-    return int(params["edges"])
+    return int(_params(dataset)["edges"])
+
+
+def _features(rows: list[dict]) -> str:
+    """The feature widths of the rows' R-MAT graphs, e.g. ``128`` or ``128 / 602``."""
+    widths = sorted({int(_params(r["dataset"])["features"]) for r in rows
+                     if r.get("dataset", "").startswith("rmat:") and "features=" in r["dataset"]})
+    return " / ".join(map(str, widths)) or "?"
 
 
 def size_label(edges: int) -> str:
@@ -73,7 +84,7 @@ def render(rows: list[dict], meta: dict) -> str:
     lines = [
         "# Training as the graph grows",
         "",
-        f"R-MAT graphs, 128 features, hidden 64; {meta['epochs']} epochs ({meta['warmup']} untimed warm-ups), "
+        f"R-MAT graphs, {_features(rows)} features, hidden 64; {meta['epochs']} epochs ({meta['warmup']} untimed warm-ups), "
         f"threads {meta['threads']}; CPU: {meta['cpu']}; allocator: {', '.join(meta['allocators']) or '-'}.",
         f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed epochs pooled "
         f"(Note [rounds pool] in benchmarks/_common.py); per-run figures are the median over rounds.",
