@@ -39,6 +39,27 @@ def _flat(a: np.ndarray) -> np.ndarray:
     return a.reshape(a.shape[0], -1)
 
 
+def _read_only(a: np.ndarray | None) -> np.ndarray | None:
+    """``a`` as a read-only view (no copy), so a kernel has one numba signature per path.
+
+    Note [one signature]
+        numba compiles one specialisation per argument type, and a read-only
+        array is another type than a writable one. PyTorch hands isplib
+        writable inputs and TensorFlow read-only ones (Note [TensorFlow
+        buffers]); the tuner's samples are its own arrays. Passing every
+        gathered input (``x``, the edge weights) read-only, as the graph's
+        arrays already are, gives all of them the specialisation the warm-up
+        compiled, so neither a framework's first epoch nor the tuner's budget
+        pays for another (a writable sample once cost 17.3 s of a 1.8 s
+        budget at 4M edges).
+    """
+    if a is None or not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def _eids(graph: GraphView):
     return (graph.edge_ids, True) if graph.edge_ids is not None else (None, False)
 
@@ -71,8 +92,8 @@ def _sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.nda
     variant = p.variant(width, fdt, weighting, reduce)  # Note [tuning key]
     # without a weight the edge ids are never read
     eids = graph.edge_ids if weight is not None else None
-    run_variant(variant, p.bounds_for(variant), graph.indptr, graph.indices, eids, weight, _flat(x), _flat(out),
-                row_scale, col_scale, dummies)
+    run_variant(variant, p.bounds_for(variant), graph.indptr, graph.indices, eids, _read_only(weight),
+                _read_only(_flat(x)), _flat(out), row_scale, col_scale, dummies)  # Note [one signature]
 
 
 def spmm_sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.ndarray, *,
@@ -275,6 +296,7 @@ def warm_up_fixed(index_dtype: Any, float_dtype: Any, width: int) -> None:
     view = g.view()
     x = np.ones((g.num_nodes, width), dtype=fdt)
     out = np.empty_like(x)
+    x = _read_only(x)  # the run's signature (Note [one signature])
     from gnnbench.systems.isplib.variant import Variant
 
     run_variant(Variant(kernel="fixed"), np.array([0, g.num_nodes], dtype=np.int64), view.indptr, view.indices,

@@ -464,6 +464,7 @@ class _Case:
         if weighted:
             # the transposed view gathers w[eids[p]] from all E weights; the forward one reads in order
             self.w = (rng.random((view.num_edges if transposed else self.nnz, 1)) + 0.5).astype(dtype)
+            self.w.setflags(write=False)  # as the run passes it (Note [one signature] in kernels.py)
         self.eids = sub_eids if (weighted and transposed) else None
         if sub_eids is not None and self.eids is not None:
             self.eids.setflags(write=False)
@@ -481,7 +482,10 @@ class _Case:
         self.indptr, self.indices = sub_indptr, sub_indices
         self.prep = IsplibGraph("tuning", "", rows.shape[0], sub_indptr)
         # the features gathered are the same for every sample of one path: drawn once (Note [hard tuning budget])
-        self.x = rng.standard_normal((view.num_cols, task.width)).astype(dtype) if x is None else x
+        if x is None:
+            x = rng.standard_normal((view.num_cols, task.width)).astype(dtype)
+            x.setflags(write=False)  # as the run passes it (Note [one signature] in kernels.py)
+        self.x = x
         self.out = np.empty((rows.shape[0], task.width), dtype=dtype)
         self.last_s = 0.0  # seconds the latest call took (what the next one is predicted to take)
         self.dummies = self.prep.dummies(view.index_dtype, dtype)

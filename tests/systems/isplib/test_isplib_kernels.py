@@ -283,3 +283,20 @@ def test_empty_graph_and_zero_width_rows():
     out = np.full_like(x, np.nan)
     K.spmm_sum(g.view(), x, None, out, reduce="mean")
     assert (out == 0).all()
+
+
+def test_gathered_inputs_reach_the_loop_read_only_whatever_the_framework_gave(monkeypatch):
+    """Note [one signature]: torch's writable and TensorFlow's read-only inputs share one numba specialisation."""
+    rng = np.random.default_rng(0)
+    g = Graph.from_edges(rng.integers(0, 30, 200), rng.integers(0, 30, 200), 30, np.int64)
+    view = g.view().with_prepared(prepare(g.view()))
+    seen = []
+    real = K.run_variant
+    monkeypatch.setattr(K, "run_variant", lambda v, b, ip, ix, e, w, x, *rest: (
+        seen.append((w is None or not w.flags.writeable, x.flags.writeable)), real(v, b, ip, ix, e, w, x, *rest)))
+    x = rng.standard_normal((30, 1, 4)).astype(np.float32)
+    frozen = x.copy()
+    frozen.setflags(write=False)
+    for given in (x, frozen):
+        K.spmm_sum(view, given, np.ones((200, 1), np.float32), np.empty_like(x), reduce="sum")
+    assert seen == [(True, False), (True, False)] and x.flags.writeable  # a view: the caller's array is untouched
