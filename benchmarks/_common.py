@@ -63,6 +63,12 @@ def count(text: str) -> int:
     return value
 
 
+def rounds_pooled(rows: list[Mapping[str, Any]]) -> int | str:
+    """How many rounds the successful rows pooled (Note [rounds pool]): one number, or ``"1-2"`` when they differ."""
+    seen = sorted({r.get("rounds") or 1 for r in rows if ok(r)}) or [0]
+    return seen[0] if len(seen) == 1 else f"{seen[0]}-{seen[-1]}"
+
+
 def ms(seconds: float | None, digits: int = 1) -> str:
     """Seconds as milliseconds with ``digits`` decimals; ``-`` for None."""
     return "-" if seconds is None else f"{seconds * 1e3:.{digits}f}"

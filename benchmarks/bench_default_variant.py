@@ -107,7 +107,8 @@ def _arms(graph, width: int, rng: np.random.Generator):
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=DATASET, help=f"graph (default: {DATASET})")
-    parser.add_argument("--widths", type=widths, default=[8, 16, 64, 128], help="comma-separated (default: 8,16,64,128)")
+    parser.add_argument("--widths", type=widths, default=[8, 16, 64, 128],
+                        help="comma-separated (default: 8,16,64,128)")
     parser.add_argument("--rounds", type=count, default=15, help="interleaved timed rounds (default: 15)")
     parser.add_argument("--out", default="results/bench_default_variant", help="output path without suffix")
     from gnnbench.errors import UserError

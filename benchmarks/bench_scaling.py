@@ -26,8 +26,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, ROOT, Table, Parser, campaign, count, cpu_model, epoch_ms, load_note, mib, ok,  # noqa: E402
-                     pool_rounds, provenance, run_campaign, versions, write_results)
+from _common import (NOISE_NOTE, ROOT, Parser, Table, campaign, count, cpu_model, epoch_ms,  # noqa: E402
+                     load_note, mib, ok, pool_rounds, provenance, rounds_pooled, run_campaign, versions,
+                     write_results)
 
 try:
     import tomllib
@@ -84,7 +85,8 @@ def render(rows: list[dict], meta: dict) -> str:
     lines = [
         "# Training as the graph grows",
         "",
-        f"R-MAT graphs, {_features(rows)} features, hidden 64; {meta['epochs']} epochs ({meta['warmup']} untimed warm-ups), "
+        f"R-MAT graphs, {_features(rows)} features, hidden 64; {meta['epochs']} epochs "
+        f"({meta['warmup']} untimed warm-ups), "
         f"threads {meta['threads']}; CPU: {meta['cpu']}; allocator: {', '.join(meta['allocators']) or '-'}.",
         f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed epochs pooled "
         f"(Note [rounds pool] in benchmarks/_common.py); per-run figures are the median over rounds.",
@@ -197,12 +199,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _rounds(rows: list[dict]) -> int | str:
-    """How many rounds the successful rows pooled: one number, or ``"1-2"`` when sizes ran different counts."""
-    seen = sorted({r.get("rounds") or 1 for r in rows if ok(r)}) or [0]
-    return seen[0] if len(seen) == 1 else f"{seen[0]}-{seen[-1]}"
-
-
 def _run(args) -> int:
     blocks = matrices(args.sizes.split(",") if args.sizes else None)
     the_campaign = campaign("scaling", matrix=blocks, epochs=args.epochs,
@@ -229,7 +225,7 @@ def _run(args) -> int:
         return 2
     first = next((r for r in rows if ok(r)), rows[0])
     meta = provenance(epochs=first.get("epochs"), warmup=first.get("warmup"), threads=first.get("threads"),
-                      rounds=_rounds(rows),
+                      rounds=rounds_pooled(rows),
                       cpu=cpu_model(), allocators=sorted({r["allocator"] for r in rows if r.get("allocator")}),
                       versions=versions("torch", "dgl", "torch_geometric", "numba"),
                       load=None if args.render_only else (start_load, os.getloadavg()[0]))

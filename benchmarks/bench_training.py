@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, load_note, ms, ok, provenance, run_campaign, versions,  # noqa: E402
-                     write_results)
+from _common import (ROOT, Parser, Table, campaign, count, load_note, ms, ok, provenance,  # noqa: E402
+                     rounds_pooled, run_campaign, versions, write_results)
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")
@@ -180,7 +180,8 @@ def training_campaign(args):
                        "allocator": "system"})
     dataset = args.dataset or (QUICK if args.quick else None)
     return campaign("bench_training", datasets=[dataset] if dataset else None, epochs=args.epochs,
-                    rounds=args.rounds, timeout=args.timeout, modes=[args.mode], tune=False if args.no_tune else None, matrix=matrix)
+                    rounds=args.rounds, timeout=args.timeout, modes=[args.mode],
+                    tune=False if args.no_tune else None, matrix=matrix)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,7 +234,7 @@ def _run(args) -> int:
               "isplib starts from an empty tuning cache and tunes on first use (`tune s` column, never inside "
               "epochs or prepare)")
     meta = provenance(dataset=first.axis("dataset")[0], epochs=config.epochs, warmup=config.warmup,
-                      rounds=max((r.get("rounds") or 0 for r in rows), default=0),
+                      rounds=rounds_pooled(rows),
                       threads=config.threads, mode=args.mode, tuning=tuning, load_average_start=load_start,
                       load_average_end=os.getloadavg()[0], versions=versions("torch", "torch_geometric", "dgl"))
     markdown = render(rows, meta)

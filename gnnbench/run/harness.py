@@ -26,8 +26,9 @@ Note [tune on first use]
     budget ``B`` is 5 % of a 200-epoch run estimated from the faster of the
     epochs seen so far: a first epoch alone compiles kernels and faults in
     pages, and ran 5.8x a steady epoch in one 16M-edge run, whose tuning then
-    took 15.9 % of the run (issue 19). (At least :data:`TUNE_BUDGET_MIN_S`, at most :data:`TUNE_BUDGET_MAX_S`;
-    ``$GNNBENCH_TUNE_BUDGET_S`` overrides it), so tuning stays under 10 % of
+    took 15.9 % of the run (issue 19). At least :data:`TUNE_BUDGET_MIN_S`,
+    at most :data:`TUNE_BUDGET_MAX_S`, and ``$GNNBENCH_TUNE_BUDGET_S``
+    overrides it, so tuning stays under 10 % of
     the run it serves; a later run finds the cache and tunes nothing. The
     memory tuning allocates is not the run's: the peak is the larger of the
     peak before tuning and the peak after it, less what tuning left resident

@@ -119,9 +119,11 @@ def default_variant(nnz: int = 0, width: int = 0) -> Variant:
         On a view of at least :data:`FIXED_DEFAULT_MIN_NNZ` nonzeros the
         default is the same loop width-specialised (``fixed``): its row
         accumulator lives on the stack and its inner loops have a constant
-        trip count. On the 4M-edge R-MAT graph, interleaved in one process,
-        it took 35 ms against the generic kernel's 61 ms at F = 64 (DGL's
-        ``copy_u_sum`` 47 ms) and 29 against 37 ms at F = 16. It costs a
+        trip count. On the 4M-edge R-MAT graph, 40 rounds interleaved in one
+        process (``benchmarks/bench_default_variant.py``), it took 30.9 ms
+        against the generic kernel's 49.4 ms at F = 64 (DGL's ``copy_u_sum``
+        32.0 ms), 71.3 against 92.9 at F = 128 and 15.4 against 20.1 at F = 8,
+        where DGL (10.6 ms) stays ahead. It costs a
         compilation per width and machine, about 18 s here, on the first
         call (a warm-up epoch: Note [fair timing]); numba's disk cache keeps
         it for every later run. Below the threshold a call takes a few

@@ -59,3 +59,11 @@ def test_rounds_of_one_configuration_pool_into_one_measurement(common):
     assert (a["epoch_time_median_s"], a["epoch_time_iqr_s"], a["kernel_median_s"]) == (2.5, 1.5, 0.6)
     assert (a["prepare_time_s"], a["peak_memory_bytes"]) == (2.0, 20.0)
     assert pooled["b"]["rounds"] == 0 and pooled["b"]["status"] == "timeout"
+
+
+def test_rounds_pooled_are_one_number_or_the_range_the_configurations_ran(common):
+    done = {"status": "ok", "epoch_time_median_s": 1.0}
+    assert common.rounds_pooled([done | {"rounds": 2}, done | {"rounds": 2}]) == 2
+    failed = {"status": "failed", "rounds": 0}
+    assert common.rounds_pooled([done | {"rounds": 2}, done | {"rounds": 1}, failed]) == "1-2"
+    assert common.rounds_pooled([failed]) == 0

@@ -69,12 +69,6 @@ def test_bad_flags_are_one_line_and_exit_status_2(bench, tmp_path, capsys, argv,
     assert not (tmp_path / "scaling.md").exists()
 
 
-def test_rounds_are_one_number_or_the_range_the_sizes_ran(bench):
-    ok_row = {"status": "ok", "epoch_time_median_s": 1.0}
-    assert bench._rounds([ok_row | {"rounds": 2}, ok_row | {"rounds": 2}]) == 2
-    assert bench._rounds([ok_row | {"rounds": 2}, ok_row | {"rounds": 1}, {"status": "failed", "rounds": 0}]) == "1-2"
-
-
 def test_the_header_names_the_feature_widths_it_ran(bench):
     rows = [{"dataset": "rmat:nodes=4,edges=9,features=128"}, {"dataset": "rmat:classes=41,features=602,nodes=5"}]
     assert bench._features(rows) == "128 / 602" and bench._features(rows[:1]) == "128"
