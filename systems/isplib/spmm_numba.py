@@ -22,9 +22,11 @@ Note [variant knobs]
       equal nonzeros (see :mod:`~gnnbench.systems.isplib.prepared`).
 
     The width specialisation (``fixed``) compiles the same loop with the
-    feature width as a compile-time constant (a closure constant), so LLVM
-    emits straight-line code: exactly ``F // V`` vector operations and an
-    exact remainder. The generic loop, with ``F`` known only at run time, is a
+    feature width as a compile-time constant (a closure constant), and each
+    row operation as one ``F``-element vector (Note [explicit row vectors] in
+    :mod:`~gnnbench.systems.isplib.row_ops`): LLVM emits exactly ``F // V``
+    vector operations per gathered row and an exact remainder. The generic
+    loop, with ``F`` known only at run time, is a
     16-float vector body, a 4-float epilogue and a scalar tail behind
     trip-count tests on every group of edges (iSpLib instead falls back to
     a scalar loop whenever ``F`` is not a multiple of its vector width).
@@ -32,13 +34,13 @@ Note [variant knobs]
 Note [stack accumulator]
     A row is summed into ``acc`` and written to ``out`` once at the end. In
     the width-specialised kernel ``acc`` is ``F`` elements on the stack
-    (:func:`~gnnbench.systems.isplib.intrinsics.stack_row`): it cannot alias
-    ``x`` and every index into it is a constant once the feature loop is
-    unrolled, so LLVM keeps the whole row in vector registers across the
-    edge loop instead of loading and storing ``out[i]`` every group of
-    edges, which it must do for ``out`` since ``out`` and ``x`` might
-    overlap. Measured on the R-MAT graph (2^17 nodes, 4M edges), plain sum,
-    against the same loop summing into a heap row: 12.3 against 14.9 ms at
+    (:func:`~gnnbench.systems.isplib.intrinsics.stack_row`), only ever read
+    and written as one vector: it cannot alias ``x``, so LLVM keeps the whole
+    row in vector registers across the edge loop instead of loading and
+    storing ``out[i]`` every group of edges, which it must do for ``out``
+    since ``out`` and ``x`` might overlap. Measured on the R-MAT graph (2^17
+    nodes, 4M edges), plain sum, against the same loop summing into a heap
+    row (before Note [explicit row vectors]): 12.3 against 14.9 ms at
     F = 32, 18.5 against 21.6 at 64, 46.7 against 50.4 at 128. The generic
     kernel, whose ``F`` is a run-time value, passes the output row itself as
     ``acc`` (the final write is then a copy onto itself), so no kernel
@@ -86,10 +88,10 @@ Note [fastmath]
 """
 from __future__ import annotations
 
-import numba
 from numba import njit, prange
 
 from gnnbench.systems.isplib.intrinsics import prefetch_item, prefetch_row, stack_row
+from gnnbench.systems.isplib.row_ops import add_rows, add_scaled_rows, store_row, store_scaled_row, zero_row
 
 __all__ = ["spmm_rows", "spmm_rows_fixed", "spmm_heads", "FASTMATH"]
 
@@ -137,30 +139,22 @@ def _plain_row(i, F, indptr, indices, x, acc, unroll, dist, line):
     E = indices.shape[0]
     p = indptr[i]
     e = indptr[i + 1]
-    for f in range(F):
-        acc[f] = 0
+    zero_row(acc, F)
     if unroll >= 8:
         while p + 8 <= e:
             if dist > 0 and p + dist + 8 <= E:
                 _prefetch_rows(indices, p + dist, 8, x, F, line)
-            j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
-            j4 = indices[p + 4]; j5 = indices[p + 5]; j6 = indices[p + 6]; j7 = indices[p + 7]  # noqa: E702
-            for f in range(F):
-                acc[f] += (((x[j0, f] + x[j1, f]) + (x[j2, f] + x[j3, f]))
-                           + ((x[j4, f] + x[j5, f]) + (x[j6, f] + x[j7, f])))
+            add_rows(acc, x, (indices[p], indices[p + 1], indices[p + 2], indices[p + 3],
+                              indices[p + 4], indices[p + 5], indices[p + 6], indices[p + 7]), F)
             p += 8
     if unroll >= 4:
         while p + 4 <= e:
             if dist > 0 and p + dist + 4 <= E:
                 _prefetch_rows(indices, p + dist, 4, x, F, line)
-            j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
-            for f in range(F):
-                acc[f] += (x[j0, f] + x[j1, f]) + (x[j2, f] + x[j3, f])
+            add_rows(acc, x, (indices[p], indices[p + 1], indices[p + 2], indices[p + 3]), F)
             p += 4
     while p < e:
-        j0 = indices[p]
-        for f in range(F):
-            acc[f] += x[j0, f]
+        add_rows(acc, x, (indices[p],), F)
         p += 1
 
 
@@ -170,8 +164,7 @@ def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_sca
     E = indices.shape[0]
     p = indptr[i]
     e = indptr[i + 1]
-    for f in range(F):
-        acc[f] = 0
+    zero_row(acc, F)
     if unroll >= 8:
         while p + 8 <= e:
             if dist > 0 and p + dist + 8 <= E:
@@ -180,19 +173,17 @@ def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_sca
                     _prefetch_weights(eids, p + dist, 8, w)
                 if has_cs:
                     _prefetch_scales(indices, p + dist, 8, col_scale)
-            j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
-            j4 = indices[p + 4]; j5 = indices[p + 5]; j6 = indices[p + 6]; j7 = indices[p + 7]  # noqa: E702
-            c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c1 = _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c2 = _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c3 = _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c4 = _coef(p + 4, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c5 = _coef(p + 5, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c6 = _coef(p + 6, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c7 = _coef(p + 7, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            for f in range(F):
-                acc[f] += (((c0 * x[j0, f] + c1 * x[j1, f]) + (c2 * x[j2, f] + c3 * x[j3, f]))
-                           + ((c4 * x[j4, f] + c5 * x[j5, f]) + (c6 * x[j6, f] + c7 * x[j7, f])))
+            add_scaled_rows(acc, x,
+                            (indices[p], indices[p + 1], indices[p + 2], indices[p + 3],
+                             indices[p + 4], indices[p + 5], indices[p + 6], indices[p + 7]),
+                            (_coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 4, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 5, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 6, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 7, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)), F)
             p += 8
     if unroll >= 4:
         while p + 4 <= e:
@@ -202,19 +193,14 @@ def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_sca
                     _prefetch_weights(eids, p + dist, 4, w)
                 if has_cs:
                     _prefetch_scales(indices, p + dist, 4, col_scale)
-            j0 = indices[p]; j1 = indices[p + 1]; j2 = indices[p + 2]; j3 = indices[p + 3]  # noqa: E702
-            c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c1 = _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c2 = _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            c3 = _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-            for f in range(F):
-                acc[f] += (c0 * x[j0, f] + c1 * x[j1, f]) + (c2 * x[j2, f] + c3 * x[j3, f])
+            add_scaled_rows(acc, x, (indices[p], indices[p + 1], indices[p + 2], indices[p + 3]),
+                            (_coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 1, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
+                             _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)), F)
             p += 4
     while p < e:
-        j0 = indices[p]
-        c0 = _coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)
-        for f in range(F):
-            acc[f] += c0 * x[j0, f]
+        add_scaled_rows(acc, x, (indices[p],), (_coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),), F)
         p += 1
 
 
@@ -228,12 +214,9 @@ def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, acc, row_scale
     else:
         _plain_row(i, F, indptr, indices, x, acc, unroll, dist, line)
     if has_rs:
-        r = row_scale[i]
-        for f in range(F):
-            out[i, f] = acc[f] * r
+        store_scaled_row(out, i, acc, row_scale[i], F)
     else:
-        for f in range(F):
-            out[i, f] = acc[f]
+        store_row(out, i, acc, F)
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
@@ -285,7 +268,7 @@ def spmm_rows_fixed(F: int, line: int = 16):
         def spmm_fixed(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
                        col_scale, has_cs, bounds, unroll, dist, line, one):
             for b in prange(bounds.shape[0] - 1):
-                acc = numba.carray(stack_row(x, F), (F,))  # Note [stack accumulator]
+                acc = stack_row(x, F)  # Note [stack accumulator]
                 for i in range(bounds[b], bounds[b + 1]):
                     _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, acc, row_scale, has_rs,
                          col_scale, has_cs, unroll, dist, LINE, one)

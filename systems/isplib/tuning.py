@@ -100,7 +100,7 @@ Note [tuning cache]
     One JSON file, ``$GNNBENCH_CACHE/isplib-tuning.json`` (default
     ``~/.cache/gnnbench``)::
 
-        {"version": 3, "machines": {FINGERPRINT: {SIGNATURE: {
+        {"version": 4, "machines": {FINGERPRINT: {SIGNATURE: {
             "forward:unweighted:sum:64:float32:t2": {"variant": {...}, "ms": 21.3,
                                     "default_ms": 24.9, "tuned_at": "2025-..."}}}}}
 
@@ -110,7 +110,9 @@ Note [tuning cache]
     version 1 keyed by orientation, width and dtype only; version 2 chose
     against the generic default, without the width-specialised kernel in
     reach, so its choices would now override a faster untuned default
-    (Note [untuned default]). Writes merge into the current file under
+    (Note [untuned default]); version 3 timed the width-specialised kernel
+    before its rows became explicit vectors (Note [explicit row vectors]), up to
+    2x slower at narrow widths, so it chose against the wrong kernel. Writes merge into the current file under
     an ``flock`` and land by ``os.replace``, so concurrent tuners never leave
     a torn file.
 """
@@ -138,7 +140,7 @@ __all__ = ["TuneResult", "TuneTask", "tune", "tune_keys", "cache_file", "cpu_fin
            "CACHE_NAME", "WEIGHTINGS"]
 
 CACHE_NAME = "isplib-tuning.json"
-_VERSION = 3
+_VERSION = 4
 #: Note [tuning key]
 WEIGHTINGS = ("unweighted", "weighted", "gcn")
 

@@ -266,6 +266,23 @@ def test_every_spmm_variant_agrees(variant, D):
             np.testing.assert_allclose(out, ref_spmm(s, d, x, weight, reduce, N), **tol(np.float32))
 
 
+# each case compiles the width-specialised kernel once (about 20 s on a clean machine): the other dtypes and
+# index types than test_every_spmm_variant_agrees's, at a whole AVX register and at two
+@pytest.mark.parametrize("idx,fdt,D", [(np.int32, np.float64, 8), (np.int64, np.float32, 16)])
+def test_width_specialised_kernel_at_vector_widths(idx, fdt, D):
+    """Note [explicit row vectors]: one vector per row, at whole-register widths, in both float dtypes."""
+    g, x, grad, w, src, dst = inputs(idx, fdt, 1, D)
+    for view, (s, d) in ((g.view(), (src, dst)), (g.view(transposed=True), (dst, src))):
+        p = prepare(view)
+        for unroll in (1, 8):
+            p.set_variants({(D, np.dtype(fdt).name): Variant("fixed", unroll, 2)})
+            v = view.with_prepared(p)
+            for weight, reduce in itertools.product([None, w], ["sum", "mean"]):
+                out = np.full_like(x, np.nan)
+                K.spmm_sum(v, x, weight, out, reduce=reduce)
+                np.testing.assert_allclose(out, ref_spmm(s, d, x, weight, reduce, N), **tol(fdt))
+
+
 def test_bounds_cover_rows_and_balance_nonzeros():
     g = graph_of(np.int64)
     for blocks in (1, 2, 5, 40):
