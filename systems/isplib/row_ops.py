@@ -9,6 +9,10 @@ Each operation has two implementations, picked when numba compiles the loop:
 * otherwise (the generic kernel, whose width is known only at run time, and
   whose accumulator is the output row): a loop over the columns.
 
+numba's disk cache stamps a kernel with its own source file only, so after
+editing this module clear the cache (``__pycache__/*.nbi``, ``*.nbc``) or
+touch ``spmm_numba.py``, or the old machine code is loaded.
+
 Both sum the gathered rows in the same pairwise order, ``(x0 + x1) + (x2 + x3)``
 for four edges, so the two kernels differ only in the fused multiply-adds of
 the weighted sums.

@@ -119,12 +119,13 @@ def default_variant(nnz: int = 0, width: int = 0) -> Variant:
         On a view of at least :data:`FIXED_DEFAULT_MIN_NNZ` nonzeros the
         default is the same loop width-specialised (``fixed``): its row
         accumulator lives on the stack and its inner loops have a constant
-        trip count. On the 4M-edge R-MAT graph, 40 rounds interleaved in one
-        process (``benchmarks/bench_default_variant.py``), it took 30.9 ms
-        against the generic kernel's 49.4 ms at F = 64 (DGL's ``copy_u_sum``
-        32.0 ms), 71.3 against 92.9 at F = 128 and 15.4 against 20.1 at F = 8,
-        where DGL (10.6 ms) stays ahead. It costs a
-        compilation per width and machine, about 18 s here, on the first
+        trip count. On the 4M-edge R-MAT graph, 30 rounds interleaved in one
+        process (``benchmarks/bench_default_variant.py``, after Note [explicit
+        row vectors]), it took 9.3 ms against the generic kernel's 19.4 ms at
+        F = 8 (DGL's ``copy_u_sum`` 9.8 ms), 14.3 against 23.0 at 16 (DGL
+        15.6), 17.2 against 31.2 at 32 (DGL 18.6), 19.6 against 32.6 at 64
+        (DGL 26.1) and 44.6 against 61.1 at 128 (DGL 56.8). It costs a
+        compilation per width and machine, 10-15 s here, on the first
         call (a warm-up epoch: Note [fair timing]); numba's disk cache keeps
         it for every later run. Below the threshold a call takes a few
         milliseconds and cannot repay that, so small graphs (every test's)
