@@ -31,7 +31,12 @@ def run(spec, isolate: bool = True, store_path: str | None = None, store: bool =
     """Validate, open the store, run and store one task; return the row (Note [store first]).
 
     If the row cannot be stored at the end it is saved as JSON and ``row["saved_to"]`` says where.
+
+    Raises:
+        UserError: bad input, found before the run or by its worker (Note [bad input in a worker]);
+            nothing is stored.
     """
+    from gnnbench.run.record import bad_input_error
     from gnnbench.run.runner import run_task
 
     validate(spec, isolate=isolate)
@@ -41,6 +46,9 @@ def run(spec, isolate: bool = True, store_path: str | None = None, store: bool =
     try:
         with run_progress(_title(spec)) as display:  # a per-epoch bar on a terminal only
             row = run_task(spec, isolate=isolate, on_event=display)
+        refused = bad_input_error(row)
+        if refused is not None:  # as in-process: one line, exit status 2, no row (Note [bad input in a worker])
+            raise UserError(refused)
         if db is not None:
             _store(db, row)
     finally:

@@ -140,9 +140,12 @@ RUN_FIELDS: tuple[Field, ...] = (
                         "adds `fallback`: the lender's `system`, `system_version` and `system_hash`, the "
                         "`operators` it ran (e.g. `[\"edge_softmax\", \"sddmm(op=add)\"]`), `kernel_time_s` (its "
                         "median kernel seconds per epoch), `kernel_share` (its share of all kernel time) and "
-                        "`prepare_time_s`. See Note [fallback accounting]."),
-    _F("stderr", "TEXT", "Last 20000 characters of the run's stderr, kept for runs that did not succeed; the "
-                         "whole of it is in the file `extra.stderr_path`."),
+                        "`prepare_time_s`. See Note [fallback accounting]. A `failed` run whose worker refused "
+                        "its input (a dataset that could not be downloaded) has `bad_input: true`; see Note [bad "
+                        "input in a worker]."),
+    _F("stderr", "TEXT", "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for "
+                         "bad input, whose `error` line says it all); the whole of it is in the file "
+                         "`extra.stderr_path`."),
     # added in schema 3 (appended, so an upgraded table has the columns of a new one)
     _F("kernel_median_s", "REAL", "Median seconds per epoch spent inside the system's own kernels (forward, "
                                   "backward and optimizer phases; a fallback's are in `extra.fallback`); null for native baselines and non-CPU devices. "

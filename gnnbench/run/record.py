@@ -15,10 +15,21 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["run_record", "identity_columns", "STDERR_KEPT"]
+__all__ = ["run_record", "identity_columns", "bad_input_error", "STDERR_KEPT", "BAD_INPUT"]
 
 #: characters of a failed run's stderr kept in its row (the whole of it is in a log file)
 STDERR_KEPT = 20000
+
+#: the ``extra`` key, true on the ``failed`` row of a run whose worker refused its input
+#: (Note [bad input in a worker] in :mod:`gnnbench.run.runner`)
+BAD_INPUT = "bad_input"
+
+
+def bad_input_error(row: Mapping[str, Any]) -> str | None:
+    """The one-line error of a run whose worker refused its input, else None (Note [bad input in a worker])."""
+    if row.get("status") == "failed" and (row.get("extra") or {}).get(BAD_INPUT):
+        return row.get("error") or "bad input"
+    return None
 
 
 def identity_columns(config, hashes: dict[str, str | None] | None = None) -> dict[str, Any]:

@@ -23,6 +23,20 @@ Note [exit statuses]
     which is how the address-space limit shows); a SIGKILL from outside (the
     kernel's OOM killer, a user, a scheduler) is ``crashed`` with the signal
     named; any other signal or exit status is ``crashed`` with it named.
+
+Note [bad input in a worker]
+    Some bad input shows only inside the worker: a Planetoid dataset that is
+    downloaded on first use and cannot be, a raw file that turns out
+    unreadable. The worker then writes a ``failed`` row with the
+    :class:`~gnnbench.errors.UserError`'s one line as ``error``, no traceback
+    (an expected failure, not a bug) and ``extra.bad_input`` true
+    (:func:`~gnnbench.run.record.bad_input_error`), and no log is kept.
+    ``gnnbench run`` raises it again in the parent: one line, exit status 2,
+    nothing stored, as the same error does in an ``--in-process`` run or in
+    the preflight checks. A sweep stores it as that cell's failed row and goes
+    on (fault isolation). An :class:`~gnnbench.errors.UnavailableError` (the
+    model needs an operator the system lacks) stays a ``skipped`` row, and any
+    other exception a ``crashed`` one with its traceback.
 """
 from __future__ import annotations
 
@@ -40,7 +54,7 @@ from typing import Any
 from gnnbench.run.allocator import resolve_allocator
 from gnnbench.run.events import EVENTS_FD_ENV, EventReader, RunEvent
 from gnnbench.run.harness import TaskSpec, train
-from gnnbench.run.record import run_record
+from gnnbench.run.record import bad_input_error, run_record
 from gnnbench.results.store import utc_now
 
 __all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail"]
@@ -142,6 +156,10 @@ def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = _UN
              on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run ``spec`` and return its row (never raises for a failing system when isolated).
 
+    Isolated, bad input the worker finds comes back as a ``failed`` row that
+    :func:`~gnnbench.run.record.bad_input_error` recognises; in this process it
+    raises :class:`~gnnbench.errors.UserError` (Note [bad input in a worker]).
+
     Args:
         spec (RunConfig): the run.
         isolate (bool): in a fresh process (default: True).
@@ -185,8 +203,8 @@ def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = _UN
         row = None
         if not timed_out and result_path.exists():
             row = json.loads(result_path.read_text())
-            if row.get("status") == "ok":
-                return row
+            if row.get("status") == "ok" or bad_input_error(row) is not None:
+                return row  # bad input: its one line says it all, no log kept (Note [bad input in a worker])
         kept = _keep_log(err_path, spec)
         extra = {"stderr_path": kept} if kept else None
         if timed_out:

@@ -1,8 +1,10 @@
 """Internal entry point of an isolated run: ``python -m gnnbench.run.worker SPEC.json RESULT.json``.
 
 Writes the results row, or a failure row for an expected error (unavailable
-system, bad dataset), to RESULT.json. Anything unexpected propagates, so the
-parent sees a non-zero exit and keeps the traceback from stderr. Progress
+system, bad input such as a dataset that cannot be downloaded), to RESULT.json.
+Bad input is one line with no traceback (Note [bad input in a worker] in
+:mod:`gnnbench.run.runner`). Anything unexpected propagates, so the parent sees
+a non-zero exit and keeps the traceback from stderr. Progress
 events go to the pipe named by ``$GNNBENCH_EVENTS_FD`` when the parent opened
 one (Note [progress channel] in :mod:`gnnbench.run.events`).
 """
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from gnnbench.run.config import RunConfig
     from gnnbench.errors import UnavailableError, UserError
     from gnnbench.run.harness import train
-    from gnnbench.run.record import run_record
+    from gnnbench.run.record import BAD_INPUT, run_record
     from gnnbench.results.store import utc_now
 
     spec = RunConfig.from_dict(data)  # validated again: the same checks as the parent's
@@ -55,10 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()  # into the run's stderr log, which the parent keeps (Note [process group])
         row = run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
                          timestamp=started)
-    except UserError as err:
-        traceback.print_exc()
-        row = run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
-                         timestamp=started)
+    except UserError as err:  # bad input found only here: one line, no traceback (Note [bad input in a worker])
+        row = run_record(spec, "failed", error=(str(err).splitlines() or [type(err).__name__])[0],
+                         timestamp=started, extra={BAD_INPUT: True})
     except MemoryError:
         traceback.print_exc()
         row = run_record(spec, "oom", error="out of memory (MemoryError) under the memory limit",

@@ -349,6 +349,33 @@ def test_cli_reports_the_sweep(tmp_path, capsys):
     assert code == 0 and (report["planned"], report["already_stored"], report["runs"]) == (1, 1, [])
 
 
+def test_bad_input_found_by_a_worker_is_a_failed_cell_of_one_line_and_the_sweep_goes_on(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """A Planetoid dataset the worker cannot download (Note [bad input in a worker]): no traceback, no log."""
+    from gnnbench.run import runner
+
+    for var in ("GNNBENCH_OFFLINE", "GNNBENCH_DATA_DIR"):  # so the plan leaves the download to the worker
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GNNBENCH_LOGS", str(tmp_path / "logs"))
+    worker_env = runner.worker_env
+    monkeypatch.setattr(runner, "worker_env", lambda *a: {**worker_env(*a), "GNNBENCH_OFFLINE": "1"})  # no network
+    db = tmp_path / "r.sqlite"
+    code = cli_main(["sweep", "--systems", "reference", "--models", "gcn", "--datasets", "cora,karate", "--epochs",
+                     "3", "--warmup", "1", "--allocator", "system", "--results", str(db), "--no-progress"])
+    out = capsys.readouterr().out
+    with ResultsStore(db) as store:
+        rows = {r["dataset"]: r for r in store.rows()}
+    error = (f"no Planetoid files for 'cora' in {tmp_path}/cache/data/planetoid and GNNBENCH_OFFLINE is set; pass "
+             f"--data-dir DIR or set GNNBENCH_DATA_DIR to a folder holding the Planetoid ind.* files")
+    assert code == 1 and sorted(rows) == ["cora", "karate"] and rows["karate"]["status"] == "ok"
+    cora = rows["cora"]
+    assert (cora["status"], cora["error"], cora["stderr"]) == ("failed", error, None)
+    assert cora["extra"]["bad_input"] is True and "stderr_path" not in cora["extra"]
+    assert f"  failed    reference gcn cora torch seed=0  {error}" in out.splitlines() and "Traceback" not in out
+    assert not (tmp_path / "logs").exists()
+
+
 def test_dry_run_names_what_it_would_skip_and_why(tmp_path, capsys):
     db = tmp_path / "r.sqlite"
     code = cli_main(["sweep", "--systems", "reference,cusparse", "--models", "gcn", "--datasets", TINY,

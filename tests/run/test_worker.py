@@ -37,11 +37,25 @@ def test_a_run_writes_its_row_and_sends_its_events(tmp_path, monkeypatch):
     assert events == [RunEvent("prepare")] + [RunEvent("epoch", i, 3, 1) for i in (1, 2, 3)]
 
 
-def test_an_expected_error_is_a_failed_row_with_its_traceback(tmp_path, monkeypatch, capsys):
+def test_bad_input_is_a_failed_row_of_one_line_without_a_traceback(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(EVENTS_FD_ENV, raising=False)
     row = _run(tmp_path, RunConfig("reference", "gcn", TINY, epochs=3, warmup=1, system_options=(("aggr", "x"),)))
     assert row["status"] == "failed" and row["error"] == "system 'reference' takes no options (got aggr)"
-    assert "Traceback" in row["stderr"] and "Traceback" in capsys.readouterr().err  # kept for the parent's log
+    assert row["extra"] == {"bad_input": True} and row["stderr"] is None  # Note [bad input in a worker]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_an_unexpected_error_propagates_with_its_traceback_and_writes_no_row(tmp_path, monkeypatch):
+    def broken(spec, on_event=None):
+        raise RuntimeError("a kernel bug")
+
+    monkeypatch.setattr("gnnbench.run.harness.train", broken)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({**RunConfig("reference", "gcn", TINY, epochs=3, warmup=1).as_dict(),
+                                "memory_limit": None}))
+    with pytest.raises(RuntimeError, match="a kernel bug"):  # the parent stores it as crashed, with the traceback
+        worker.main([str(spec), str(tmp_path / "result.json")])
+    assert not (tmp_path / "result.json").exists()
 
 
 def test_a_missing_operator_is_a_skip(tmp_path, monkeypatch):
