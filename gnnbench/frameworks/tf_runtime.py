@@ -239,20 +239,21 @@ def _bridge(call: OperatorCall, graph, attrs: dict[str, Any], inputs: Sequence[A
     def forward(*present):
         full = ctx.inputs(present)
         results = call.run(plan.decl, graph.view(), full, attrs)
+        needs = ctx.needs_input_grad[2:]
         named = plan.tensors(full, results)
+        # the closure keeps alive what it holds: only what the backward will read (Note [saved for backward])
+        saved = {n: named[n] for n in plan.saved_for(needs)}
         outputs = results[:len(plan.decl.outputs)]
 
         def backward(*grad_outputs):
-            tensors = dict(named)
+            tensors = dict(saved)
             tensors.update((f"grad_{n}", ctx.dense(g)) for n, g in zip(plan.output_names, grad_outputs))
-            needs = ctx.needs_input_grad[2:]
             grads: list[Any] = [None] * len(needs)
-            for rule in plan.rules:
-                if any(needs[i] for i in rule.targets):
-                    results = call.run(rule.callee, ctx.graph.view(rule.transposed),
-                                       tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
-                    for i, r in zip(rule.targets, results):
-                        grads[i] = r
+            for rule in plan.active_rules(needs):
+                results = call.run(rule.callee, ctx.graph.view(rule.transposed),
+                                   tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
+                for i, r in zip(rule.targets, results):
+                    grads[i] = r
             for i in plan.ungradable:
                 if needs[i]:
                     raise plan.no_gradient(i)
@@ -260,7 +261,8 @@ def _bridge(call: OperatorCall, graph, attrs: dict[str, Any], inputs: Sequence[A
 
         return (outputs[0] if len(outputs) == 1 else tuple(outputs)), backward
 
-    return forward(*ctx.present)
+    present, ctx.present = ctx.present, ()  # the backward holds ctx: it must not hold the inputs too
+    return forward(*present)
 
 
 #: What a generated ``_glue_tensorflow.py`` calls: :func:`gnnbench.runtime.glue.bind_system` for TensorFlow.

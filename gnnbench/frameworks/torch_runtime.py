@@ -87,9 +87,10 @@ class _Bridge(torch.autograd.Function):
         plan = call.plan
         results = call.run(plan.decl, graph.view(), inputs, attrs)
         ctx.call, ctx.graph, ctx.attrs = call, graph, attrs
-        if plan.saved:
+        ctx.saved_names = plan.saved_for(ctx.needs_input_grad[3:])
+        if ctx.saved_names:
             named = plan.tensors(inputs, results)
-            ctx.save_for_backward(*(named[n] for n in plan.saved))
+            ctx.save_for_backward(*(named[n] for n in ctx.saved_names))
         outputs = results[:len(plan.decl.outputs)]
         integer = plan.integer_outputs(outputs)
         if integer:
@@ -100,16 +101,15 @@ class _Bridge(torch.autograd.Function):
     def backward(ctx, *grad_outputs):
         call, plan = ctx.call, ctx.call.plan
         # ctx.saved_tensors raises once the graph is freed, even when nothing was saved: read it only if needed
-        tensors = dict(zip(plan.saved, ctx.saved_tensors)) if plan.saved else {}
+        tensors = dict(zip(ctx.saved_names, ctx.saved_tensors)) if ctx.saved_names else {}
         tensors.update((f"grad_{n}", g.contiguous()) for n, g in zip(plan.output_names, grad_outputs))
         needs = ctx.needs_input_grad[3:]
         grads: list[Any] = [None] * len(needs)
-        for rule in plan.rules:
-            if any(needs[i] for i in rule.targets):
-                results = call.run(rule.callee, ctx.graph.view(rule.transposed),
-                                   tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
-                for i, r in zip(rule.targets, results):
-                    grads[i] = r
+        for rule in plan.active_rules(needs):
+            results = call.run(rule.callee, ctx.graph.view(rule.transposed),
+                               tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
+            for i, r in zip(rule.targets, results):
+                grads[i] = r
         for i in plan.ungradable:
             if needs[i]:
                 raise plan.no_gradient(i)

@@ -17,6 +17,18 @@ Note [guarded glue]
     :meth:`OperatorCall.run`, which looks ``_run`` up in that module at call
     time, and each ``OperatorImpl.apply`` is a bound method of an
     :class:`OperatorCall` whose ``__module__`` names that glue module.
+
+Note [saved for backward]
+    A forward keeps for its backward only what the rules that will run read
+    (:meth:`KernelPlan.saved_for`), decided from which inputs need a gradient
+    at the time of the call: torch's ``ctx.needs_input_grad``, or whether
+    TensorFlow's tape records the input. ``spmm``'s rules read ``x`` only for
+    the gradient of the edge weight; keeping it for every call (the former
+    rule) held the ``[N, hidden]`` features GCN and SAGE transform before
+    aggregating from forward to backward, which DGL's ``copy_u`` frees at
+    once. At 64M edges that put isplib's SAGE peak 1.20x dgl-native's
+    (``results/scaling.md``). The TensorFlow bridge also drops the inputs
+    from the context its backward closes over, for the same reason.
 """
 from __future__ import annotations
 
@@ -135,6 +147,20 @@ class KernelPlan:
         named = dict(zip((d.name for d in self.decl.inputs), inputs))
         named.update(zip((d.name for d in (*self.decl.outputs, *self.decl.saves)), results))
         return named
+
+    def active_rules(self, needs: Sequence[bool]) -> tuple[GradPlan, ...]:
+        """The rules a backward runs: those whose targets include an input that ``needs`` a gradient."""
+        return tuple(rule for rule in self.rules if any(needs[i] for i in rule.targets))
+
+    def saved_for(self, needs: Sequence[bool]) -> tuple[str, ...]:
+        """What a forward must keep for a backward where ``needs[i]`` says whether input ``i`` needs a gradient.
+
+        Only the tensors that :meth:`active_rules` read, in :attr:`saved`'s
+        order: an unweighted SpMM keeps no ``x`` for the weight gradient it
+        will never compute (Note [saved for backward]).
+        """
+        read = {a for rule in self.active_rules(needs) for a in rule.args}
+        return tuple(n for n in self.saved if n in read)
 
     def integer_outputs(self, results: Sequence[Any]) -> list[Any]:
         return [r for r, d in zip(results, self.decl.outputs) if d.dtype not in _FLOATS]

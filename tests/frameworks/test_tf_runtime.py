@@ -176,6 +176,25 @@ def test_grad_context_drops_absent_inputs_and_knows_what_the_tape_records():
     assert ctx.needs_input_grad == (False, False, True, False, False)
 
 
+def test_the_backward_closes_over_only_what_its_gradients_read():
+    # Note [saved for backward]: an unweighted spmm's backward holds neither x nor the GradContext's inputs
+    import weakref
+
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
+
+    graph = BoundGraph(GRAPH, load_system("reference", "tensorflow"))
+    spmm = graph.system.find("spmm", {"reduce": "sum"})
+    v = tf.Variable(tf.ones([3, 1, 2]))
+    with tf.GradientTape() as tape:
+        h = v * 2.0  # [N, 1, F] as the kernel takes it, so no reshape of the frontend's holds it
+        ref = weakref.ref(h)
+        out = spmm.apply(graph, {"reduce": "sum"}, h, None)
+        del h
+        assert ref() is None
+    assert tape.gradient(out, v).numpy()[:, 0, 0].tolist() == [2.0, 2.0, 4.0]  # 2 x out-degree
+
+
 # ----------------------------------------------------------------- same kernels, same bits
 def _systems_with_both_glues():
     from gnnbench.runtime.registry import list_systems
