@@ -131,6 +131,8 @@ def summary(row: dict) -> str:
         *_kernel_lines(row),
         *_fallback_lines(row),
         f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)"
+        + (f"; JIT compilation {compiled:.2f} s, once per machine (apart)"
+           if (compiled := (row.get("extra") or {}).get("compile_time_s")) else "")
         + (f"; tuned on first use in {row['tune_time_s']:.2f} s (apart)" if row.get("tune_time_s") else ""),
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline "
         f"({row.get('allocator') or 'unknown'} allocator)",

@@ -117,7 +117,8 @@ RUN_FIELDS: tuple[Field, ...] = (
     _F("forward_median_s", "REAL", "Median forward-pass time per epoch in seconds."),
     _F("backward_median_s", "REAL", "Median backward-pass time per epoch in seconds."),
     _F("optimizer_median_s", "REAL", "Median optimizer-step time per epoch in seconds."),
-    _F("prepare_time_s", "REAL", "Time of the system's one-off `prepare` step in seconds."),
+    _F("prepare_time_s", "REAL", "Time of the system's one-off `prepare` step in seconds, less any JIT "
+                              "compilation in it (`extra.compile_time_s`)."),
     _F("tune_time_s", "REAL", "Seconds spent autotuning the system's kernels for this run before training, apart "
                            "from `prepare_time_s` and from epochs; null when the run did not tune."),
     _F("peak_memory_bytes", "INTEGER", "Peak memory of the timed loop above its start, in bytes: the host's resident set on "
@@ -142,7 +143,9 @@ RUN_FIELDS: tuple[Field, ...] = (
                         "median kernel seconds per epoch), `kernel_share` (its share of all kernel time) and "
                         "`prepare_time_s`. See Note [fallback accounting]. A `failed` run whose worker refused "
                         "its input (a dataset that could not be downloaded) has `bad_input: true`; see Note [bad "
-                        "input in a worker]."),
+                        "input in a worker]. A run whose `prepare` JIT-compiled kernels (numba, on a cold "
+                        "cache) has `compile_time_s`, apart from `prepare_time_s`; see Note [compile time "
+                        "apart]."),
     _F("stderr", "TEXT", "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for "
                          "bad input, whose `error` line says it all); the whole of it is in the file "
                          "`extra.stderr_path`."),
