@@ -30,12 +30,33 @@ import tensorflow as tf  # noqa: E402
 # frontend, as under PyTorch, so that its import never lands in a run's timed `prepare`
 import torch  # noqa: E402
 from tensorflow.python.eager import context as _eager_context  # noqa: E402
+from tensorflow.python.eager import record as _record  # noqa: E402
 
 from ..errors import UnavailableError, UserError  # noqa: E402
 from gnnbench.runtime.fallback import find_operator  # noqa: E402
 from gnnbench.runtime.glue import BoundGraph  # noqa: E402
 
 __all__ = ["TensorFlowFrontend", "Adam"]
+
+
+def _reshaped(x, shape):
+    """``tf.reshape(x, shape)`` whose gradient keeps ``x``'s shape only.
+
+    The tape keeps the input of ``tf.expand_dims``, ``tf.squeeze`` and
+    ``tf.reshape`` for their gradients, which read only its shape: around an
+    spmm that held the ``[N, F]`` features and the aggregation's output until
+    the backward, as a forward that saves too much would (Note [saved for
+    backward] in :mod:`gnnbench.runtime.glue`).
+    """
+    before = x.shape
+
+    @tf.custom_gradient
+    def reshape(t):
+        with _record.stop_recording():  # else the tape records this reshape too, and keeps t for it
+            out = tf.reshape(t, shape)
+        return out, lambda grad: tf.reshape(tf.convert_to_tensor(grad), before)
+
+    return reshape(x)
 
 
 class Adam:
@@ -289,10 +310,10 @@ class TensorFlowFrontend:
     def spmm(self, graph: BoundGraph, x, weight=None, reduce: str = "sum"):
         """``out[i] = reduce_{j->i} w_ij x_j``; ``x`` is ``[N, F]`` or ``[N, H, D]``, ``weight`` ``[E]`` or ``[E, H]``."""
         flat = len(x.shape) == 2
-        x3 = tf.expand_dims(x, 1) if flat else x
-        w = tf.expand_dims(weight, 1) if weight is not None and len(weight.shape) == 1 else weight
+        x3 = _reshaped(x, (x.shape[0], 1, x.shape[1])) if flat else x
+        w = _reshaped(weight, (weight.shape[0], 1)) if weight is not None and len(weight.shape) == 1 else weight
         out = self._call(graph, "spmm", {"reduce": reduce}, x3, w)
-        return tf.squeeze(out, 1) if flat else out
+        return _reshaped(out, (out.shape[0], out.shape[2])) if flat else out
 
     def sddmm(self, graph: BoundGraph, src, dst, op: str = "dot"):
         return self._call(graph, "sddmm", {"op": op}, src, dst)

@@ -6,6 +6,7 @@ PyTorch bridge from gnnbench.frameworks.torch_runtime. Regenerate with `gnnbench
 `gnnbench gen --check` fails when this file drifts from its spec.
 """
 import gnnbench.systems.isplib.kernels as _kernels
+from gnnbench.dsl.spec import Attr, Call, CallArg, GradRule, KernelSpec, Param
 from gnnbench.frameworks.torch_runtime import bind_system, run as _run
 
 SYSTEM = bind_system(
@@ -18,7 +19,6 @@ SYSTEM = bind_system(
     hooks={'prepare': 'prepare', 'report': 'report', 'tune': 'tune'},
     floats=None,
     kernels={
-        'spmm_sum': _kernels.spmm_sum,  # spmm(reduce=sum|mean)
         'spmm_sum_backward': _kernels.spmm_sum_backward,
         'spmm_weight_backward': _kernels.spmm_weight_backward,
         'spmm_max': _kernels.spmm_max,  # spmm(reduce=max)
@@ -29,5 +29,43 @@ SYSTEM = bind_system(
         'edge_sum': _kernels.edge_sum,
         'edge_softmax': _kernels.edge_softmax,  # edge_softmax
         'edge_softmax_backward': _kernels.edge_softmax_backward,
+        'spmm_sum': _kernels.spmm_sum,  # spmm(reduce=sum)
+        'spmm_mean': _kernels.spmm_mean,  # spmm(reduce=mean)
+        'spmm_mean_backward': _kernels.spmm_mean_backward,
     },
+    custom=(
+        KernelSpec('spmm_sum', 'spmm',
+            attrs=(Attr('reduce', values=('sum',)),),
+            params=(
+                Param('input', 'x', 'float', (('N',), ('H',), ('D',))),
+                Param('input', 'weight', 'float', (('E',), ('H',)), optional=True),
+                Param('output', 'out', 'float', (('N',), ('H',), ('D',))),
+            ),
+            grads=(
+                GradRule(('x',), Call('spmm_sum_backward', (CallArg('grad_out'), CallArg('weight')), transposed=True)),
+                GradRule(('weight',), Call('spmm_weight_backward', (CallArg('x'), CallArg('grad_out')))),
+            ),
+        ),
+        KernelSpec('spmm_mean', 'spmm',
+            attrs=(Attr('reduce', values=('mean',)),),
+            params=(
+                Param('input', 'x', 'float', (('N',), ('H',), ('D',))),
+                Param('input', 'weight', 'float', (('E',), ('H',)), optional=True),
+                Param('output', 'out', 'float', (('N',), ('H',), ('D',))),
+            ),
+            grads=(
+                GradRule(('x',), Call('spmm_mean_backward', (CallArg('grad_out'), CallArg('weight')), transposed=True)),
+                GradRule(('weight',), Call('spmm_weight_backward', (CallArg('x'), CallArg('grad_out')))),
+            ),
+        ),
+        KernelSpec('spmm_mean_backward', None,
+            attrs=(Attr('reduce', values=('mean',)),),
+            params=(
+                Param('input', 'grad_out', 'float', (('N',), ('H',), ('D',))),
+                Param('input', 'weight', 'float', (('E',), ('H',)), optional=True),
+                Param('output', 'grad_x', 'float', (('N',), ('H',), ('D',))),
+                Param('workspace', 'scaled', 'float', (('N',), ('H',), ('D',))),
+            ),
+        ),
+    ),
 )

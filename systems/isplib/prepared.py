@@ -83,9 +83,11 @@ Note [prepare at scale]
     At 4M the whole cursor array sits in cache and the extra passes of the
     parallel sort (histogram rows, column sums) cost what the second core
     gains on a loaded machine; from 16M the scatter's cache misses dominate
-    and two cores halve it. A cold numba cache adds 55 s of compilation to
-    the first prepare (``warm_up`` after a source change), a one-time cost
-    DGL, being precompiled, never pays.
+    and two cores halve it. A cold numba cache adds 30-55 s of compilation
+    to the first prepare (``warm_up`` after a source change), a one-time cost
+    DGL, being precompiled, never pays; a run reports it apart as
+    ``extra.compile_time_s`` (Note [compile time apart] in
+    :mod:`gnnbench.run.jit_clock`).
 
 Note [peak memory of isplib]
     A run's peak is measured above the resident set after ``prepare``

@@ -77,9 +77,13 @@ Note [backward against forward]
       measured 1.13x -> 1.02x in one 11-round run and no gain in a second
       21-round run, so it was not kept.
 
-    Removing the per-edge scale would need ``grad_out / deg`` materialised, an
+    Removing the per-edge scale needs ``grad_out / deg`` materialised, an
     ``[N, F]`` buffer that only the framework may allocate (producer-only
-    boundary), so the mean's backward keeps it.
+    boundary): the mean's own backward declares it as a workspace and runs
+    the plain sum (Note [mean backward] in :mod:`~gnnbench.systems.isplib.kernels`).
+    The gathered scale remains for the edge-form GCN's factorised weights
+    (Note [factorised weights]) and for ``spmm_sum_backward`` with
+    ``reduce="mean"`` in systems that reuse isplib's standard kernels (dgnn).
 
 Note [fastmath]
     The sums use ``reassoc``/``contract``/``nsz`` only: reordering a sum and
@@ -314,3 +318,12 @@ def spmm_heads(indptr, indices, eids, has_eids, w, x, out, row_scale, has_rs,
                 for h in range(H):
                     for d in range(D):
                         out[i, h, d] *= r
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def scale_rows(x, scale, out):
+    """``out[i, :] = x[i, :] * scale[i]`` for ``[N, F]`` arrays, rows split over threads (Note [mean backward])."""
+    for i in prange(x.shape[0]):
+        s = scale[i]
+        for c in range(x.shape[1]):
+            out[i, c] = x[i, c] * s

@@ -195,6 +195,25 @@ def test_the_backward_closes_over_only_what_its_gradients_read():
     assert tape.gradient(out, v).numpy()[:, 0, 0].tolist() == [2.0, 2.0, 4.0]  # 2 x out-degree
 
 
+def test_the_frontends_reshapes_around_spmm_keep_neither_input_nor_output():
+    import weakref
+
+    from gnnbench.frameworks.tf_frontend import TensorFlowFrontend
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
+
+    F = TensorFlowFrontend()
+    graph = BoundGraph(GRAPH, load_system("reference", "tensorflow"))
+    v = tf.Variable(tf.ones([3, 2]))
+    with tf.GradientTape() as tape:
+        h = v * 2.0  # flat [N, F]: the frontend reshapes it to [N, 1, F] and the result back
+        ref = weakref.ref(h)
+        loss = tf.reduce_sum(F.spmm(graph, h, None) * 3.0)
+        del h
+        assert ref() is None
+    assert tape.gradient(loss, v).numpy()[:, 0].tolist() == [6.0, 6.0, 12.0]  # 2 x 3 x out-degree
+
+
 # ----------------------------------------------------------------- same kernels, same bits
 def _systems_with_both_glues():
     from gnnbench.runtime.registry import list_systems
