@@ -96,19 +96,22 @@ Note [peak memory of isplib]
     epochs isplib's kernels allocate nothing: outputs are the framework's,
     the mean's scales are ``N``-long (``inv_row_degree``,
     ``inv_col_degree``, built once), and unweighted paths never read the
-    transposed view's edge ids. SAGE's peak over dgl-native's (issue 19:
-    1.05x at 16M, 1.08x at 64M) is the shared model's, not isplib's: SAGE
-    on the 16M R-MAT graph, 4 epochs, one process each, glibc malloc, peak
-    above the baseline: isplib 1322 MiB, ``dgl`` (DGL's kernels under the
-    same gnnbench SAGE) 1344 MiB, ``mkl`` 1612 MiB, dgl-native (DGL's own
-    ``SAGEConv``) 1239 MiB. isplib is below DGL's kernels under the same
-    model; the 83 MiB between the gnnbench model and DGL's own (166 bytes
-    a node) is the model's layer arithmetic (:mod:`models.sage`), which
-    every kernel system shares, so cutting it is the model's job, not a
-    kernel's. GIN at 4M (issue 19: 1.12x) did not reproduce: 452 MiB
-    against 447 (``dgl``) and 447 (dgl-native) under glibc, and with
-    tcmalloc and first-use tuning 449 and 450 MiB against dgl-native's 472
-    in alternating runs.
+    transposed view's edge ids; the mean's backward scales ``grad_out``
+    into a workspace the framework allocates for the call (Note [mean
+    backward] in :mod:`~gnnbench.systems.isplib.kernels`).
+
+    SAGE's peak over dgl-native's (1.13x at 16M, 1.20x at 64M in
+    ``results/scaling.md`` at commit cdbe2d9) was not the model's
+    arithmetic, as this Note used to say, but the glue: every ``spmm`` kept
+    its input ``x`` for a weight gradient an unweighted call never computes,
+    so the ``[N, hidden]`` features SAGE (and GCN) transform before
+    aggregating lived from forward to backward. Saving only what the
+    gradients that will run read (Note [saved for backward] in
+    :mod:`gnnbench.runtime.glue`) brought SAGE to 1.01x at 16M and 1.04x at
+    64M (commit 4bf6e17), GCN from 0.77x / 0.69x to 0.69x / 0.67x. The
+    mean's workspace then costs SAGE about 90 MiB of peak at 64M (1.07x,
+    3610 against 3387 MiB; 1.01x at 16M) for an epoch 1.10x dgl-native's
+    instead of 1.01x (commit 6c72a68, ``results/scaling.md``).
 
 Note [tuning lookup]
     Entries are keyed ``(weighting, reduce, width, dtype)`` within one

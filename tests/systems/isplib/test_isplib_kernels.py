@@ -110,6 +110,12 @@ def test_spmm_sum_and_backward(idx, fdt, H, D):
         coef = np.ones(len(src)) if reduce == "sum" else 1.0 / np.maximum(np.bincount(dst, minlength=N), 1)[dst]
         wref = (np.ones((len(src), H)) if weight is None else weight.astype(np.float64)) * coef[:, None]
         np.testing.assert_allclose(gx, ref_spmm(dst, src, grad, wref, "sum", N), **tol(fdt))
+        if reduce == "mean":  # the mean's own pair (Note [mean backward]): grad scaled into the workspace first
+            out_mean, gx_mean, scaled = (np.full_like(x, np.nan) for _ in range(3))
+            K.spmm_mean(fwd, x, weight, out_mean)
+            K.spmm_mean_backward(bwd, grad, weight, gx_mean, scaled)
+            np.testing.assert_allclose(out_mean, out, **tol(fdt))
+            np.testing.assert_allclose(gx_mean, ref_spmm(dst, src, grad, wref, "sum", N), **tol(fdt))
     # the forward kernel on the transposed view (sddmm's backward): rows are sources
     out = np.full_like(x, np.nan)
     K.spmm_sum(bwd, x, w, out, reduce="sum")
