@@ -154,8 +154,9 @@ RUN_FIELDS: tuple[Field, ...] = (
                                   "backward and optimizer phases; a fallback's are in `extra.fallback`); null for native baselines and non-CPU devices. "
                                   "See Note [kernel time]."),
     _F("kernel_times", "JSON", "List of floats: kernel seconds of every timed epoch (null when not measured)."),
-    _F("allocator", "TEXT", "Memory allocator the run's process used: `tcmalloc`, `jemalloc` or `system` (the C "
-                            "library's malloc); null for runs stored before schema 3. See Note [allocator]."),
+    _F("allocator", "TEXT", "Memory allocator the run's process used: `tcmalloc`, `jemalloc`, `jemalloc-thp` "
+                            "(jemalloc on transparent huge pages) or `system` (the C library's malloc); null for runs "
+                            "stored before schema 3. See Note [allocator]."),
 )
 VERIFICATION_FIELDS: tuple[Field, ...] = (
     _F("id", "INTEGER", "Row id, assigned on insert."),

@@ -18,6 +18,20 @@ Note [allocator]
     system alike, and each row records the allocator that was actually
     loaded (column ``allocator``). ``system`` keeps the C library's malloc.
 
+    ``jemalloc-thp`` is jemalloc asked to back its heap with transparent
+    huge pages (``thp:always``), which a kernel whose THP mode is
+    ``madvise`` (this machine's) gives no allocator by default. An SpMM
+    gathers rows at random from an ``[N, F]`` feature matrix far larger than
+    the TLB covers in 4 KiB pages, so each gathered row can cost a page walk;
+    2 MiB pages cover 512 times as much. GCN, hidden 64, 16M-edge R-MAT, 3
+    alternating runs of each (``results/allocators_thp.md``): isplib's
+    kernels took 346-372 ms an epoch under tcmalloc and 274-297 under
+    ``jemalloc-thp`` (epoch 685-718 against 592-623 ms); dgl-native's epoch
+    755-773 against 685-708 ms. Not the default: it changes every system's
+    figures (the random gathers of SpMM the most, so not alike), and it
+    needs a kernel with THP enabled; rows name it, so it is compared only
+    with itself.
+
     A caching allocator keeps freed memory, so a region's peak resident
     memory would miss whatever the region reused from memory freed before
     it; :func:`release_free_memory` hands the cache back to the kernel before
@@ -35,21 +49,26 @@ from pathlib import Path
 
 from gnnbench.errors import UserError
 
-__all__ = ["ALLOCATORS", "Allocator", "resolve_allocator", "loaded_allocator", "release_free_memory", "run_under"]
+__all__ = ["ALLOCATORS", "Allocator", "resolve_allocator", "loaded_allocator", "release_free_memory", "run_under",
+           "thp_mode"]
 
 #: Choices of ``--allocator``; ``auto`` picks the first caching allocator found.
-ALLOCATORS = ("auto", "system", "tcmalloc", "jemalloc")
+ALLOCATORS = ("auto", "system", "tcmalloc", "jemalloc", "jemalloc-thp")
 
 _LIBRARIES = {
     "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
     "jemalloc": ("libjemalloc.so.2",),
 }
 _PACKAGES = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
+#: an allocator choice -> the library it preloads
+_LIBRARY_OF = {"tcmalloc": "tcmalloc", "jemalloc": "jemalloc", "jemalloc-thp": "jemalloc"}
+_THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 _SEARCH_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
                 "/usr/local/lib", "/opt/homebrew/lib")
 # jemalloc purges dirty pages after 10 s by default and at once for blocks above
 # its oversize threshold; never purging is what makes it a cache (Note [allocator]).
 _JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
+_JEMALLOC_THP_CONF = "thp:always,metadata_thp:auto"
 
 
 @dataclass(frozen=True)
@@ -71,8 +90,9 @@ class Allocator:
             env["LD_PRELOAD"] = " ".join(preload)
         else:
             env.pop("LD_PRELOAD", None)
-        if self.name == "jemalloc":
-            env["MALLOC_CONF"] = ",".join(p for p in (_JEMALLOC_CONF, env.get("MALLOC_CONF", "")) if p)
+        if self.name in ("jemalloc", "jemalloc-thp"):
+            ours = (_JEMALLOC_CONF, _JEMALLOC_THP_CONF) if self.name == "jemalloc-thp" else (_JEMALLOC_CONF,)
+            env["MALLOC_CONF"] = ",".join(p for p in (*ours, env.get("MALLOC_CONF", "")) if p)
         return env
 
 
@@ -121,11 +141,25 @@ def resolve_allocator(choice: str) -> Allocator:
             if library:
                 return Allocator(name, library)
         return Allocator("system")
-    library = find_library(choice)
+    name = _LIBRARY_OF[choice]
+    library = find_library(name)
     if library is None:
-        raise UserError(f"allocator '{choice}' is not installed here (looked for {', '.join(_LIBRARIES[choice])}); "
-                        f"install it (Debian: apt-get install {_PACKAGES[choice]}) or use --allocator system")
+        raise UserError(f"allocator '{choice}' is not installed here (looked for {', '.join(_LIBRARIES[name])}); "
+                        f"install it (Debian: apt-get install {_PACKAGES[name]}) or use --allocator system")
+    if choice == "jemalloc-thp" and thp_mode() not in ("always", "madvise"):
+        raise UserError(f"allocator 'jemalloc-thp' needs transparent huge pages, which this kernel has "
+                        f"{'off' if thp_mode() == 'never' else 'not'} ({_THP_MODE}); use --allocator jemalloc")
     return Allocator(choice, library)
+
+
+def thp_mode() -> str:
+    """The kernel's transparent-huge-page mode (``always``, ``madvise``, ``never``), or ``unknown``."""
+    try:
+        text = _THP_MODE.read_text()
+    except OSError:
+        return "unknown"
+    chosen = text[text.find("[") + 1:text.find("]")] if "[" in text else ""
+    return chosen or "unknown"
 
 
 def run_under(choice: str) -> str:
@@ -145,15 +179,30 @@ def run_under(choice: str) -> str:
 
 
 def loaded_allocator() -> str:
-    """Which allocator this process runs under: ``tcmalloc``, ``jemalloc`` or ``system``."""
+    """Which allocator this process runs under: ``tcmalloc``, ``jemalloc``, ``jemalloc-thp`` or ``system``.
+
+    ``jemalloc-thp`` when jemalloc's own ``opt.thp`` says ``always``, so the
+    row names what took effect, not what was asked for.
+    """
     try:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return "system"
     for name in ("tcmalloc", "jemalloc"):
         if f"lib{name}" in maps:
-            return name
+            return "jemalloc-thp" if name == "jemalloc" and _jemalloc_option("opt.thp") == "always" else name
     return "system"
+
+
+def _jemalloc_option(name: str) -> str | None:
+    """A string option of the loaded jemalloc (``mallctl``), or None."""
+    value, size = ctypes.c_char_p(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_char_p))
+    try:
+        failed = ctypes.CDLL(None).mallctl(name.encode(), ctypes.byref(value), ctypes.byref(size), None,
+                                           ctypes.c_size_t(0))
+    except AttributeError:
+        return None
+    return value.value.decode() if not failed and value.value else None
 
 
 def release_free_memory() -> None:
@@ -163,7 +212,7 @@ def release_free_memory() -> None:
     try:
         if name == "tcmalloc":
             process.MallocExtension_ReleaseFreeMemory()
-        elif name == "jemalloc":
+        elif name in ("jemalloc", "jemalloc-thp"):
             # "arena.<MALLCTL_ARENAS_ALL>.purge": every arena's unused dirty pages
             process.mallctl(b"arena.4096.purge", None, None, None, ctypes.c_size_t(0))
         else:

@@ -122,7 +122,8 @@ class RunConfig:
         (), help="system option KEY=VALUE, passed to its configure hook (repeatable)", flag="--option",
         short="-o", metavar="KEY=VALUE", key="options")
     allocator: str = _field("auto", help="memory allocator of the run's process: auto (tcmalloc, else jemalloc, if "
-                            "installed; else the C library's), system, tcmalloc or jemalloc", choices=_allocators)
+                            "installed; else the C library's), system, tcmalloc, jemalloc or jemalloc-thp "
+                            "(jemalloc on transparent huge pages)", choices=_allocators)
     mode: str = _field("train", help="train: epochs with backward and optimizer; inference: timed forward passes "
                        "without autograd (Note [inference mode])", choices=MODES, sweep="modes")
     tune: bool = _field(True, help="do not tune on first use: measure what the tuning cache holds, the default "

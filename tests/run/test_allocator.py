@@ -14,7 +14,8 @@ INSTALLED = {name: alloc.find_library(name) for name in ("tcmalloc", "jemalloc")
 
 
 def test_unknown_allocator_names_the_choices():
-    with pytest.raises(UserError, match="unknown allocator 'mimalloc'; choose one of: auto, system, tcmalloc, jemalloc"):
+    with pytest.raises(UserError, match="unknown allocator 'mimalloc'; choose one of: auto, system, tcmalloc, "
+                                        "jemalloc, jemalloc-thp"):
         resolve_allocator("mimalloc")
 
 
@@ -46,6 +47,19 @@ def test_environment_preloads_first_keeps_other_preloads_and_drops_other_allocat
 def test_jemalloc_is_told_never_to_purge_and_keeps_the_users_settings():
     env = Allocator("jemalloc", "/lib/j.so").environment({"MALLOC_CONF": "narenas:2"})
     assert env["MALLOC_CONF"] == "dirty_decay_ms:-1,muzzy_decay_ms:-1,narenas:2"
+    env = Allocator("jemalloc-thp", "/lib/j.so").environment({})
+    assert env["MALLOC_CONF"] == "dirty_decay_ms:-1,muzzy_decay_ms:-1,thp:always,metadata_thp:auto"
+    assert env["LD_PRELOAD"] == "/lib/j.so"
+
+
+def test_huge_pages_are_refused_where_the_kernel_has_them_off(monkeypatch):
+    monkeypatch.setattr(alloc, "find_library", lambda name: "/lib/libjemalloc.so.2" if name == "jemalloc" else None)
+    monkeypatch.setattr(alloc, "thp_mode", lambda: "never")
+    with pytest.raises(UserError, match=r"allocator 'jemalloc-thp' needs transparent huge pages, which this kernel "
+                                        r"has off \(/sys/kernel/mm/transparent_hugepage/enabled\); use --allocator jemalloc"):
+        resolve_allocator("jemalloc-thp")
+    monkeypatch.setattr(alloc, "thp_mode", lambda: "madvise")
+    assert resolve_allocator("jemalloc-thp") == Allocator("jemalloc-thp", "/lib/libjemalloc.so.2")
 
 
 _CHILD = """
@@ -65,11 +79,14 @@ print(loaded_allocator(), held - _status_kib("VmRSS"))
 """
 
 
-@pytest.mark.parametrize("name", ["system", "tcmalloc", "jemalloc"])
+@pytest.mark.parametrize("name", ["system", "tcmalloc", "jemalloc", "jemalloc-thp"])
 def test_a_worker_environment_loads_the_allocator_and_release_returns_its_cache(name):
-    if name != "system" and not INSTALLED[name]:
+    library = alloc._LIBRARY_OF.get(name)
+    if name != "system" and not INSTALLED[library]:
         pytest.skip(f"{name} is not installed on this machine (Debian: apt-get install "
-                    f"{alloc._PACKAGES[name]}); .ci/run installs it where it can")
+                    f"{alloc._PACKAGES[library]}); .ci/run installs it where it can")
+    if name == "jemalloc-thp" and alloc.thp_mode() not in ("always", "madvise"):
+        pytest.skip(f"this kernel's transparent huge pages are {alloc.thp_mode()}")
     from gnnbench.run.runner import worker_env
 
     env = resolve_allocator(name).environment(worker_env(None, "system"))
