@@ -23,12 +23,15 @@ Note [allocator]
     ``madvise`` (this machine's) gives no allocator by default. An SpMM
     gathers rows at random from an ``[N, F]`` feature matrix far larger than
     the TLB covers in 4 KiB pages, so each gathered row can cost a page walk;
-    2 MiB pages cover 512 times as much. GCN, hidden 64, 16M-edge R-MAT, 3
-    alternating runs of each (``results/allocators_thp.md``): isplib's
-    kernels took 346-372 ms an epoch under tcmalloc and 274-297 under
-    ``jemalloc-thp`` (epoch 685-718 against 592-623 ms); dgl-native's epoch
-    755-773 against 685-708 ms. Not the default: it changes every system's
-    figures (the random gathers of SpMM the most, so not alike), and it
+    2 MiB pages cover 512 times as much. Hidden 64, 16M-edge R-MAT, 2
+    interleaved rounds (``benchmarks/bench_allocators.py``,
+    ``results/allocators_thp.md``), tcmalloc against ``jemalloc-thp``:
+    isplib's GCN epoch 695 against 607 ms (kernels 327 against 287), SAGE
+    815 against 718 (kernels 360 against 288); dgl-native's 766 against 702
+    and 845 against 768. So isplib's lead over dgl-native grows from 1.10x
+    to 1.16x (GCN) and from 1.04x to 1.07x (SAGE), and peak memory moves by
+    under 10 % either way. Not the default: it changes every system's
+    figures, and not alike (the random gathers of SpMM the most), and it
     needs a kernel with THP enabled; rows name it, so it is compared only
     with itself.
 

@@ -26,7 +26,8 @@ def test_cells(common):
     assert "10%" in common.NOISE_NOTE
 
 
-@pytest.mark.parametrize("name", ["bench_frameworks", "bench_overhead", "bench_gat_memory", "bench_training"])
+@pytest.mark.parametrize("name", ["bench_frameworks", "bench_overhead", "bench_gat_memory", "bench_training",
+                                  "allocators_thp"])
 def test_benchmark_campaigns_parse_and_take_overrides(common, name):
     campaign = common.campaign(name, epochs=2, datasets=["karate"], seeds=None)
     assert campaign.name == name.replace("_", "-")
@@ -67,3 +68,8 @@ def test_rounds_pooled_are_one_number_or_the_range_the_configurations_ran(common
     failed = {"status": "failed", "rounds": 0}
     assert common.rounds_pooled([done | {"rounds": 2}, done | {"rounds": 1}, failed]) == "1-2"
     assert common.rounds_pooled([failed]) == 0
+
+
+def test_the_huge_page_campaign_runs_every_configuration_under_both_allocators(common):
+    campaign = common.campaign("allocators_thp")
+    assert [{c.allocator for c in m.configs} for m in campaign.matrices] == [{"tcmalloc"}, {"jemalloc-thp"}]
