@@ -35,3 +35,22 @@ def pytest_collection_modifyitems(config, items):
 
 def planetoid_dir() -> Path | None:
     return PLANETOID if (PLANETOID / "ind.cora.x").is_file() else None
+
+
+@pytest.fixture
+def offline_worker(tmp_path, monkeypatch):
+    """A run's worker that cannot download Planetoid files while its parent believes it can.
+
+    The preflight then leaves cora's download to the worker, which refuses it
+    (Note [bad input in a worker]). Caches and logs go under ``tmp_path``;
+    returns the folder the worker looked in.
+    """
+    from gnnbench.run import runner
+
+    for var in ("GNNBENCH_OFFLINE", "GNNBENCH_DATA_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GNNBENCH_LOGS", str(tmp_path / "logs"))
+    worker_env = runner.worker_env
+    monkeypatch.setattr(runner, "worker_env", lambda *a: {**worker_env(*a), "GNNBENCH_OFFLINE": "1"})
+    return tmp_path / "cache" / "data" / "planetoid"

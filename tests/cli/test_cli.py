@@ -268,23 +268,17 @@ def test_bad_input_is_one_line_and_status_2(args, message, capsys, tmp_path, mon
     assert not (tmp_path / "new").exists()  # nothing created for bad input
 
 
-def test_bad_input_found_by_the_worker_is_one_line_and_status_2_and_stores_nothing(tmp_path, monkeypatch, capsys):
+def test_bad_input_found_by_the_worker_is_one_line_and_status_2_and_stores_nothing(tmp_path, offline_worker,
+                                                                                   capsys):
     """Planetoid files are downloaded by the worker on first use; here it cannot (Note [bad input in a worker])."""
     from gnnbench.results.store import ResultsStore
-    from gnnbench.run import runner
 
-    for var in ("GNNBENCH_OFFLINE", "GNNBENCH_DATA_DIR"):  # so the preflight leaves the download to the worker
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("GNNBENCH_LOGS", str(tmp_path / "logs"))
-    worker_env = runner.worker_env
-    monkeypatch.setattr(runner, "worker_env", lambda *a: {**worker_env(*a), "GNNBENCH_OFFLINE": "1"})  # no network
     db = tmp_path / "r.sqlite"
     code = cli(["run", "--system", "reference", "--model", "gcn", "--dataset", "cora", "--epochs", "3", "--warmup",
                 "1", "--allocator", "system", "--results", str(db)])
     out, err = capsys.readouterr()
     assert (code, out) == (2, ""), err
-    assert err == (f"gnnbench run: no Planetoid files for 'cora' in {tmp_path}/cache/data/planetoid and "
+    assert err == (f"gnnbench run: no Planetoid files for 'cora' in {offline_worker} and "
                    f"GNNBENCH_OFFLINE is set; pass --data-dir DIR or set GNNBENCH_DATA_DIR to a folder holding the "
                    f"Planetoid ind.* files\n")
     with ResultsStore(db) as store:

@@ -182,7 +182,7 @@ def test_campaign_files_parse_and_name_unknown_keys(tmp_path):
     with pytest.raises(UserError, match=r"\[\[matrix\]\] #1: missing datasets"):
         load_campaign(bad)
     bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nallocator = "mimalloc"\n')
-    with pytest.raises(UserError, match=r"'allocator' must be one of auto, system, tcmalloc, jemalloc "
+    with pytest.raises(UserError, match=r"'allocator' must be one of auto, system, tcmalloc, jemalloc, jemalloc-thp "
                                         r"\(got 'mimalloc'\)"):
         load_campaign(bad)
     bad.write_text('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nallocator = "system"\n')
@@ -349,24 +349,16 @@ def test_cli_reports_the_sweep(tmp_path, capsys):
     assert code == 0 and (report["planned"], report["already_stored"], report["runs"]) == (1, 1, [])
 
 
-def test_bad_input_found_by_a_worker_is_a_failed_cell_of_one_line_and_the_sweep_goes_on(tmp_path, monkeypatch,
+def test_bad_input_found_by_a_worker_is_a_failed_cell_of_one_line_and_the_sweep_goes_on(tmp_path, offline_worker,
                                                                                           capsys):
     """A Planetoid dataset the worker cannot download (Note [bad input in a worker]): no traceback, no log."""
-    from gnnbench.run import runner
-
-    for var in ("GNNBENCH_OFFLINE", "GNNBENCH_DATA_DIR"):  # so the plan leaves the download to the worker
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("GNNBENCH_LOGS", str(tmp_path / "logs"))
-    worker_env = runner.worker_env
-    monkeypatch.setattr(runner, "worker_env", lambda *a: {**worker_env(*a), "GNNBENCH_OFFLINE": "1"})  # no network
     db = tmp_path / "r.sqlite"
     code = cli_main(["sweep", "--systems", "reference", "--models", "gcn", "--datasets", "cora,karate", "--epochs",
                      "3", "--warmup", "1", "--allocator", "system", "--results", str(db), "--no-progress"])
     out = capsys.readouterr().out
     with ResultsStore(db) as store:
         rows = {r["dataset"]: r for r in store.rows()}
-    error = (f"no Planetoid files for 'cora' in {tmp_path}/cache/data/planetoid and GNNBENCH_OFFLINE is set; pass "
+    error = (f"no Planetoid files for 'cora' in {offline_worker} and GNNBENCH_OFFLINE is set; pass "
              f"--data-dir DIR or set GNNBENCH_DATA_DIR to a folder holding the Planetoid ind.* files")
     assert code == 1 and sorted(rows) == ["cora", "karate"] and rows["karate"]["status"] == "ok"
     cora = rows["cora"]
