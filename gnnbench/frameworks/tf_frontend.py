@@ -46,7 +46,8 @@ def _reshaped(x, shape):
     ``tf.reshape`` for their gradients, which read only its shape: around an
     spmm that held the ``[N, F]`` features and the aggregation's output until
     the backward, as a forward that saves too much would (Note [saved for
-    backward] in :mod:`gnnbench.runtime.glue`).
+    backward] in :mod:`gnnbench.runtime.glue`); GAT's head reshapes held
+    ``[N, H * D]`` tensors the same way.
     """
     before = x.shape
 
@@ -209,7 +210,7 @@ class TensorFlowFrontend:
         return a * b + c
 
     def reshape(self, x, shape):
-        return tf.reshape(x, shape)
+        return _reshaped(x, shape)  # the tape keeps no input for a reshape's gradient
 
     def sum(self, x, axis: int):
         return tf.reduce_sum(x, axis)
