@@ -15,9 +15,10 @@ step: the runs start from an empty tuning cache, so isplib tunes on first use
 
 Besides the systems, every model also runs on ``floor`` (benchmarks/bound_systems):
 the same loop with each SpMM replaced by isplib's unweighted row mean, the
-least SpMM work an epoch can hold. Its epoch bounds what any kernel system can
-reach here, so the targets' ratios are set against the best ratio that bound
-allows (:func:`floor_bounds`). ``--malloc`` adds the campaign's second block:
+least SpMM work an epoch can hold. Its kernel time, added to the framework's
+share of a correct run, bounds what any kernel system can reach here, so the
+targets' ratios are set against the best ratio that bound allows
+(:func:`floor_bounds`). ``--malloc`` adds the campaign's second block:
 GCN on isplib and dgl-native under the C library's malloc.
 Writes results/bench_training.{md,json}; ``--dry-run`` prints the plan and runs nothing.
 """
@@ -61,10 +62,35 @@ def find(rows: list[dict], model: str, system: str, allocator: str = "auto") -> 
 def floor_bounds(rows: list[dict], models: list[str]) -> dict[str, dict[str, Any]]:
     """What bounds the epoch targets, per model: the floor bound and each peer's actual and best-possible ratio.
 
-    The bound is the smaller of ``floor``'s epoch and isplib's rest (epoch minus
-    kernel time, the framework's share) plus ``floor``'s kernel time: the same
-    framework share with the cheapest SpMMs. A peer's epoch divided by the
-    bound is the largest ratio any kernel system could show against it here.
+    The bound is isplib's rest (epoch minus kernel time: the framework's
+    share, on the real model's numbers) plus ``floor``'s kernel time: the
+    same framework share with the cheapest SpMMs. ``floor``'s own epoch is
+    not a bound on a correct system's (Note [values in the framework share]);
+    it stands in only where kernel times are missing. A peer's epoch divided
+    by the bound is the largest ratio any kernel system could show against it
+    here.
+
+    Note [values in the framework share]
+        ``floor`` computes wrong numbers on purpose, and the framework's
+        share of an epoch depends on the numbers. GIN sums over the
+        power-law graph: its logits reach about 1e5, and the loss's softmax
+        then underflows in about 0.4M of its 1M entries every epoch, 23k of
+        them to subnormals. Those flow into the backward's matrix products,
+        where every multiply that reads one costs a microcode assist. floor's
+        means keep the logits near 10 and make no subnormals. So floor's rest
+        came out 11-13 ms (8 %) below isplib's for GIN in two campaigns while
+        their kernel times matched, and the smaller of the two epochs (this
+        function's bound until then) asked isplib to beat an epoch that no
+        correct system can run: dgl-native computes the same logits, and its
+        accuracy equals isplib's to the digit. Measured on one thread (so that
+        ``torch.set_flush_denormal`` covers every operation), 4M edges, two
+        runs each: isplib's rest 283 / 289 ms, and 264 / 266 with subnormals
+        flushed; floor's 275 / 268, and 271 / 262 flushed. The bound takes
+        isplib's rest as it is, so what isplib costs outside its kernels (the
+        glue's calls, the workspace the framework allocates for the mean's
+        backward) counts against the framework, not against isplib; the main
+        table's ``rest`` column shows both rests, so that difference stays
+        in view.
 
     Returns:
         ``{model: {"isplib": s, "floor": s, "bound": s, "peers": {peer: {"epoch": s, "actual": x,
@@ -75,10 +101,10 @@ def floor_bounds(rows: list[dict], models: list[str]) -> dict[str, dict[str, Any
         isplib, floor = find(rows, model, "isplib"), find(rows, model, "floor")
         if not (isplib and floor):
             continue
-        bound = floor["epoch_time_median_s"]
+        bound = floor["epoch_time_median_s"]  # without kernel times, the only stand-in there is
         if isplib.get("kernel_median_s") is not None and floor.get("kernel_median_s") is not None:
             rest = isplib["epoch_time_median_s"] - isplib["kernel_median_s"]
-            bound = min(bound, rest + floor["kernel_median_s"])
+            bound = rest + floor["kernel_median_s"]
         peers = {}
         for peer, target in TARGETS.items():
             row = find(rows, model, peer)
@@ -141,10 +167,11 @@ def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
                   "Targets: isplib 1.5x faster than dgl-native and 10x faster than pyg-native per epoch. `floor` "
                   "runs the same loop with every SpMM replaced by isplib's unweighted row mean on the same view "
                   "(each gathered row read once, each output row written and scaled once, numbers wrong on "
-                  "purpose), so its epoch is the least any kernel system can take here. The bound is the smaller "
-                  "of that epoch and isplib's rest plus floor's kernel time (the same framework share with the "
-                  "cheapest SpMMs); a peer's epoch divided by it is the largest ratio any system could show in "
-                  "this loop.", ""]
+                  "purpose), so its kernel time is the least any kernel system can take here. The bound is isplib's "
+                  "rest plus floor's kernel time: the framework's share on the real model's numbers with the "
+                  "cheapest SpMMs (floor's own epoch runs the framework on wrong numbers, which can be cheaper: "
+                  "Note [values in the framework share] in benchmarks/bench_training.py); a peer's epoch "
+                  "divided by it is the largest ratio any system could show in this loop.", ""]
         cells = []
         for model, b in bounds.items():
             row = [model, _ms(b["isplib"]), _ms(b["floor"]), _ms(b["bound"])]
