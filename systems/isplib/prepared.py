@@ -108,10 +108,21 @@ Note [peak memory of isplib]
     aggregating lived from forward to backward. Saving only what the
     gradients that will run read (Note [saved for backward] in
     :mod:`gnnbench.runtime.glue`) brought SAGE to 1.01x at 16M and 1.04x at
-    64M (commit 4bf6e17), GCN from 0.77x / 0.69x to 0.69x / 0.67x. The
-    mean's workspace then costs SAGE about 90 MiB of peak at 64M (1.07x,
-    3610 against 3387 MiB; 1.01x at 16M) for an epoch 1.10x dgl-native's
-    instead of 1.01x (commit 6c72a68, ``results/scaling.md``).
+    64M (commit 4bf6e17), GCN from 0.77x / 0.69x to 0.69x / 0.67x.
+
+    The mean's workspace is not at SAGE's peak either, as this Note said
+    after commit 6c72a68 (1.07x at 64M, 3610 against 3387 MiB). One
+    profiled epoch at 64M (``benchmarks/bench_memory_timeline.py``,
+    ``results/memory_timeline.md``) puts the tensor peak of both systems in
+    layer 2's weight gradient, with the same tensors alive: the dropped-out
+    input (1 GiB), the ReLU and dropout outputs, two ``[N, 64]`` gradients
+    and one ``[N, 8]``; 3136 MiB under isplib, 3144 under dgl-native. The
+    workspace comes later, in layer 1's backward, when 1.5 GiB less is
+    alive. What differs is what tcmalloc keeps mapped above the tensors,
+    480 against 615 MiB in that run, and that share moves between
+    processes: at commit a166460 four separate runs gave isplib 3605 / 3608
+    and dgl-native 3757 / 3758 MiB, and the campaign at 34659dd 3608
+    against 3759 (0.96x).
 
 Note [tuning lookup]
     Entries are keyed ``(weighting, reduce, width, dtype)`` within one
