@@ -7,6 +7,18 @@ Note [software prefetch]
     keeps several independent cache misses in flight per core, which is what
     bounds a gather-heavy kernel once the feature rows leave L2. The distance
     is a tuning knob (``Variant.prefetch``); 0 disables it.
+
+    The hint is ``prefetcht0`` (into every level). Prefetching into L2 only
+    (``prefetcht1``/``prefetcht2``, LLVM locality 2/1) was tried as a
+    further knob: ``benchmarks/bench_spmm.py``, 4M edges, 9 rounds, each
+    locality tuned for itself in its own process, DGL's ``copy_u_sum`` as
+    the yardstick in each. It helped one cell and hurt two: R-MAT F = 32
+    9.7 -> 8.7 / 8.8 ms (1.45x -> 1.54x / 1.52x DGL), R-MAT F = 64 15.1 ->
+    17.0, R-MAT F = 128 40.0 -> 55.1 / 53.5 (the tuner then chose no
+    prefetch at all), uniform F = 128 60.7 -> 66.1 / 62.0; F = 16 and
+    uniform F = 32 / 64 unchanged. The locality is an immediate of the
+    instruction, so as a knob it would double the kernels compiled per width
+    for one cell; it is left out.
 """
 from __future__ import annotations
 
