@@ -181,6 +181,17 @@ def run_campaign(the_campaign, results: str | Path | None = None):
     return frame.sort_values("provenance", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
+def stored_rows(results: str | Path) -> list[dict]:
+    """Every configuration a results database holds, its rounds pooled (:func:`pool_rounds`): what a
+    ``--render-only`` renders, whatever commit the rows were measured at."""
+    from gnnbench.results.frame import frame_records, load_results
+    from gnnbench.run.sweep import provenance as key_of
+
+    frame = load_results(results)
+    frame["provenance"] = [key_of(r) for r in frame_records(frame)]
+    return frame_records(pool_rounds(frame))
+
+
 #: per-epoch samples that rounds of one configuration pool, and the statistic each one's median feeds
 _POOLED = {"epoch_times": "epoch_time_median_s", "forward_times": "forward_median_s",
            "backward_times": "backward_median_s", "optimizer_times": "optimizer_median_s",

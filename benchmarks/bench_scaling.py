@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (NOISE_NOTE, ROOT, Parser, Table, campaign, count, cpu_model, epoch_ms,  # noqa: E402
-                     load_note, mib, ok, pool_rounds, provenance, rounds_pooled, run_campaign, versions,
+                     load_note, mib, ok, provenance, rounds_pooled, run_campaign, stored_rows, versions,
                      write_results)
 
 try:
@@ -205,19 +205,14 @@ def _run(args) -> int:
                             systems=args.systems.split(",") if args.systems else None,
                             models=args.models.split(",") if args.models else None, rounds=args.rounds)
     results = args.results or str(ROOT / (the_campaign.results or "results/scaling.sqlite"))
-    from gnnbench.results.frame import frame_records, load_results
+    from gnnbench.results.frame import frame_records
 
     import os
 
     start_load = os.getloadavg()[0]
     if args.render_only:
-        from gnnbench.run.sweep import provenance as key_of
-
-        frame = load_results(results)
-        frame["provenance"] = [key_of(r) for r in frame_records(frame)]
         sizes = {_edges(d) for b in blocks for d in b["datasets"]}
-        rows = [r for r in frame_records(pool_rounds(frame))
-                if r["dataset"].startswith("rmat:") and _edges(r["dataset"]) in sizes]
+        rows = [r for r in stored_rows(results) if r["dataset"].startswith("rmat:") and _edges(r["dataset"]) in sizes]
     else:
         rows = frame_records(run_campaign(the_campaign, results))
     if not rows:

@@ -1,6 +1,7 @@
 """Training epochs of GCN, GraphSAGE and GIN: isplib against reference and the peers' native models (issue 4).
 
-    python benchmarks/bench_training.py [--quick] [--dry-run] [--epochs 12] [--rounds 3] [--no-tune] [--malloc]
+    python benchmarks/bench_training.py [--quick] [--dry-run] [--render-only] [--epochs 12] [--rounds 3] [--no-tune]
+        [--malloc]
         [--systems isplib,dgl-native] [--models gcn,sage,gin] [--dataset rmat:...] [--mode inference]
 
 The runs are the campaign ``campaigns/bench_training.toml``: hidden 64, RMAT
@@ -20,7 +21,10 @@ share of a correct run, bounds what any kernel system can reach here, so the
 targets' ratios are set against the best ratio that bound allows
 (:func:`floor_bounds`). ``--malloc`` adds the campaign's second block:
 GCN on isplib and dgl-native under the C library's malloc.
-Writes results/bench_training.{md,json}; ``--dry-run`` prints the plan and runs nothing.
+Writes results/bench_training.{md,json}; ``--dry-run`` prints the plan and runs nothing;
+``--render-only`` renders the campaign's dataset and mode from what the database
+holds, at whatever commit the rows were measured (their ``git_commit`` stays in
+the JSON), so a change to the rendering never needs a rerun.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_note, ms, ok, provenance,  # noqa: E402
-                     rounds_pooled, run_campaign, versions, write_results)
+                     rounds_pooled, run_campaign, stored_rows, versions, write_results)
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")
@@ -135,6 +139,13 @@ def _system_cells(row: dict, base: dict | None) -> list[str]:
             _ms(row.get("backward_median_s")), _ms(kernel), _ms(rest), ratio, prepare, tune, peak, "ok"]
 
 
+def _load_sentence(meta: Mapping[str, Any]) -> str:
+    if meta.get("load_average_start") is None:  # --render-only: the load of the runs was not kept
+        commits = ", ".join(c[:7] for c in meta.get("measured_at") or ()) or "unknown"
+        return f"Load not recorded: rendered from stored rows (`--render-only`) measured at commit {commits}."
+    return load_note(meta["load_average_start"], meta["load_average_end"])
+
+
 def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
     """The markdown: one table of every run, the floor-bound analysis, and the allocator's share."""
     models = list(dict.fromkeys(r["model"] for r in rows if r.get("model")))
@@ -145,7 +156,7 @@ def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
     lines = [f"# {what}: isplib against the native models of DGL and PyG", "",
              f"Hidden 64, {meta['dataset']}, {meta['epochs']} {unit}s ({meta['warmup']} warm-up), threads "
              f"{meta['threads']}, float32, each run its own process under the {', '.join(allocators) or '?'} "
-             f"allocator. {load_note(meta['load_average_start'], meta['load_average_end'])} "
+             f"allocator. {_load_sentence(meta)} "
              "pyg-native is PyG's default edge_index (gather-scatter) path. "
              "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
              "the framework's share. `floor` is a bound, not a system (see below). "
@@ -215,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"use {QUICK} instead of the campaign's graph")
     parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
+    parser.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
     parser.add_argument("--epochs", type=count, default=None, help="epochs per run, 2 of them untimed (default: 12)")
     parser.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration, their "
                         "timed epochs pooled (default: 1; Note [rounds pool] in benchmarks/_common.py)")
@@ -237,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
+    from gnnbench.errors import UserError
+
     os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(  # `floor` is a bound system, outside systems/
         p for p in (str(HERE / "bound_systems"), os.environ.get("GNNBENCH_SYSTEMS_PATH", "")) if p)
     the_campaign = training_campaign(args)
@@ -249,21 +263,31 @@ def _run(args) -> int:
         print(f"bench_training: would run {len(report.todo)} of {report.planned} runs "
               f"({report.already_stored} already stored)")
         return 0
-    # an empty tuning cache: what a user meets on a new machine (Note [tune on first use])
-    os.environ["GNNBENCH_CACHE"] = tempfile.mkdtemp(prefix="gnnbench-tuning-")
-    from gnnbench.results.frame import frame_records
-
-    load_start = os.getloadavg()[0]
-    rows = frame_records(run_campaign(the_campaign, args.results))
     first = the_campaign.matrices[0]
     config = first.configs[0]
+    if args.render_only:
+        rows = [r for r in stored_rows(args.results or ROOT / "results" / "benchmarks.sqlite")
+                if r.get("dataset") == config.dataset
+                and ((r.get("hyperparameters") or {}).get("mode") or "train") == args.mode]
+        if not rows:
+            raise UserError(f"no stored runs of {config.dataset} ({args.mode}) to render")
+        load = (None, None)
+    else:
+        # an empty tuning cache: what a user meets on a new machine (Note [tune on first use])
+        os.environ["GNNBENCH_CACHE"] = tempfile.mkdtemp(prefix="gnnbench-tuning-")
+        from gnnbench.results.frame import frame_records
+
+        load_start = os.getloadavg()[0]
+        rows = frame_records(run_campaign(the_campaign, args.results))
+        load = (load_start, os.getloadavg()[0])
     tuning = ("isplib untuned (--no-tune): default variant" if args.no_tune else
               "isplib starts from an empty tuning cache and tunes on first use (`tune s` column, never inside "
               "epochs or prepare)")
     meta = provenance(dataset=first.axis("dataset")[0], epochs=config.epochs, warmup=config.warmup,
                       rounds=rounds_pooled(rows),
-                      threads=config.threads, mode=args.mode, tuning=tuning, load_average_start=load_start,
-                      load_average_end=os.getloadavg()[0], versions=versions("torch", "torch_geometric", "dgl"))
+                      threads=config.threads, mode=args.mode, tuning=tuning, load_average_start=load[0],
+                      load_average_end=load[1], versions=versions("torch", "torch_geometric", "dgl"),
+                      measured_at=sorted({r.get("git_commit") for r in rows if r.get("git_commit")}))
     markdown = render(rows, meta)
     keep = ("id", "system", "model", "status", "error", "hyperparameters", "allocator", "epoch_time_median_s",
             "epoch_time_iqr_s", "forward_median_s", "backward_median_s", "optimizer_median_s", "kernel_median_s",

@@ -86,3 +86,31 @@ def test_command_line_narrows_the_campaign(bench, monkeypatch):
 def test_bad_flags_are_one_line_and_exit_status_2(bench, tmp_path, capsys, argv, message):
     assert bench.main(["--quick", "--dry-run", *argv, "--out", str(tmp_path / "t")]) == 2
     assert capsys.readouterr().err == message and not list(tmp_path.iterdir())
+
+
+def test_render_only_renders_stored_rows_and_runs_nothing(bench, monkeypatch, tmp_path):
+    from gnnbench.results.store import ResultsStore
+
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", "")
+    args = type("Args", (), dict(systems=None, models=None, malloc=False, dataset=None, quick=True, epochs=None,
+                                 rounds=None, timeout=None, mode="train", no_tune=False))()
+    dataset = bench.training_campaign(args).matrices[0].configs[0].dataset
+    with ResultsStore(tmp_path / "b.sqlite") as store:
+        for system, epoch, kernel in (("isplib", 1.0, 0.4), ("floor", 0.8, 0.1), ("dgl-native", 1.2, None)):
+            store.insert(_row(system, "gcn", epoch, kernel) | {
+                "dataset": dataset, "git_commit": "abcdef0123", "epoch_times": [epoch] * 3,
+                "hyperparameters": {"hidden": 64}, "framework": "torch", "seed": 0, "threads": 2})
+        store.insert(_row("isplib", "gcn", 9.0, 0.4) | {"dataset": "karate"})  # another campaign's: not rendered
+    out = tmp_path / "t"
+    assert bench.main(["--quick", "--render-only", "--results", str(tmp_path / "b.sqlite"), "--out", str(out)]) == 0
+    text = out.with_suffix(".md").read_text()
+    assert "rendered from stored rows (`--render-only`) measured at commit abcdef0" in text
+    assert "9000" not in text and "| gcn     | isplib" in text
+    assert "1.71x" in text  # dgl-native's best possible: 1.2 / ((1.0 - 0.4) + 0.1)
+
+
+def test_render_only_without_a_database_is_one_line_and_exit_status_2(bench, tmp_path, capsys):
+    missing = tmp_path / "none.sqlite"
+    assert bench.main(["--quick", "--render-only", "--results", str(missing), "--out", str(tmp_path / "t")]) == 2
+    assert capsys.readouterr().err.startswith(f"bench_training: no results database at {missing}")
+    assert not (tmp_path / "t.md").exists()
