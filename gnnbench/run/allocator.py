@@ -35,6 +35,23 @@ Note [allocator]
     needs a kernel with THP enabled; rows name it, so it is compared only
     with itself.
 
+    Under 4 KiB pages isplib's gathers also depend on where a run's arrays
+    land, which no warm-up settles. SAGE, 64M-edge R-MAT, tuning cache
+    already filled, one process each (isplib's SpMM kernels forward /
+    backward per epoch in brackets): tcmalloc 4.47 / 4.47 / 4.49 s (1309-1327
+    / 1205-1214 ms); the same runs with 3 GiB written and freed after the
+    first epoch 3.55 / 3.63 s (906-932 / 913-942 ms), with identical page
+    fault counts in the timed epochs (47.6k each); with first-use tuning in
+    the process (which allocates as it times) 3.86-4.18 s; under jemalloc
+    without huge pages 4.19 s; under ``jemalloc-thp`` 3.51 s, and 3.67 with
+    the 3 GiB touch, which no longer helps. dgl-native: 4.31 and 4.38 s
+    under tcmalloc with and without the touch, 3.70 under ``jemalloc-thp``.
+    So the slow state is address translation of isplib's random gathers
+    (this machine is a virtual machine: a TLB miss walks two page tables),
+    not page faults, and huge pages remove it. The campaigns' isplib runs
+    tune on first use, so they mostly land in the fast state, and a later
+    run that finds the cache filled can land in the slow one.
+
     A caching allocator keeps freed memory, so a region's peak resident
     memory would miss whatever the region reused from memory freed before
     it; :func:`release_free_memory` hands the cache back to the kernel before
