@@ -49,8 +49,10 @@ Note [allocator]
     So the slow state is address translation of isplib's random gathers
     (this machine is a virtual machine: a TLB miss walks two page tables),
     not page faults, and huge pages remove it. The campaigns' isplib runs
-    tune on first use, so they mostly land in the fast state, and a later
-    run that finds the cache filled can land in the slow one.
+    tune on first use: their forward kernels landed in the fast state
+    (867-945 ms) and their backward ones did not (1228-1254 ms), which is
+    the 1.4x backward-over-forward of ``results/scaling.md`` at 64M; a later
+    run that finds the cache filled lands in the slow state for both.
 
     A caching allocator keeps freed memory, so a region's peak resident
     memory would miss whatever the region reused from memory freed before
