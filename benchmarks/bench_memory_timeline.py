@@ -167,7 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dataset = QUICK if args.quick else args.dataset
     if args.worker:
-        print(json.dumps(profile_last_epoch(args.worker, args.model, dataset, args.epochs, args.warmup, args.hidden)))
+        from gnnbench.errors import UserError
+
+        try:
+            print(json.dumps(profile_last_epoch(args.worker, args.model, dataset, args.epochs, args.warmup,
+                                                args.hidden)))
+        except UserError as error:  # bad input: one line for the parent to pass on, exit status 2
+            print(f"bench_memory_timeline: {error}", file=sys.stderr)
+            return 2
         return 0
     from gnnbench.run.allocator import run_under
 
@@ -177,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, __file__, "--worker", system, "--model", args.model, "--dataset", dataset,
                "--epochs", str(args.epochs), "--warmup", str(args.warmup), "--hidden", str(args.hidden)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode == 2:  # the worker named the bad input in its last line; nothing is written
+            print(done.stderr.strip().splitlines()[-1], file=sys.stderr)
+            return 2
         if done.returncode != 0:
             print(done.stderr[-2000:], file=sys.stderr)
             raise SystemExit(f"bench_memory_timeline: the {system} run failed (exit {done.returncode})")

@@ -49,3 +49,14 @@ def test_a_real_run_profiles_its_last_epoch(bench):
     got = bench.profile_last_epoch("reference", "sage", "karate", epochs=3, warmup=1, hidden=8)
     assert got["system"] == "reference" and got["row_peak_bytes"] >= 0
     assert got["tensor_peak_bytes"] > 0 and got["tensor_peak_op"]
+
+
+def test_bad_input_in_a_worker_is_one_line_and_exit_status_2(bench, tmp_path, capsys, monkeypatch):
+    import gnnbench.run.allocator
+
+    monkeypatch.setattr(gnnbench.run.allocator, "run_under", lambda choice: "system")  # no re-exec of pytest
+    out = tmp_path / "t"
+    assert bench.main(["--quick", "--systems", "nosuch", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench_memory_timeline: unknown system 'nosuch'") and err.count("\n") == 1
+    assert not out.with_suffix(".md").exists()
