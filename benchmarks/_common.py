@@ -154,10 +154,9 @@ def run_campaign(the_campaign, results: str | Path | None = None):
     terminal, one line per run otherwise. Rows already stored with the same
     provenance are reused, not rerun (Note [resuming] in :mod:`gnnbench.run.sweep`).
     """
-    from gnnbench.results.frame import frame_records, load_results
     from gnnbench.progress import progress
     from gnnbench.results.store import ResultsStore
-    from gnnbench.run.sweep import plan, provenance as key_of, run_sweep
+    from gnnbench.run.sweep import plan, run_sweep
 
     path = Path(results or RESULTS_DB)
     with progress(None, the_campaign.name, plain_steps=True) as bar:
@@ -173,23 +172,29 @@ def run_campaign(the_campaign, results: str | Path | None = None):
         run_sweep(the_campaign, path, on_event=on_event)
     with ResultsStore(path) as db:
         keys = [task.key for task in plan(the_campaign, db).tasks]
-    frame = load_results(path)
-    # the key the sweep itself matches stored rows by (Note [provenance] in gnnbench/run/sweep.py)
-    frame["provenance"] = [key_of(r) for r in frame_records(frame)]
-    frame = pool_rounds(frame[frame["provenance"].isin(keys)])
+    frame = _pooled(path)
+    frame = frame[frame["provenance"].isin(keys)]
     order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     return frame.sort_values("provenance", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-def stored_rows(results: str | Path) -> list[dict]:
-    """Every configuration a results database holds, its rounds pooled (:func:`pool_rounds`): what a
-    ``--render-only`` renders, whatever commit the rows were measured at."""
+def _pooled(results: str | Path):
+    """A results database as a frame, one row per configuration, its rounds pooled (:func:`pool_rounds`)."""
     from gnnbench.results.frame import frame_records, load_results
     from gnnbench.run.sweep import provenance as key_of
 
     frame = load_results(results)
+    # the key the sweep itself matches stored rows by (Note [provenance] in gnnbench/run/sweep.py)
     frame["provenance"] = [key_of(r) for r in frame_records(frame)]
-    return frame_records(pool_rounds(frame))
+    return pool_rounds(frame)
+
+
+def stored_rows(results: str | Path) -> list[dict]:
+    """Every configuration a results database holds, its rounds pooled: what a ``--render-only``
+    renders, whatever commit the rows were measured at."""
+    from gnnbench.results.frame import frame_records
+
+    return frame_records(_pooled(results))
 
 
 #: per-epoch samples that rounds of one configuration pool, and the statistic each one's median feeds
