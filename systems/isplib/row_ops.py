@@ -38,6 +38,43 @@ Note [explicit row vectors]
     9.8 against 15.6 ms before (DGL 12.5); F = 16: 11.2 against 22.6 (DGL
     11.7); F = 64: 23.4 against 25.9 (DGL 25.7); F = 128: 48.3 against 65.0
     (DGL 64.5).
+
+Note [streaming stores]
+    An SpMM writes each output row once and never reads it back, yet a
+    plain store first reads the line it writes (a read for ownership) and
+    leaves it in the caches, where it evicts feature rows the gathers would
+    have hit. ``stream_row`` writes a row as one aligned non-temporal store
+    per 64-byte line (``vmovntps``), past the caches, and the kernel ends
+    each block of rows with an ``sfence`` so the rows are visible before the
+    block counts as done. Only the width-specialised kernel has the form (its
+    row is a register value); the row must start on a line and be whole
+    lines (:func:`~gnnbench.systems.isplib.variant.streams` checks at every
+    call, and writes through the caches otherwise). PyTorch and TensorFlow
+    allocate 64-byte aligned, so the framework's outputs qualify at widths
+    that are multiples of 16 (float32) or 8 (float64).
+
+    It is a tuning knob (``Variant.stores``, stage 3 of Note [tuning search]),
+    not the default, because the row is then in memory and not in the cache
+    when the next operation reads it. Measured before making it one (R-MAT
+    2^17 nodes and uniform 200k nodes, 4M edges each, ``fixed/u4/pf16/nnz``,
+    medians of 7 interleaved rounds, tcmalloc, one process), milliseconds
+    cached / streamed, and with a ``torch.relu`` of the output after each
+    call (its next reader) cached / streamed:
+
+    ==========  =========  ===========  ================
+    graph, F    kernel     + relu       DGL copy_u_sum
+    ==========  =========  ===========  ================
+    R-MAT 32    9.7 / 9.6  11.0 / 10.8  10.8
+    R-MAT 64    14.8/14.2  17.6 / 17.2  21.2
+    R-MAT 128   40.1/37.8  45.8 / 43.6  43.5
+    uniform 32  14.4/14.0  16.6 / 16.1  16.8
+    uniform 64  21.3/20.2  25.7 / 24.7  28.2
+    uniform 128 60.0/58.5  72.2 / 68.8  75.1
+    ==========  =========  ===========  ================
+
+    A prefetch that bypasses the caches too (``prefetchnta``) was tried in the
+    same runs and is 2.5-4x slower everywhere: the rows it fetches are not
+    kept in the last-level cache, so every later gather of them goes to memory.
 """
 from __future__ import annotations
 
@@ -46,7 +83,11 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-__all__ = ["zero_row", "add_rows", "add_scaled_rows", "store_row", "store_scaled_row"]
+__all__ = ["zero_row", "add_rows", "add_scaled_rows", "store_row", "store_scaled_row", "stream_row",
+           "stream_scaled_row", "stream_fence", "STREAM_ALIGN"]
+
+#: Bytes a streamed row's address and length must be multiples of (one cache line; Note [streaming stores]).
+STREAM_ALIGN = 64
 
 
 def zero_row(acc, width):
@@ -72,6 +113,21 @@ def store_row(out, row, acc, width):
 def store_scaled_row(out, row, acc, scale, width):
     """``out[row, :width] = acc[:width] * scale``."""
     raise NotImplementedError("store_scaled_row is compiled by numba only")
+
+
+def stream_row(out, row, acc, width):
+    """``out[row, :width] = acc[:width]`` past the caches (Note [streaming stores]); the row must be line-aligned."""
+    raise NotImplementedError("stream_row is compiled by numba only")
+
+
+def stream_scaled_row(out, row, acc, scale, width):
+    """``out[row, :width] = acc[:width] * scale`` past the caches (Note [streaming stores])."""
+    raise NotImplementedError("stream_scaled_row is compiled by numba only")
+
+
+def stream_fence():
+    """Order every streamed store before what follows (``sfence``; Note [streaming stores])."""
+    raise NotImplementedError("stream_fence is compiled by numba only")
 
 
 def _vectorised(acc, width) -> bool:
@@ -194,6 +250,44 @@ def _vector_store(typingctx, out, row, acc, scale, width):
     return types.void(out, row, acc, scale, width), codegen
 
 
+@intrinsic
+def _vector_stream(typingctx, out, row, acc, scale, width):
+    """The streamed twin of :func:`_vector_store`: one aligned non-temporal store per 64-byte line."""
+    if not _vectorised(acc, width):
+        return None
+    scaled = not isinstance(scale, types.NoneType)
+
+    def codegen(context, builder, signature, args):
+        n = width.literal_value
+        vt = _vector_type(context, out.dtype, n)
+        per_line = STREAM_ALIGN // (out.dtype.bitwidth // 8)
+        value = builder.load(_as_vector_pointer(builder, args[2], vt), align=out.dtype.bitwidth // 8)
+        if scaled:
+            value = builder.fmul(value, _broadcast(builder, context.cast(builder, args[3], scale, out.dtype), vt))
+        array = context.make_array(out)(context, builder, args[0])
+        target = _row_pointer(context, builder, out, array, args[1], row)
+        line_type = _vector_type(context, out.dtype, per_line)
+        nontemporal = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+        i32 = ir.IntType(32)
+        for start in range(0, n, per_line):
+            lanes = ir.Constant(ir.VectorType(i32, per_line), list(range(start, start + per_line)))
+            part = builder.shuffle_vector(value, ir.Constant(vt, ir.Undefined), lanes)
+            where = builder.gep(target, [ir.Constant(ir.IntType(64), start)])
+            store = builder.store(part, _as_vector_pointer(builder, where, line_type), align=STREAM_ALIGN)
+            store.set_metadata("nontemporal", nontemporal)
+        return context.get_dummy_value()
+    return types.void(out, row, acc, scale, width), codegen
+
+
+@intrinsic
+def _sfence(typingctx):
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence")
+        builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.void(), codegen
+
+
 # --- dispatch: the vector form when the width is compiled in, a column loop otherwise -------------------------
 
 @overload(zero_row, inline="always", prefer_literal=True)
@@ -280,3 +374,27 @@ def _store_scaled_row(out, row, acc, scale, width):
         for f in range(width):
             out[row, f] = acc[f] * scale
     return loop
+
+
+def _streamable(acc, width) -> bool:
+    """A width-specialised row of whole cache lines: only then is there a streamed form."""
+    return _vectorised(acc, width) and (width.literal_value * acc.dtype.bitwidth // 8) % STREAM_ALIGN == 0
+
+
+@overload(stream_row, inline="always", prefer_literal=True)
+def _stream_row(out, row, acc, width):
+    if _streamable(acc, width):
+        return lambda out, row, acc, width: _vector_stream(out, row, acc, None, width)
+    return lambda out, row, acc, width: store_row(out, row, acc, width)  # no streamed form: a plain store
+
+
+@overload(stream_scaled_row, inline="always", prefer_literal=True)
+def _stream_scaled_row(out, row, acc, scale, width):
+    if _streamable(acc, width):
+        return lambda out, row, acc, scale, width: _vector_stream(out, row, acc, scale, width)
+    return lambda out, row, acc, scale, width: store_scaled_row(out, row, acc, scale, width)
+
+
+@overload(stream_fence, inline="always")
+def _stream_fence():
+    return lambda: _sfence()

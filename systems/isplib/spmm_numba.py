@@ -95,7 +95,8 @@ from __future__ import annotations
 from numba import njit, prange
 
 from gnnbench.systems.isplib.intrinsics import prefetch_item, prefetch_row, stack_row
-from gnnbench.systems.isplib.row_ops import add_rows, add_scaled_rows, store_row, store_scaled_row, zero_row
+from gnnbench.systems.isplib.row_ops import (add_rows, add_scaled_rows, store_row, store_scaled_row, stream_fence,
+                                             stream_row, stream_scaled_row, zero_row)
 
 __all__ = ["spmm_rows", "spmm_rows_fixed", "spmm_heads", "FASTMATH"]
 
@@ -210,22 +211,30 @@ def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_sca
 
 @njit(fastmath=FASTMATH, inline="always")
 def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, acc, row_scale, has_rs,
-         col_scale, has_cs, unroll, dist, line, one):
-    """Output row ``i``, summed in ``acc`` and written once (the body of the generic and fixed kernels)."""
+         col_scale, has_cs, unroll, dist, line, one, stream):
+    """Output row ``i``, summed in ``acc`` and written once (the body of the generic and fixed kernels).
+
+    ``stream``: write it past the caches (Note [streaming stores]); only the fixed kernel passes True.
+    """
     if has_w or has_cs:
         _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_scale, has_cs, unroll, dist, line,
                     one)
     else:
         _plain_row(i, F, indptr, indices, x, acc, unroll, dist, line)
     if has_rs:
-        store_scaled_row(out, i, acc, row_scale[i], F)
+        if stream:
+            stream_scaled_row(out, i, acc, row_scale[i], F)
+        else:
+            store_scaled_row(out, i, acc, row_scale[i], F)
+    elif stream:
+        stream_row(out, i, acc, F)
     else:
         store_row(out, i, acc, F)
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
 def spmm_rows(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
-              col_scale, has_cs, bounds, unroll, dist, line, one):
+              col_scale, has_cs, bounds, unroll, dist, line, one, stream):
     """SpMM sum over row blocks, feature width known at run time.
 
     Args:
@@ -241,13 +250,15 @@ def spmm_rows(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_
         dist: prefetch distance in edges, 0 for none.
         line: elements per 64-byte cache line (16 for float32, 8 for float64).
         one: ``1`` in the float dtype (fixes the type of the coefficients).
+        stream: ignored here (the output row is the accumulator); the fixed twin
+            streams its rows when True (Note [streaming stores]).
     """
     F = x.shape[1]
     for b in prange(bounds.shape[0] - 1):
         for i in range(bounds[b], bounds[b + 1]):
             # F is a run-time value here, so no stack row: the output row is its own accumulator
             _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, out[i], row_scale, has_rs,
-                 col_scale, has_cs, unroll, dist, line, one)
+                 col_scale, has_cs, unroll, dist, line, one, False)
 
 
 _FIXED: dict[tuple[int, int], object] = {}
@@ -270,12 +281,14 @@ def spmm_rows_fixed(F: int, line: int = 16):
     if kernel is None:
         @njit(parallel=True, fastmath=FASTMATH, cache=True)
         def spmm_fixed(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
-                       col_scale, has_cs, bounds, unroll, dist, line, one):
+                       col_scale, has_cs, bounds, unroll, dist, line, one, stream):
             for b in prange(bounds.shape[0] - 1):
                 acc = stack_row(x, F)  # Note [stack accumulator]
                 for i in range(bounds[b], bounds[b + 1]):
                     _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, acc, row_scale, has_rs,
-                         col_scale, has_cs, unroll, dist, LINE, one)
+                         col_scale, has_cs, unroll, dist, LINE, one, stream)
+                if stream:
+                    stream_fence()  # the streamed rows are visible before this block counts as done
 
         kernel = _FIXED[(F, LINE)] = spmm_fixed
     return kernel

@@ -12,6 +12,11 @@ Note [tuning search]
        threads are tried: fewer threads win there because the others are
        preempted, and that choice would halve the speed once the machine is
        quiet again.
+    3. output stores -- the best so far with streaming stores, when it is
+       the width-specialised kernel and its rows are whole cache lines
+       (Note [streaming stores] in :mod:`~gnnbench.systems.isplib.row_ops`):
+       one candidate, since how a row is written does not change how it is
+       summed or how rows are split.
 
     Every candidate runs once untimed (this also compiles a width-specialised
     kernel), its output is checked against the default variant's, then all
@@ -100,7 +105,7 @@ Note [tuning cache]
     One JSON file, ``$GNNBENCH_CACHE/isplib-tuning.json`` (default
     ``~/.cache/gnnbench``)::
 
-        {"version": 4, "machines": {FINGERPRINT: {SIGNATURE: {
+        {"version": 5, "machines": {FINGERPRINT: {SIGNATURE: {
             "forward:unweighted:sum:64:float32:t2": {"variant": {...}, "ms": 21.3,
                                     "default_ms": 24.9, "tuned_at": "2025-..."}}}}}
 
@@ -112,7 +117,8 @@ Note [tuning cache]
     reach, so its choices would now override a faster untuned default
     (Note [untuned default]); version 3 timed the width-specialised kernel
     before its rows became explicit vectors (Note [explicit row vectors]), up to
-    2x slower at narrow widths, so it chose against the wrong kernel. Writes merge into the current file under
+    2x slower at narrow widths, so it chose against the wrong kernel; version 4
+    could not reach streaming stores (Note [streaming stores]). Writes merge into the current file under
     an ``flock`` and land by ``os.replace``, so concurrent tuners never leave
     a torn file.
 """
@@ -125,7 +131,7 @@ import os
 import platform
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -134,13 +140,14 @@ import numpy as np
 
 from gnnbench.errors import UserError
 from gnnbench.runtime.graph import Graph, GraphView
-from gnnbench.systems.isplib.variant import KERNELS, PARTITIONS, Variant, default_variant, run_variant
+from gnnbench.systems.isplib.variant import (KERNELS, PARTITIONS, Variant, default_variant, line_aligned_empty,
+                                            run_variant)
 
 __all__ = ["TuneResult", "TuneTask", "tune", "tune_keys", "cache_file", "cpu_fingerprint", "lookup", "entry_key",
            "CACHE_NAME", "WEIGHTINGS"]
 
 CACHE_NAME = "isplib-tuning.json"
-_VERSION = 4
+_VERSION = 5
 #: Note [tuning key]
 WEIGHTINGS = ("unweighted", "weighted", "gcn")
 
@@ -411,6 +418,15 @@ def _stage_two(best: Variant, busy: bool) -> list[Variant]:
             for part in PARTITIONS for t in counts]
 
 
+def _stage_three(best: Variant, task: "TuneTask") -> list[Variant]:
+    """``best`` with streaming stores, where it has them (Note [tuning search], stage 3)."""
+    from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
+
+    if best.kernel != "fixed" or best.stores == "streaming" or (task.width * np.dtype(task.dtype).itemsize) % STREAM_ALIGN:
+        return []
+    return [replace(best, stores="streaming")]
+
+
 def _sample_segments(indptr: np.ndarray, target_nnz: int) -> list[tuple[int, int]] | None:
     """Runs of consecutive rows with about ``target_nnz`` nonzeros in all, or None for every row.
 
@@ -488,7 +504,7 @@ class _Case:
             x = rng.standard_normal((view.num_cols, task.width)).astype(dtype)
             x.setflags(write=False)  # as the run passes it (Note [one signature] in kernels.py)
         self.x = x
-        self.out = np.empty((rows.shape[0], task.width), dtype=dtype)
+        self.out = line_aligned_empty((rows.shape[0], task.width), dtype)  # so streaming stores can be timed
         self.last_s = 0.0  # seconds the latest call took (what the next one is predicted to take)
         self.dummies = self.prep.dummies(view.index_dtype, dtype)
         del positions
@@ -504,7 +520,7 @@ class _Case:
                 d.weight if self.w is None else self.w, True, self.x, self.out,
                 d.vector if self.row_scale is None else self.row_scale, True,
                 d.vector if self.col_scale is None else self.col_scale, True,
-                self.prep.bounds("nnz", 1), 4, 16, line, d.one)
+                self.prep.bounds("nnz", 1), 4, 16, line, d.one, False)
         try:  # this exact signature, compiled in this process or in numba's disk cache; a failure means "not known"
             sig = tuple(numba.typeof(a) for a in args)
             return sig in kernel.overloads or kernel._cache.load_overload(sig, kernel.targetctx) is not None
@@ -650,6 +666,12 @@ def _tune_within(task: TuneTask, reps: int, rng: np.random.Generator, busy: bool
             second_candidates = second_candidates[:int(searching.left() // max(per, 1e-9))]
         if second_candidates:
             second = _time_variants(second_candidates, case, reps, check, searching)
+        ranked = {**first, **second}
+        best = next(v for v in candidates + second_candidates if v.label == min(ranked, key=ranked.get))
+        third_candidates = [v for v in _stage_three(best, task) if v.label not in ranked]
+        if third_candidates:
+            second.update(_time_variants(third_candidates, case, reps, check, searching))
+            second_candidates += third_candidates
     times = {**first, **second}
     label = default.label
     if default.label in times:  # no default time, no evidence: the default stays

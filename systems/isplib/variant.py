@@ -44,7 +44,8 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["Variant", "default_variant", "run_variant", "ThreadScope", "Dummies", "PARTITIONS", "KERNELS"]
+__all__ = ["Variant", "default_variant", "run_variant", "streams", "line_aligned_empty", "ThreadScope", "Dummies", "PARTITIONS", "KERNELS",
+           "STORES"]
 
 #: How rows are cut into the blocks that ``prange`` hands out.
 #: ``rows``: equal row counts, one block per thread (OpenMP static);
@@ -53,6 +54,8 @@ __all__ = ["Variant", "default_variant", "run_variant", "ThreadScope", "Dummies"
 PARTITIONS = ("rows", "nnz", "nnz-dynamic")
 #: ``generic``: width known at run time; ``fixed``: width compiled in.
 KERNELS = ("generic", "fixed")
+#: How the width-specialised kernel writes its output rows: through the caches, or past them (Note [streaming stores]).
+STORES = ("cached", "streaming")
 _BLOCKS_PER_THREAD = {"rows": 1, "nnz": 1, "nnz-dynamic": 8}
 
 
@@ -66,6 +69,8 @@ class Variant:
         prefetch: software prefetch distance in edges, 0 for none.
         partition: one of :data:`PARTITIONS`.
         threads: upper bound on threads (Note [thread count per call]).
+        stores: one of :data:`STORES`; ``streaming`` takes effect only in the
+            ``fixed`` kernel on line-aligned rows (:func:`streams`).
     """
 
     kernel: str = "generic"
@@ -73,12 +78,15 @@ class Variant:
     prefetch: int = 16
     partition: str = "nnz"
     threads: int = 0  # 0: all that numba may use
+    stores: str = "cached"
 
     def __post_init__(self) -> None:
         if self.kernel not in KERNELS:
             raise ValueError(f"Variant.kernel must be one of {KERNELS} (got {self.kernel!r})")
         if self.unroll not in (1, 4, 8):
             raise ValueError(f"Variant.unroll must be 1, 4 or 8 (got {self.unroll!r})")
+        if self.stores not in STORES:
+            raise ValueError(f"Variant.stores must be one of {STORES} (got {self.stores!r})")
         if self.partition not in PARTITIONS:
             raise ValueError(f"Variant.partition must be one of {PARTITIONS} (got {self.partition!r})")
         if self.prefetch < 0 or self.threads < 0:
@@ -86,15 +94,16 @@ class Variant:
 
     @property
     def label(self) -> str:
-        """A short stable name, e.g. ``generic/u4/pf16/nnz/t2``."""
-        return f"{self.kernel}/u{self.unroll}/pf{self.prefetch}/{self.partition}/t{self.threads or 'max'}"
+        """A short stable name, e.g. ``generic/u4/pf16/nnz/t2``, with ``/nt`` for streaming stores."""
+        streamed = "/nt" if self.stores == "streaming" else ""
+        return f"{self.kernel}/u{self.unroll}/pf{self.prefetch}/{self.partition}/t{self.threads or 'max'}{streamed}"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Variant":
-        return cls(**{k: d[k] for k in ("kernel", "unroll", "prefetch", "partition", "threads") if k in d})
+        return cls(**{k: d[k] for k in ("kernel", "unroll", "prefetch", "partition", "threads", "stores") if k in d})
 
     def num_blocks(self, threads: int) -> int:
         return max(1, threads) * _BLOCKS_PER_THREAD[self.partition]
@@ -161,6 +170,7 @@ def run_variant(variant: Variant, bounds: np.ndarray, indptr: np.ndarray, indice
 
     line = 64 // x.dtype.itemsize
     kernel = spmm_rows_fixed(x.shape[1], line) if variant.kernel == "fixed" else spmm_rows
+    stream = streams(variant, out)
     with ThreadScope(variant):
         kernel(indptr, indices,
                dummies.index if eids is None else eids, eids is not None,
@@ -168,7 +178,34 @@ def run_variant(variant: Variant, bounds: np.ndarray, indptr: np.ndarray, indice
                x, out,
                dummies.vector if row_scale is None else row_scale, row_scale is not None,
                dummies.vector if col_scale is None else col_scale, col_scale is not None,
-               bounds, variant.unroll, variant.prefetch, line, dummies.one)
+               bounds, variant.unroll, variant.prefetch, line, dummies.one, stream)
+
+
+def streams(variant: Variant, out: np.ndarray) -> bool:
+    """Whether ``variant`` writes ``out`` with streaming stores (Note [streaming stores]).
+
+    Only the width-specialised kernel has them, and each store writes a whole
+    aligned cache line, so ``out`` must start on a line and its rows be whole
+    lines; otherwise the variant's rows go through the caches, as they would
+    untuned. The framework allocates ``out`` (64-byte aligned under PyTorch
+    and TensorFlow), so the check costs nothing and never copies.
+    """
+    from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
+
+    return (variant.stores == "streaming" and variant.kernel == "fixed" and out.ndim == 2
+            and out.ctypes.data % STREAM_ALIGN == 0 and out.strides[0] % STREAM_ALIGN == 0
+            and out.strides[1] == out.itemsize)
+
+
+def line_aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised C-contiguous array that starts on a cache line, as PyTorch and TensorFlow allocate."""
+    from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
+
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(nbytes + STREAM_ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % STREAM_ALIGN
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 class ThreadScope:

@@ -14,7 +14,7 @@ import pytest
 from gnnbench.runtime.graph import Graph
 from gnnbench.systems.isplib import kernels as K
 from gnnbench.systems.isplib.prepared import balanced_bounds, prepare, row_bounds
-from gnnbench.systems.isplib.variant import KERNELS, PARTITIONS, Variant
+from gnnbench.systems.isplib.variant import KERNELS, PARTITIONS, Variant, line_aligned_empty, streams
 
 N = 13  # node 12 stays isolated
 
@@ -280,13 +280,30 @@ def test_width_specialised_kernel_at_vector_widths(idx, fdt, D):
     g, x, grad, w, src, dst = inputs(idx, fdt, 1, D)
     for view, (s, d) in ((g.view(), (src, dst)), (g.view(transposed=True), (dst, src))):
         p = prepare(view)
-        for unroll in (1, 8):
-            p.set_variants({(D, np.dtype(fdt).name): Variant("fixed", unroll, 2)})
+        for unroll, stores in ((1, "cached"), (8, "cached"), (4, "streaming")):
+            p.set_variants({(D, np.dtype(fdt).name): Variant("fixed", unroll, 2, stores=stores)})
             v = view.with_prepared(p)
             for weight, reduce in itertools.product([None, w], ["sum", "mean"]):
                 out = np.full_like(x, np.nan)
                 K.spmm_sum(v, x, weight, out, reduce=reduce)
                 np.testing.assert_allclose(out, ref_spmm(s, d, x, weight, reduce, N), **tol(fdt))
+
+
+def test_streaming_stores_write_line_aligned_rows_and_fall_back_otherwise():
+    """Note [streaming stores]: the streamed rows equal the cached ones; an output off a cache line is written cached."""
+    g, x, grad, w, src, dst = inputs(np.int64, np.float32, 1, 16)
+    p = prepare(g.view())
+    streamed = Variant("fixed", 4, 2, stores="streaming")
+    p.set_variants({(16, "float32"): streamed})
+    v = g.view().with_prepared(p)
+    aligned = line_aligned_empty((N + 1, 1, 16), np.float32)
+    outs = {"aligned": aligned[:N], "one float off": aligned.reshape(-1)[1:1 + N * 16].reshape(N, 1, 16)}
+    assert streams(streamed, outs["aligned"].reshape(N, 16)) and not streams(streamed, outs["one float off"].reshape(N, 16))
+    assert not streams(Variant("generic", stores="streaming"), outs["aligned"].reshape(N, 16))
+    for name, out in outs.items():
+        out.fill(np.nan)
+        K.spmm_sum(v, x, w, out, reduce="mean")
+        np.testing.assert_allclose(out, ref_spmm(src, dst, x, w, "mean", N), err_msg=name, **tol(np.float32))
 
 
 def test_bounds_cover_rows_and_balance_nonzeros():

@@ -141,6 +141,29 @@ def test_variant_validation_and_round_trip():
         Variant(unroll=3)
     with pytest.raises(ValueError, match="partition must be one of"):
         Variant(partition="cols")
+    streamed = Variant("fixed", stores="streaming")
+    assert Variant.from_dict(streamed.as_dict()) == streamed and streamed.label == "fixed/u4/pf16/nnz/tmax/nt"
+    assert Variant.from_dict({"kernel": "fixed"}).stores == "cached"  # an entry written before the knob existed
+    with pytest.raises(ValueError, match="stores must be one of"):
+        Variant(stores="uncached")
+
+
+@pytest.mark.parametrize("width,dtype,kernel,streamed", [(16, "float32", "fixed", True), (8, "float64", "fixed", True),
+                                                         (12, "float32", "fixed", False),
+                                                         (16, "float32", "generic", False)])
+def test_stage_three_tries_streaming_stores_where_the_rows_are_whole_lines(monkeypatch, width, dtype, kernel, streamed):
+    """Note [tuning search], stage 3: the best variant with streaming stores, chosen when it is fastest."""
+    g = _graph(symmetric=False)
+    best = Variant(kernel, 8, 16)
+    task = tuning.TuneTask(g.view(), "unweighted", "sum", width, dtype)
+    assert tuning._stage_three(best, task) == ([Variant(kernel, 8, 16, stores="streaming")] if streamed else [])
+
+    def fake_times(variants, case, reps, check, deadline=None, warmed=()):
+        return {v.label: 0.5 if v.stores == "streaming" else 0.9 if v == best else 1.0 for v in variants}
+
+    monkeypatch.setattr(tuning, "_time_variants", fake_times)
+    chosen, times, *_ = tuning._tune_one(task, 1, np.random.default_rng(0), True, budget_s=None)
+    assert chosen == (tuning._stage_three(best, task)[0] if streamed else best)
 
 
 @pytest.mark.parametrize("wins_on_whole_graph", [False, True])
