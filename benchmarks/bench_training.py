@@ -140,10 +140,10 @@ def _system_cells(row: dict, base: dict | None) -> list[str]:
 
 
 def _load_sentence(meta: Mapping[str, Any]) -> str:
+    commits = ", ".join(c[:7] for c in meta.get("measured_at") or ()) or "unknown"
     if meta.get("load_average_start") is None:  # --render-only: the load of the runs was not kept
-        commits = ", ".join(c[:7] for c in meta.get("measured_at") or ()) or "unknown"
         return f"Load not recorded: rendered from stored rows (`--render-only`) measured at commit {commits}."
-    return load_note(meta["load_average_start"], meta["load_average_end"])
+    return f"{load_note(meta['load_average_start'], meta['load_average_end'])} Measured at commit {commits}."
 
 
 def render(rows: list[dict], meta: Mapping[str, Any]) -> str:

@@ -46,6 +46,8 @@ def test_render_states_load_and_shows_every_block(bench):
     failed = {"system": "mkl", "model": "gcn", "status": "failed", "error": "boom"}
     text = bench.render(ROWS + [failed], meta)
     assert "measured under load" in text and "Load average at start 3.0" in text
+    assert "Measured at commit unknown." in text
+    assert "Measured at commit abcdef0." in bench.render(ROWS, meta | {"measured_at": ["abcdef0123"]})
     assert "## What bounds the epoch targets" in text and "## The allocator's share (GCN)" in text
     isplib_line = next(line for line in text.splitlines() if line.startswith("| gcn") and "isplib " in line)
     assert "1000" in isplib_line and "1.00x" in isplib_line
