@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 try:
     import tomllib
@@ -107,6 +107,15 @@ def load_note(start: float, end: float) -> str:
     return (f"Load average at start {start:.1f}, at end {end:.1f} on {os.cpu_count()} cores: the machine was shared, "
             "so absolute times were measured under load; the runs were interleaved, so the ratios within a table "
             "are what it reports.")
+
+
+def measured_note(load: tuple[float, float] | None, commits: Iterable[str] | None) -> str:
+    """Where a table's rows come from: the load they ran under (or that they were rendered from stored
+    rows, whose load was not kept) and the commits they were measured at (the rows' ``git_commit``)."""
+    named = ", ".join(c[:7] for c in commits or ()) or "unknown"
+    if load is None:
+        return f"Load not recorded: rendered from stored rows (`--render-only`) measured at commit {named}."
+    return f"{load_note(*load)} Measured at commit {named}."
 
 
 def versions(*packages: str) -> dict[str, str]:

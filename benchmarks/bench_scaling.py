@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (NOISE_NOTE, ROOT, Parser, Table, campaign, count, cpu_model, epoch_ms,  # noqa: E402
-                     load_note, mib, ok, provenance, rounds_pooled, run_campaign, stored_rows, versions,
+                     measured_note, mib, ok, provenance, rounds_pooled, run_campaign, stored_rows, versions,
                      write_results)
 
 try:
@@ -94,8 +94,7 @@ def render(rows: list[dict], meta: dict) -> str:
         f"memory = peak RSS above the pre-training baseline in MiB. Each run is its own process; {NOISE_NOTE}.",
         f"`{SUBJECT} vs {BASELINE}` is {BASELINE}'s epoch over {SUBJECT}'s (above 1: {SUBJECT} is faster); "
         f"prepare and memory ratios are {SUBJECT}'s over {BASELINE}'s.",
-        load_note(*meta["load"]) if meta.get("load") else
-        "Load not recorded: rendered from stored rows (`--render-only`).",
+        measured_note(meta.get("load"), meta.get("measured_at")),
         "",
     ]
     by_key = {(r["model"], r["dataset"], r["system"]): r for r in rows}
@@ -223,7 +222,8 @@ def _run(args) -> int:
                       rounds=rounds_pooled(rows),
                       cpu=cpu_model(), allocators=sorted({r["allocator"] for r in rows if r.get("allocator")}),
                       versions=versions("torch", "dgl", "torch_geometric", "numba"),
-                      load=None if args.render_only else (start_load, os.getloadavg()[0]))
+                      load=None if args.render_only else (start_load, os.getloadavg()[0]),
+                      measured_at=sorted({r["git_commit"] for r in rows if r.get("git_commit")}))
     figure(rows, Path(args.out).parent / "figures" / f"{Path(args.out).name}.png")  # scaling.png by default
     write_results(args.out, {"meta": meta, "runs": [{k: r.get(k) for k in KEEP} for r in rows]},
                   render(rows, meta))

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, load_note, ms, ok, provenance,  # noqa: E402
+from _common import (ROOT, Parser, Table, campaign, count, measured_note, ms, ok, provenance,  # noqa: E402
                      rounds_pooled, run_campaign, stored_rows, versions, write_results)
 
 HERE = Path(__file__).resolve().parent
@@ -140,10 +140,8 @@ def _system_cells(row: dict, base: dict | None) -> list[str]:
 
 
 def _load_sentence(meta: Mapping[str, Any]) -> str:
-    commits = ", ".join(c[:7] for c in meta.get("measured_at") or ()) or "unknown"
-    if meta.get("load_average_start") is None:  # --render-only: the load of the runs was not kept
-        return f"Load not recorded: rendered from stored rows (`--render-only`) measured at commit {commits}."
-    return f"{load_note(meta['load_average_start'], meta['load_average_end'])} Measured at commit {commits}."
+    start = meta.get("load_average_start")  # None under --render-only: the load of the runs was not kept
+    return measured_note(None if start is None else (start, meta["load_average_end"]), meta.get("measured_at"))
 
 
 def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
