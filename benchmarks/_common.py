@@ -112,7 +112,8 @@ def load_note(start: float, end: float) -> str:
 def measured_note(load: tuple[float, float] | None, commits: Iterable[str] | None) -> str:
     """Where a table's rows come from: the load they ran under (or that they were rendered from stored
     rows, whose load was not kept) and the commits they were measured at (the rows' ``git_commit``)."""
-    named = ", ".join(c[:7] for c in commits or ()) or "unknown"
+    short = (c[:7] + ("-dirty" if c.endswith("-dirty") else "") for c in commits or ())
+    named = ", ".join(dict.fromkeys(short)) or "unknown"  # a dirty tree stays visible
     if load is None:
         return f"Load not recorded: rendered from stored rows (`--render-only`) measured at commit {named}."
     return f"{load_note(*load)} Measured at commit {named}."

@@ -52,8 +52,8 @@ def test_table_sets_isplib_against_dgl_native_per_size(bench, tmp_path):
         "16M", "isplib", "500.0", "2.00", "4.00", "3072.0", "1.20x", "2.00", "1.50"]
     assert "- 64M sage dgl-native: oom: out of memory" in text
     assert "rendered from stored rows (`--render-only`) measured at commit unknown." in text
-    measured = bench.render(rows, meta | {"load": (1.0, 1.5), "measured_at": ["0123456789ab", "fedcba987654"]})
-    assert "Load average at start 1.0, at end 1.5" in measured and "Measured at commit 0123456, fedcba9." in measured
+    measured = bench.render(rows, meta | {"load": (1.0, 1.5), "measured_at": ["0123456789ab", "fedcba987654-dirty"]})
+    assert "Load average at start 1.0, at end 1.5" in measured and "Measured at commit 0123456, fedcba9-dirty." in measured
     bench.figure(rows, tmp_path / "scaling.png")
     assert (tmp_path / "scaling.png").stat().st_size > 0
 
