@@ -17,7 +17,16 @@ Note [variant knobs]
     * ``unroll`` (1, 4 or 8): edges consumed per inner iteration. Summing
       4 gathered rows before touching ``out`` quarters the load/store traffic
       on the output row and gives the core 4 independent gathers to overlap.
-    * ``dist``: software prefetch distance in edges (Note [software prefetch]).
+    * ``dist``: software prefetch distance in edges (Note [software prefetch]),
+      for every edge, a row's last ``< unroll`` edges included. Until
+      commit 5ae7ac4 those edges did not prefetch, so with ``unroll`` 1 no
+      edge did and ``u1/pf16`` ran as ``u1/pf0`` under a label that said
+      otherwise. Prefetching them changed no cell of
+      ``benchmarks/bench_spmm.py`` beyond its run-to-run spread (tuned
+      isplib against DGL 1.52x / 1.59x / 1.08x on R-MAT and 1.32x / 1.49x /
+      1.24x on the uniform graph, against 1.58x / 1.64x / 1.08x and 1.35x /
+      1.49x / 1.27x the run before); it is kept so that every label means
+      what it says.
     * ``bounds``: the row blocks that ``prange`` distributes, equal rows or
       equal nonzeros (see :mod:`~gnnbench.systems.isplib.prepared`).
 
@@ -158,7 +167,9 @@ def _plain_row(i, F, indptr, indices, x, acc, unroll, dist, line):
                 _prefetch_rows(indices, p + dist, 4, x, F, line)
             add_rows(acc, x, (indices[p], indices[p + 1], indices[p + 2], indices[p + 3]), F)
             p += 4
-    while p < e:
+    while p < e:  # the row's last edges: still prefetching, so the next row's gathers are in flight
+        if dist > 0 and p + dist < E:
+            _prefetch_rows(indices, p + dist, 1, x, F, line)
         add_rows(acc, x, (indices[p],), F)
         p += 1
 
@@ -204,7 +215,13 @@ def _scaled_row(i, F, indptr, indices, eids, has_eids, w, has_w, x, acc, col_sca
                              _coef(p + 2, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),
                              _coef(p + 3, indices, eids, has_eids, w, has_w, col_scale, has_cs, one)), F)
             p += 4
-    while p < e:
+    while p < e:  # the row's last edges: still prefetching (see _plain_row)
+        if dist > 0 and p + dist < E:
+            _prefetch_rows(indices, p + dist, 1, x, F, line)
+            if has_w and has_eids:
+                _prefetch_weights(eids, p + dist, 1, w)
+            if has_cs:
+                _prefetch_scales(indices, p + dist, 1, col_scale)
         add_scaled_rows(acc, x, (indices[p],), (_coef(p, indices, eids, has_eids, w, has_w, col_scale, has_cs, one),), F)
         p += 1
 
