@@ -237,21 +237,25 @@ def _vector_add_scaled_rows(typingctx, acc, x, rows, coefs, width):
     return types.void(acc, x, rows, coefs, width), codegen
 
 
+def _output_row(context, builder, signature, args):
+    """``(acc [* scale], pointer to out[row, 0], vector type)`` for a store intrinsic ``(out, row, acc, scale, width)``."""
+    out, row, _, scale, width = signature.args
+    vt = _vector_type(context, out.dtype, width.literal_value)
+    value = builder.load(_as_vector_pointer(builder, args[2], vt), align=out.dtype.bitwidth // 8)
+    if not isinstance(scale, types.NoneType):
+        value = builder.fmul(value, _broadcast(builder, context.cast(builder, args[3], scale, out.dtype), vt))
+    array = context.make_array(out)(context, builder, args[0])
+    return value, _row_pointer(context, builder, out, array, args[1], row), vt
+
+
 @intrinsic
 def _vector_store(typingctx, out, row, acc, scale, width):
     if not _vectorised(acc, width):
         return None
-    scaled = not isinstance(scale, types.NoneType)
 
     def codegen(context, builder, signature, args):
-        vt = _vector_type(context, out.dtype, width.literal_value)
-        align = out.dtype.bitwidth // 8
-        value = builder.load(_as_vector_pointer(builder, args[2], vt), align=align)
-        if scaled:
-            value = builder.fmul(value, _broadcast(builder, context.cast(builder, args[3], scale, out.dtype), vt))
-        array = context.make_array(out)(context, builder, args[0])
-        target = _row_pointer(context, builder, out, array, args[1], row)
-        builder.store(value, _as_vector_pointer(builder, target, vt), align=align)
+        value, target, vt = _output_row(context, builder, signature, args)
+        builder.store(value, _as_vector_pointer(builder, target, vt), align=out.dtype.bitwidth // 8)
         return context.get_dummy_value()
     return types.void(out, row, acc, scale, width), codegen
 
@@ -261,21 +265,14 @@ def _vector_stream(typingctx, out, row, acc, scale, width):
     """The streamed twin of :func:`_vector_store`: one aligned non-temporal store per 64-byte line."""
     if not _vectorised(acc, width):
         return None
-    scaled = not isinstance(scale, types.NoneType)
 
     def codegen(context, builder, signature, args):
-        n = width.literal_value
-        vt = _vector_type(context, out.dtype, n)
+        value, target, vt = _output_row(context, builder, signature, args)
         per_line = STREAM_ALIGN // (out.dtype.bitwidth // 8)
-        value = builder.load(_as_vector_pointer(builder, args[2], vt), align=out.dtype.bitwidth // 8)
-        if scaled:
-            value = builder.fmul(value, _broadcast(builder, context.cast(builder, args[3], scale, out.dtype), vt))
-        array = context.make_array(out)(context, builder, args[0])
-        target = _row_pointer(context, builder, out, array, args[1], row)
         line_type = _vector_type(context, out.dtype, per_line)
         nontemporal = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
         i32 = ir.IntType(32)
-        for start in range(0, n, per_line):
+        for start in range(0, vt.count, per_line):
             lanes = ir.Constant(ir.VectorType(i32, per_line), list(range(start, start + per_line)))
             part = builder.shuffle_vector(value, ir.Constant(vt, ir.Undefined), lanes)
             where = builder.gep(target, [ir.Constant(ir.IntType(64), start)])
