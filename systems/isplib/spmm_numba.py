@@ -29,6 +29,9 @@ Note [variant knobs]
       what it says.
     * ``bounds``: the row blocks that ``prange`` distributes, equal rows or
       equal nonzeros (see :mod:`~gnnbench.systems.isplib.prepared`).
+    * ``stream``: the fixed kernel writes its output rows past the caches
+      (Note [streaming stores] in :mod:`~gnnbench.systems.isplib.row_ops`);
+      the generic one ignores it.
 
     The width specialisation (``fixed``) compiles the same loop with the
     feature width as a compile-time constant (a closure constant), and each
