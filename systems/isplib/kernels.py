@@ -77,7 +77,7 @@ def _sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.nda
         bounds = p.bounds_for(variant)
         eids, has_eids = _eids(graph)
         with ThreadScope(variant):
-            _spmm.spmm_heads(graph.indptr, graph.indices, dummies.index if eids is None else eids, has_eids,
+            _spmm.spmm_heads(*p.csr(graph), dummies.index if eids is None else eids, has_eids,
                              weight, x, out,
                              dummies.vector if row_scale is None else row_scale, row_scale is not None,
                              dummies.vector if col_scale is None else col_scale, col_scale is not None,
@@ -92,7 +92,7 @@ def _sum(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np.nda
     variant = p.variant(width, fdt, weighting, reduce)  # Note [tuning key]
     # without a weight the edge ids are never read
     eids = graph.edge_ids if weight is not None else None
-    run_variant(variant, p.bounds_for(variant), graph.indptr, graph.indices, eids, _read_only(weight),
+    run_variant(variant, p.bounds_for(variant), *p.csr(graph), eids, _read_only(weight),
                 _read_only(_flat(x)), _flat(out), row_scale, col_scale, dummies)  # Note [one signature]
 
 
@@ -169,7 +169,7 @@ def spmm_weight_backward(graph: GraphView, x: np.ndarray, grad_out: np.ndarray, 
     eids, has_eids = _eids(graph)
     d = p.dummies(graph.index_dtype, x.dtype)
     rs = p.inv_row_degree(x.dtype) if reduce == "mean" else None
-    _edge.sddmm_dot_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids, x, grad_out,
+    _edge.sddmm_dot_rows(*p.csr(graph), d.index if eids is None else eids, has_eids, x, grad_out,
                          grad_weight, d.vector if rs is None else rs, rs is not None, p.default_bounds(),
                          x.dtype.type(0))
 
@@ -184,7 +184,7 @@ def spmm_max(graph: GraphView, x: np.ndarray, weight: np.ndarray | None, out: np
     p = _as_prepared(graph)
     eids, has_eids = _eids(graph)
     d = p.dummies(graph.index_dtype, x.dtype)
-    _max.spmm_max_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids,
+    _max.spmm_max_rows(*p.csr(graph), d.index if eids is None else eids, has_eids,
                        d.weight if weight is None else weight, weight is not None, x, out, argmax,
                        p.default_bounds())
 
@@ -195,8 +195,9 @@ def spmm_max_backward(graph: GraphView, grad_out: np.ndarray, weight: np.ndarray
 
     ``grad_x`` arrives zero-filled; threads own column chunks (Note [race-free max backward]).
     """
-    d = _as_prepared(graph).dummies(graph.index_dtype, grad_out.dtype)
-    _max.spmm_max_backward_cols(graph.indices, d.weight if weight is None else weight, weight is not None,
+    p = _as_prepared(graph)
+    d = p.dummies(graph.index_dtype, grad_out.dtype)
+    _max.spmm_max_backward_cols(p.csr(graph)[1], d.weight if weight is None else weight, weight is not None,
                                 grad_out, argmax, grad_x, 64 // grad_out.dtype.itemsize)
 
 
@@ -204,7 +205,7 @@ def spmm_max_weight_backward(graph: GraphView, x: np.ndarray, grad_out: np.ndarr
                              grad_weight: np.ndarray) -> None:
     """``grad_weight[e,h] += grad_out[i,h,d] x[indices[e],h,d]`` for each winner ``e`` (zero-filled output)."""
     p = _as_prepared(graph)
-    _max.spmm_max_weight_backward_rows(graph.indptr, graph.indices, x, grad_out, argmax, grad_weight,
+    _max.spmm_max_weight_backward_rows(*p.csr(graph), x, grad_out, argmax, grad_weight,
                                        p.default_bounds())
 
 
@@ -217,7 +218,7 @@ def sddmm_dot(graph: GraphView, src: np.ndarray, dst: np.ndarray, out: np.ndarra
     p = _as_prepared(graph)
     eids, has_eids = _eids(graph)
     d = p.dummies(graph.index_dtype, src.dtype)
-    _edge.sddmm_dot_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids, src, dst, out,
+    _edge.sddmm_dot_rows(*p.csr(graph), d.index if eids is None else eids, has_eids, src, dst, out,
                          d.vector, False, p.default_bounds(), src.dtype.type(0))
 
 
@@ -230,7 +231,7 @@ def sddmm_add(graph: GraphView, src: np.ndarray, dst: np.ndarray, out: np.ndarra
     p = _as_prepared(graph)
     eids, has_eids = _eids(graph)
     d = p.dummies(graph.index_dtype, src.dtype)
-    _edge.sddmm_add_rows(graph.indptr, graph.indices, d.index if eids is None else eids, has_eids, src, dst, out,
+    _edge.sddmm_add_rows(*p.csr(graph), d.index if eids is None else eids, has_eids, src, dst, out,
                          p.default_bounds())
 
 

@@ -340,3 +340,19 @@ def test_gathered_inputs_reach_the_loop_read_only_whatever_the_framework_gave(mo
     for given in (x, frozen):
         K.spmm_sum(view, given, np.ones((200, 1), np.float32), np.empty_like(x), reduce="sum")
     assert seen == [(True, False), (True, False)] and x.flags.writeable  # a view: the caller's array is untouched
+
+
+def test_prepare_reads_a_memory_mapped_graph_from_its_own_copy(tmp_path):
+    """Note [resident graph]: a dataset cache's memory map is copied once; in-memory arrays are used as they are."""
+    from gnnbench.systems.isplib.prepared import resident
+
+    g = graph_of(np.int64)
+    np.save(tmp_path / "indices.npy", np.asarray(g.indices))
+    mapped = np.load(tmp_path / "indices.npy", mmap_mode="r")
+    copy = resident(mapped)
+    assert copy is not mapped and not isinstance(copy, np.memmap) and copy.base is None
+    assert np.array_equal(copy, mapped) and not copy.flags.writeable
+    assert resident(np.asarray(g.indices)) is np.asarray(g.indices)
+    p = prepare(g.view())
+    indptr, indices = p.csr(g.view())
+    assert np.array_equal(indices, g.indices) and np.array_equal(indptr, g.indptr)
