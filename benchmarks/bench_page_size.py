@@ -17,11 +17,13 @@ Note [pages under the gathers]
     once, a page at a time. Under tcmalloc the framework's tensors are on 4
     KiB pages (this machine's transparent huge pages are ``madvise`` only);
     the graph's arrays are memory maps of the dataset cache, which isplib's
-    kernels read in place while dgl-native and pyg-native copy the graph into
-    structures of their own in ``prepare`` (part of why DGL's prepare is
-    6-12x isplib's on Reddit's shape). How much of the map is resident, and
-    how, is each process's own, which makes it a candidate, not yet shown,
-    for why isplib's epochs vary more between processes than DGL's.
+    kernels read in place until its ``prepare`` began to copy them (Note
+    [resident graph] in ``systems/isplib/prepared.py``), while dgl-native and
+    pyg-native copy the graph into structures of their own in ``prepare``
+    (part of why DGL's prepare is 6-12x isplib's on Reddit's shape). How
+    much of the map is resident, and how, is each process's own, which made
+    it a candidate, not shown, for why isplib's epochs varied more between
+    processes than DGL's.
     ``results/page_size.md`` has the figures: on Reddit's shape at width 64
     the map costs 1.07x an anonymous copy of the indices and the features
     on 2 MiB pages 0.87x; whether the indices are on 2 MiB pages changed
