@@ -143,6 +143,7 @@ import numpy as np
 
 from gnnbench.errors import UserError
 from gnnbench.runtime.graph import Graph, GraphView
+from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
 from gnnbench.systems.isplib.variant import (KERNELS, PARTITIONS, Variant, default_variant, line_aligned_empty,
                                             run_variant)
 
@@ -423,8 +424,6 @@ def _stage_two(best: Variant, busy: bool) -> list[Variant]:
 
 def _stage_three(best: Variant, task: "TuneTask") -> list[Variant]:
     """``best`` with streaming stores, where it has them (Note [tuning search], stage 3)."""
-    from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
-
     if best.kernel != "fixed" or best.stores == "streaming" or (task.width * np.dtype(task.dtype).itemsize) % STREAM_ALIGN:
         return []
     return [replace(best, stores="streaming")]

@@ -51,6 +51,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
+
 __all__ = ["Variant", "default_variant", "run_variant", "streams", "line_aligned_empty", "ThreadScope", "Dummies", "PARTITIONS", "KERNELS",
            "STORES"]
 
@@ -197,8 +199,6 @@ def streams(variant: Variant, out: np.ndarray) -> bool:
     untuned. The framework allocates ``out`` (64-byte aligned under PyTorch
     and TensorFlow), so the check costs nothing and never copies.
     """
-    from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
-
     return (variant.stores == "streaming" and variant.kernel == "fixed" and out.ndim == 2
             and out.ctypes.data % STREAM_ALIGN == 0 and out.strides[0] % STREAM_ALIGN == 0
             and out.strides[1] == out.itemsize)
@@ -206,8 +206,6 @@ def streams(variant: Variant, out: np.ndarray) -> bool:
 
 def line_aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """An uninitialised C-contiguous array that starts on a cache line, as PyTorch and TensorFlow allocate."""
-    from gnnbench.systems.isplib.row_ops import STREAM_ALIGN
-
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dtype.itemsize
     raw = np.empty(nbytes + STREAM_ALIGN, dtype=np.uint8)
