@@ -133,11 +133,16 @@ Note [resident graph]
     same SpMM with the indices read from the map against an anonymous copy
     (``results/page_size.md``, Reddit's shape, width 64, one process, 7
     interleaved rounds): 692 against 650 ms (1.07x), and 20.0 against 18.2
-    ms on the 4M-edge R-MAT graph. So :func:`prepare` copies a mapped
-    ``indptr`` and ``indices`` into the process's memory (:func:`resident`)
-    and every kernel reads them through :meth:`IsplibGraph.csr`. The copy is
-    ``prepare``'s, timed there (about 0.4 s a GiB here), and like DGL's own
-    copy it is below the baseline a run's peak memory is measured from
+    ms on the 4M-edge R-MAT graph in a 3-round run not kept. So
+    :func:`prepare` copies a mapped ``indptr`` and ``indices`` into the
+    process's memory (:func:`resident`) and every kernel reads them through
+    :meth:`IsplibGraph.csr`. The copy is ``prepare``'s and timed there: 2.4 s
+    for Reddit's shape's 0.85 GiB of indices per view (page cache warm, this
+    machine, most of it faulting in the fresh pages), so about 5 s on that
+    graph's 1.6 s prepare, against dgl-native's 10-11 s (not yet re-measured
+    in a campaign); at 4M edges prepare went from 0.41-0.42 to 0.43-0.51 s.
+    Like DGL's own copy it is below the baseline a run's peak memory is
+    measured from
     (Note [peak memory of isplib]). Both views are mapped (the cache holds
     the transpose too); arrays already in memory (graphs built in the
     process, tests) are used as they are. The transposed view's edge ids

@@ -344,7 +344,7 @@ def test_gathered_inputs_reach_the_loop_read_only_whatever_the_framework_gave(mo
 
 def test_prepare_reads_a_memory_mapped_graph_from_its_own_copy(tmp_path):
     """Note [resident graph]: a dataset cache's memory map is copied once; in-memory arrays are used as they are."""
-    from gnnbench.systems.isplib.prepared import resident
+    from gnnbench.systems.isplib.prepared import _memory_mapped, resident
 
     g = graph_of(np.int64)
     np.save(tmp_path / "indices.npy", np.asarray(g.indices))
@@ -353,6 +353,15 @@ def test_prepare_reads_a_memory_mapped_graph_from_its_own_copy(tmp_path):
     assert copy is not mapped and not isinstance(copy, np.memmap) and copy.base is None
     assert np.array_equal(copy, mapped) and not copy.flags.writeable
     assert resident(np.asarray(g.indices)) is np.asarray(g.indices)
-    p = prepare(g.view())
-    indptr, indices = p.csr(g.view())
+    np.save(tmp_path / "indptr.npy", np.asarray(g.indptr))
+    mapped_graph = Graph(np.load(tmp_path / "indptr.npy", mmap_mode="r"), mapped, g.num_nodes)
+    view = mapped_graph.view()
+    assert _memory_mapped(view.indices)  # the run's graph reads the file in place
+    indptr, indices = prepare(view).csr(view)
+    assert not _memory_mapped(indices) and not _memory_mapped(indptr)
     assert np.array_equal(indices, g.indices) and np.array_equal(indptr, g.indptr)
+    x = np.random.default_rng(0).standard_normal((N, 1, 4)).astype(np.float32)
+    out = np.empty_like(x)
+    K.spmm_sum(view.with_prepared(prepare(view)), x, None, out)  # the kernels read the copy and agree
+    src, dst = g.edges()
+    np.testing.assert_allclose(out, ref_spmm(src, dst, x, None, "sum", N), **tol(np.float32))
