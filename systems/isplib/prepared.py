@@ -138,15 +138,29 @@ Note [resident graph]
     process's memory (:func:`resident`) and every kernel reads them through
     :meth:`IsplibGraph.csr`. The copy is ``prepare``'s and timed there: 2.4 s
     for Reddit's shape's 0.85 GiB of indices per view (page cache warm, this
-    machine, most of it faulting in the fresh pages), so about 5 s on that
-    graph's 1.6 s prepare, against dgl-native's 10-11 s (not yet re-measured
-    in a campaign); at 4M edges prepare went from 0.41-0.42 to 0.43-0.51 s.
+    machine, most of it faulting in the fresh pages) in a probe; in the
+    campaign of ``results/scaling_reddit.md`` (commit 530d12f, 3 rounds)
+    isplib's prepare took 3.0-3.1 s against 1.6 s before the copy and
+    dgl-native's 9.7-10.5 s, and its epochs ran 1.10x / 1.05x / 1.18x
+    dgl-native's (GCN / SAGE / GIN) against 1.07x / 0.92x / 1.22x the
+    campaign before. At 4M edges prepare went from 0.41-0.42 to 0.43-0.51 s.
     Like DGL's own copy it is below the baseline a run's peak memory is
     measured from
     (Note [peak memory of isplib]). Both views are mapped (the cache holds
     the transpose too); arrays already in memory (graphs built in the
     process, tests) are used as they are. The transposed view's edge ids
     stay where they are: only weighted paths read them.
+
+    Where a mapped page comes from also moves between processes on this
+    VM: it runs DAMON proactive reclaim (a ``pageout`` scheme over physical
+    memory for regions idle 60 s, 128 MiB a second), which had paged out
+    55 GiB by the 8th hour of uptime. A cached dataset idle for about a
+    minute is read from disk again by the next process that maps it
+    (the 64M-edge R-MAT graph, idle since the session before: 1.5 of its
+    488 MiB of indices still cached); read every 8 s it stayed cached for
+    150 s. So
+    the map costs the first read, which the copy puts in ``prepare``, not
+    the epochs.
 
 Note [tuning lookup]
     Entries are keyed ``(weighting, reduce, width, dtype)`` within one
