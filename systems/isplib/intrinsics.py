@@ -19,6 +19,15 @@ Note [software prefetch]
     uniform F = 32 / 64 unchanged. The locality is an immediate of the
     instruction, so as a knob it would double the kernels compiled per width
     for one cell; it is left out.
+
+    Both together (``prefetcht1`` far ahead, to get more misses in flight
+    than the core's fill buffers hold, and ``prefetcht0`` near) lose too.
+    The fixed width-``F`` loop with 4-edge unroll and streaming stores, one
+    process, 9 interleaved rounds, ms for ``t0`` at 16 edges alone against
+    ``t1`` at 48-256 edges added: uniform F = 32 14.1 against 15.9-16.1,
+    uniform F = 64 19.7 against 22.1-22.8, R-MAT F = 128 39.8 against
+    41.5-42.3. Uniform F = 128 gave 63.3 against 54.3 (``t1`` at 96) in
+    one run and 53.8 against 57.5 in the next, so that gain was drift.
 """
 from __future__ import annotations
 
