@@ -42,6 +42,26 @@ Note [no feature tiles]
     tcmalloc): R-MAT untiled 40.4 ms, T = 64 38.2 (DGL 42.9); T = 32 71.3
     against 43.6; uniform untiled 57.6, T = 64 59.5, T = 32 86.1. A 5 %
     gain in one cell of six, at twice the index reads, does not make a knob.
+
+    The other tiling, blocks of *sources* (``K`` passes, pass ``k`` summing
+    only the edges whose source lies in the ``k``-th range of ``x``'s rows
+    into ``out``, so each pass gathers from ``1/K`` of ``x``), was probed
+    too (4-edge unroll, prefetch 16, one process, interleaved rounds,
+    tcmalloc). Each pass needs its own CSR (a copy of the indices sorted by
+    range, then row, and ``K`` row pointers): split points into the one CSR
+    re-read every row's index lines ``K`` times and took 1.4-2x the unblocked
+    loop. With its own copy it pays on R-MAT at F = 128 only: 11 rounds
+    against DGL's ``copy_u_sum`` in the same process, unblocked 40.0 ms,
+    ``K`` = 8 34.8, 16 32.4, 32 33.4 (DGL 41.0, so 1.26x at best against
+    1.03x unblocked); at F = 64 15.9 against 16.1-20.3 (an earlier run:
+    17.2 against 15.8 at ``K`` = 8); at F = 32 10.4 against 10.7-37.1; on
+    the uniform graph it only loses (F = 128: 59.8 unblocked, 72.1 at
+    ``K`` = 8, 93.3 at 16; F = 32: 14.1 against 14.2-21.2). R-MAT's hubs
+    sit in the low ranges, so their pass keeps them in L2; a uniform
+    graph's ranges are all alike and each pass re-reads and re-writes the
+    output. One cell, short of 1.5x DGL even there, for a second copy of
+    the indices (0.43 GiB more on Reddit's shape) and a layout per ``K``:
+    not a knob either.
 """
 from __future__ import annotations
 
