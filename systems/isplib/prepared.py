@@ -152,7 +152,12 @@ Note [resident graph]
     of each, and two single in-process runs, 4-6 epochs; the baseline's
     anonymous memory 747 against 495 MiB, the copies' 252 MiB). So the
     copy is a private anonymous mapping of its own, outside the heap the
-    epochs allocate from: 1303 MiB in the same probe. Both views are mapped (the cache holds
+    epochs allocate from: 1303 MiB in the same probe, and in separate runs
+    alternating with the code before the copy GIN 1299-1301 against
+    1299-1301 and SAGE 1050 against 1048-1050 MiB. How the copy's place in
+    the heap raised the epochs' peak (the tensors are the same) is not
+    known; it is the allocator's share again (Note [peak memory of isplib]).
+    Both views are mapped (the cache holds
     the transpose too); arrays already in memory (graphs built in the
     process, tests) are used as they are. The transposed view's edge ids
     stay where they are: only weighted paths read them.
