@@ -54,6 +54,21 @@ Note [allocator]
     the 1.4x backward-over-forward of ``results/scaling.md`` at 64M; a later
     run that finds the cache filled lands in the slow state for both.
 
+    What puts a run's tensors on huge pages under tcmalloc is NumPy: it
+    advises ``MADV_HUGEPAGE`` for every array of 4 MiB or more, the advice
+    stays on the address range after the array is freed, and tcmalloc hands
+    that range to the framework's next tensors. The "3 GiB written and
+    freed" above was such an array, and so are a tuner's scratch features
+    and outputs. Measured on Reddit's shape (SAGE, isplib, one process
+    each): a process that tuned on first use ran 2654 ms an epoch with
+    1118 MiB of its memory on 2 MiB pages (``AnonHugePages``), one that
+    found the cache filled 2996-3002 ms with 545-547 MiB (the features,
+    which NumPy copied), and one that tuned with NumPy's advice switched
+    off 2933 ms with 547 MiB. So the first-use process of every campaign
+    ran faster for a reason no later run shares; the harness now tunes with
+    the advice off (:func:`numpy_hugepage_advice`), as tuning's memory is
+    not the run's (Note [tune on first use] in :mod:`gnnbench.run.harness`).
+
     A caching allocator keeps freed memory, so a region's peak resident
     memory would miss whatever the region reused from memory freed before
     it; :func:`release_free_memory` hands the cache back to the kernel before
@@ -63,6 +78,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from contextlib import contextmanager
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -242,3 +258,23 @@ def release_free_memory() -> None:
     except AttributeError:  # a C library without malloc_trim (musl, macOS): nothing to release
         pass
 
+
+
+@contextmanager
+def numpy_hugepage_advice(enabled: bool):
+    """Within the block, NumPy advises 2 MiB pages for its large arrays only if ``enabled`` (Note [allocator]).
+
+    Restores the previous setting on exit; a NumPy without the switch is left as it is.
+    """
+    import numpy as np
+
+    core = getattr(np, "_core", None) or np.core
+    switch = getattr(core.multiarray, "_set_madvise_hugepage", None)
+    if switch is None:
+        yield
+        return
+    previous = switch(enabled)
+    try:
+        yield
+    finally:
+        switch(previous)

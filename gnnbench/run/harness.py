@@ -35,7 +35,10 @@ Note [tune on first use]
     memory tuning allocates is not the run's: the peak is the larger of the
     peak before tuning and the peak after it, less what tuning left resident
     (compiled kernels, allocator caches), as prepare's residue is part of the
-    baseline. ``TaskSpec.tune=False``
+    baseline. Nor may tuning change the pages the epochs run on: it runs
+    with NumPy's huge-page advice off (Note [allocator] in
+    :mod:`gnnbench.run.allocator`; a first-use process otherwise ran 10 %
+    faster epochs than every later one). ``TaskSpec.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
     epoch is timed and ran untuned; the row says so
@@ -87,7 +90,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gnnbench.run.allocator import loaded_allocator
+from gnnbench.run.allocator import loaded_allocator, numpy_hugepage_advice
 from gnnbench.run.config import MODES, SELECTIONS, RunConfig
 from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
 from gnnbench.run.events import RunEvent, stderr_lines
@@ -443,8 +446,9 @@ class _FirstUseTuning:
             resident = _resident_bytes()
         self.report(RunEvent("tune", text=f"budget {budget:.1f} s"))
         start = time.perf_counter()
-        result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
-                            budget_s=budget, progress=self._log)
+        with numpy_hugepage_advice(False):  # tuning's freed arrays must not leave 2 MiB pages to the epochs
+            result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
+                                budget_s=budget, progress=self._log)
         if result is None:
             return
         self.seconds = time.perf_counter() - start

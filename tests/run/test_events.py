@@ -143,6 +143,34 @@ def test_tuning_reports_its_budget_and_the_tuner_lines(monkeypatch):
     assert seen[2].kind == "log" and seen[2].text.startswith("tuned in ") and extra["tuning"] == {"chosen": "u4"}
 
 
+def _numpy_hugepage_advice() -> bool:
+    import numpy as np
+
+    switch = np._core.multiarray._set_madvise_hugepage
+    current = switch(True)
+    switch(current)
+    return current
+
+
+def test_tuning_runs_without_numpy_huge_page_advice_and_restores_it():
+    """Note [allocator]: a tuner's freed NumPy arrays must not leave 2 MiB pages for the epochs' tensors."""
+    from types import SimpleNamespace
+
+    from gnnbench.run.harness import _FirstUseTuning
+
+    advised = []
+
+    def tuner(graph, views, budget_s, progress):
+        advised.append(_numpy_hugepage_advice())
+        raise RuntimeError("a tuner that fails")
+
+    before = _numpy_hugepage_advice()
+    bound = SimpleNamespace(graph="g", view=lambda transposed: transposed)
+    with pytest.raises(RuntimeError):
+        _FirstUseTuning(tuner, bound, 200, {}, lambda event: None, warmup=1).after_epoch(0, 0.01)
+    assert advised == [False] and _numpy_hugepage_advice() is before
+
+
 @pytest.mark.parametrize("warmup, epoch_times, tuned_after, budget_from, timed", [
     (5, [3.0, 0.5, 0.6], 1, 0.5, False),  # a slow first epoch does not size the budget
     (5, [0.5, 3.0, 0.6], 1, 0.5, False),
