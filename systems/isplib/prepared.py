@@ -138,12 +138,14 @@ Note [resident graph]
     process's memory (:func:`resident`) and every kernel reads them through
     :meth:`IsplibGraph.csr`. The copy is ``prepare``'s and timed there: 2.4 s
     for Reddit's shape's 0.85 GiB of indices per view (page cache warm, this
-    machine, most of it faulting in the fresh pages) in a probe; in the
-    campaign of ``results/scaling_reddit.md`` (commit 530d12f, 3 rounds)
-    isplib's prepare took 3.0-3.1 s against 1.6 s before the copy and
-    dgl-native's 9.7-10.5 s, and its epochs ran 1.10x / 1.05x / 1.18x
+    machine, most of it faulting in the fresh pages) in a probe; in a
+    3-round campaign of ``benchmarks/bench_scaling.py`` on that shape at
+    530d12f isplib's prepare took 3.0-3.1 s against 1.6 s before the copy
+    and dgl-native's 9.7-10.5 s, and its epochs ran 1.10x / 1.05x / 1.18x
     dgl-native's (GCN / SAGE / GIN) against 1.07x / 0.92x / 1.22x the
-    campaign before. At 4M edges prepare went from 0.41-0.42 to 0.43-0.51 s.
+    campaign before (both with the first-use process's huge pages of Note
+    [allocator]; ``results/scaling_reddit.md`` has the campaign without
+    them). At 4M edges prepare went from 0.41-0.42 to 0.43-0.51 s.
     Like DGL's own copy it is below the baseline a run's peak memory is
     measured from (Note [peak memory of isplib]), but where it lives still
     moved the peak: made with ``np.array`` (tcmalloc's heap, on 2 MiB pages
