@@ -57,9 +57,9 @@ Note [allocator]
     What puts a run's tensors on huge pages under tcmalloc is NumPy: it
     advises ``MADV_HUGEPAGE`` for every array of 4 MiB or more, the advice
     stays on the address range after the array is freed, and tcmalloc hands
-    that range to the framework's next tensors. The "3 GiB written and
-    freed" above was such an array, and so are a tuner's scratch features
-    and outputs. Measured on Reddit's shape (SAGE, isplib, one process
+    that range to the framework's next tensors. A tuner's scratch features
+    and outputs are such arrays, and the "3 GiB written and freed" above
+    acts like one if NumPy made it (that probe's code was not kept). Measured on Reddit's shape (SAGE, isplib, one process
     each): a process that tuned on first use ran 2654 ms an epoch with
     1118 MiB of its memory on 2 MiB pages (``AnonHugePages``), one that
     found the cache filled 2996-3002 ms with 545-547 MiB (the features,
