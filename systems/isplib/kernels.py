@@ -342,25 +342,28 @@ def warm_up_fixed(index_dtype: Any, float_dtype: Any, width: int) -> None:
 
 
 # ---------------------------------------------------------------- hooks the spec names
-_TUNING_LINES: dict[str, str] = {}
+# The graphs this process prepared, by orientation: report() describes them after the epochs, when it is
+# known which kernel paths the run used.
+_PREPARED: dict[str, Any] = {}
 
 
 def prepare(view: GraphView):
     """The spec's ``prepare`` hook: partitions and tuning lookup, then compilation, all outside epochs."""
-    from gnnbench.systems.isplib.prepared import describe_tuning
     from gnnbench.systems.isplib.prepared import prepare as build
 
     prepared = build(view)
     if not view.transposed:
         warm_up(view.index_dtype, np.float32)
-    _TUNING_LINES["transposed" if view.transposed else "forward"] = describe_tuning(prepared)
+    _PREPARED["transposed" if view.transposed else "forward"] = prepared
     return prepared
 
 
 def report() -> dict:
     """The spec's ``report`` hook: which SpMM variants the run used (tuned, or the default and why)."""
-    lines = [f"{orientation}: {line}" for orientation, line in sorted(_TUNING_LINES.items())]
-    return {"tuning": dict(_TUNING_LINES), "summary": lines}
+    from gnnbench.systems.isplib.prepared import describe_tuning
+
+    tuning = {orientation: describe_tuning(prepared, after_run=True) for orientation, prepared in sorted(_PREPARED.items())}
+    return {"tuning": tuning, "summary": [f"{orientation}: {line}" for orientation, line in tuning.items()]}
 
 
 def tune(graph: Graph, widths=None, dtype: Any = np.float32, *, views=None, budget_s: float | None = None,
@@ -373,15 +376,10 @@ def tune(graph: Graph, widths=None, dtype: Any = np.float32, *, views=None, budg
     the paths its first epoch ran untuned are tuned and installed, and None
     is returned when there were none.
     """
-    from gnnbench.systems.isplib.prepared import describe_tuning
-
     if views is not None:
         from gnnbench.systems.isplib.first_use import tune_pending
 
-        result = tune_pending(views, budget_s=budget_s, progress=progress)
-        for view in views:
-            _TUNING_LINES["transposed" if view.transposed else "forward"] = describe_tuning(view.prepared)
-        return result
+        return tune_pending(views, budget_s=budget_s, progress=progress)
     from gnnbench.systems.isplib.tuning import tune as run_tuning
 
     return run_tuning(graph, widths, dtype, budget_s=budget_s, progress=progress)

@@ -265,6 +265,11 @@ class IsplibGraph:
         return self.indptr, self.indices
 
     # ------------------------------------------------------------------ lookups
+    @property
+    def looked_up(self) -> bool:
+        """Whether a kernel has asked for a variant since the choices last changed (an unused view has not)."""
+        return bool(self._lookup)
+
     def variant(self, width: int, dtype: np.dtype, weighting: str = "unweighted", reduce: str = "sum",
                 record: bool = True) -> Variant:
         """The tuned variant of one kernel path (Note [tuning key]), or the default.
@@ -378,14 +383,19 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     return prepared
 
 
-def describe_tuning(prepared: IsplibGraph | None) -> str:
-    """One line saying which SpMM variants a prepared graph will use.
+def describe_tuning(prepared: IsplibGraph | None, *, after_run: bool = False) -> str:
+    """One line saying which SpMM variants a prepared graph will use, or, ``after_run``, which it used.
 
-    Returns e.g. ``"isplib: no tuning cache entry for this graph; using default
-    variant generic/u4/pf16/nnz/tmax (run `gnnbench tune --system isplib --dataset D`)"``.
+    Before a run, e.g. ``"isplib: no tuning cache entry for this graph (...); using the default
+    variant generic/u4/pf16/nnz/tmax (...)"``. After it, each kernel path the epochs ran, with its
+    variant and whether it was tuned, e.g. ``"the forward graph 2d27... ran
+    unweighted:sum:16:float32 fixed/u4/pf16/nnz/tmax (tuned)"``. GAT's per-head path (``heads``)
+    is never tuned: it takes the default's loop, with only prefetch and threads chosen.
     """
     if prepared is None:
         return "isplib: graph not prepared; using the default SpMM variant"
+    if after_run:
+        return _describe_used(prepared)
     if not prepared.tuned:
         return (f"isplib: no tuning cache entry for this graph ({prepared.signature}, {prepared.orientation}) "
                 f"in {prepared.cache_path}; using the default variant "
@@ -393,6 +403,24 @@ def describe_tuning(prepared: IsplibGraph | None) -> str:
                 f"(a run tunes what it uses on first use unless --no-tune)")
     chosen = ", ".join(f"{':'.join(map(str, k))}: {v.label}" for k, v in sorted(prepared.variants.items(), key=str))
     return f"isplib: tuned variants for {prepared.orientation} graph {prepared.signature}: {chosen}"
+
+
+def _describe_used(prepared: IsplibGraph) -> str:
+    """:func:`describe_tuning` after a run: the paths its kernels looked up, tuned or not."""
+    if not prepared.looked_up:
+        return (f"no SpMM ran on the {prepared.orientation} graph (inference runs forward passes only), "
+                f"so nothing was tuned for it")
+    paths, untuned = [], False
+    for (weighting, reduce, width, dtype), v in sorted(prepared._lookup.items(), key=str):
+        tuned = ((weighting, reduce, width, dtype.name) in prepared.variants
+                 or (width, dtype.name) in prepared.variants)
+        never = weighting == "heads"
+        untuned |= not (tuned or never)
+        state = "tuned" if tuned else "default, never tuned" if never else "default"
+        paths.append(f"{weighting}:{reduce}:{width}:{dtype.name} {v.label} ({state})")
+    why = (f"; a default path has no tuning cache entry in {prepared.cache_path} "
+           f"(a run tunes what it uses on first use unless --no-tune)") if untuned else ""
+    return f"the {prepared.orientation} graph {prepared.signature} ran {', '.join(paths)}{why}"
 
 
 def _memory_mapped(array: np.ndarray) -> bool:

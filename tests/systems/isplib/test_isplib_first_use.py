@@ -127,14 +127,24 @@ def test_run_tunes_on_first_use_then_reuses_the_cache(cache_dir, monkeypatch):
     assert "tune" not in row["hyperparameters"] and "mode" not in row["hyperparameters"]
     again = train(spec)
     assert again["tune_time_s"] is None and "tuning" not in again["extra"]
-    assert "tuned variants" in again["extra"]["system_report"]["tuning"]["forward"]
+    assert "(tuned)" in again["extra"]["system_report"]["tuning"]["forward"]
+    assert "(default" not in again["extra"]["system_report"]["tuning"]["forward"]
+
+
+def test_report_names_the_paths_a_run_used(cache_dir):
+    """Inference never runs the transposed view: the report says so instead of offering to tune it."""
+    row = train(TaskSpec(system="isplib", model="gcn", dataset=TINY, epochs=2, warmup=1, mode="inference"))
+    tuning = row["extra"]["system_report"]["tuning"]
+    assert tuning["transposed"].startswith("no SpMM ran on the transposed graph")
+    assert "unweighted:sum:" in tuning["forward"] and "(tuned)" in tuning["forward"]
 
 
 def test_no_tune_measures_the_default_variant(cache_dir):
     row = train(TaskSpec(system="isplib", model="sage", dataset=TINY, epochs=2, warmup=1, tune=False))
     assert row["tune_time_s"] is None and not (cache_dir / tuning.CACHE_NAME).exists()
     assert row["hyperparameters"]["tune"] is False
-    assert "no tuning cache entry" in row["extra"]["system_report"]["tuning"]["forward"]
+    forward = row["extra"]["system_report"]["tuning"]["forward"]
+    assert "(default)" in forward and "no tuning cache entry" in forward and "(tuned)" not in forward
 
 
 def test_sampled_rows_share_the_runs_kernel_signature(cache_dir):
