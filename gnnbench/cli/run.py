@@ -119,16 +119,19 @@ def summary(row: dict) -> str:
         return (f"{row['system']} {row['model']} on {row['dataset']}: {row['status']}: "
                 f"{printable(row.get('error'))}{stored}")
     ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
+    # an inference run times forward passes where a training run times epochs (Note [inference mode])
+    unit = "pass" if (row.get("hyperparameters") or {}).get("mode") == "inference" else "epoch"
     lines = [
         f"{row['system']} {row['system_version']} / {row['model']} on {row['dataset']} "
         f"({row['dataset_nodes']} nodes, {row['dataset_edges']} edges) / {row['framework']} {row['framework_version']} "
         f"/ {row['device']}",
-        f"  epoch      {ms(row['epoch_time_median_s'])} median, IQR {ms(row['epoch_time_iqr_s'])} "
-        f"over {len(row['epoch_times'])} timed epochs ({row['warmup']} warm-up excluded)",
+        f"  {unit:<10} {ms(row['epoch_time_median_s'])} median, IQR {ms(row['epoch_time_iqr_s'])} "
+        f"over {len(row['epoch_times'])} timed {unit}{'es' if unit == 'pass' else 's'} "
+        f"({row['warmup']} warm-up excluded)",
         (f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
          f"optimizer {ms(row['optimizer_median_s'])}" if row.get("backward_median_s") is not None
          else "  mode       inference: forward passes only, without autograd"),
-        *_kernel_lines(row),
+        *_kernel_lines(row, unit),
         *_fallback_lines(row),
         f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)"
         + (f"; JIT compilation {compiled:.2f} s, once per machine (apart)"
@@ -163,8 +166,8 @@ def _fallback_lines(row: dict) -> list[str]:
     return [f"  fallback   {', '.join(fallback['operators'])} ran on {fallback['system']}{time}"]
 
 
-def _kernel_lines(row: dict) -> list[str]:
-    """The system's share of the epoch (Note [kernel time]), its three costliest kernels named."""
+def _kernel_lines(row: dict, unit: str = "epoch") -> list[str]:
+    """The system's share of the epoch or pass (Note [kernel time]), its three costliest kernels named."""
     kernel = row.get("kernel_median_s")
     if kernel is None:
         return []
@@ -172,7 +175,7 @@ def _kernel_lines(row: dict) -> list[str]:
     by_kernel = (row.get("extra") or {}).get("kernel_median_s_by_kernel") or {}
     top = sorted(by_kernel.items(), key=lambda kv: -kv[1])[:3]
     named = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in top)
-    return [f"  kernels    {kernel * 1e3:.2f} ms median ({share:.0%} of the epoch) inside {row['system']}'s kernels"
+    return [f"  kernels    {kernel * 1e3:.2f} ms median ({share:.0%} of the {unit}) inside {row['system']}'s kernels"
             + (f"; {named} ms" if named else "")]
 
 

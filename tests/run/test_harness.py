@@ -44,6 +44,16 @@ def test_phases_come_from_the_clock_and_warmups_are_excluded():
     assert lines[4] == "  prepare    250.0 ms (apart from epochs)"
 
 
+def test_an_inference_run_is_rendered_in_passes():
+    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
+    inference = {**row, "verified": "passed", "hyperparameters": {**row["hyperparameters"], "mode": "inference"},
+                 "backward_median_s": None}
+    lines = summary(inference).splitlines()
+    assert lines[1] == "  pass       33.00 ms median, IQR 2.00 ms over 9 timed passes (3 warm-up excluded)"
+    assert lines[2] == "  mode       inference: forward passes only, without autograd"
+    assert "% of the pass) inside reference's kernels" in lines[3]
+
+
 def test_jit_compilation_in_prepare_is_reported_apart_from_it(monkeypatch):
     # Note [compile time apart]: a cold numba cache's compilation is the install's cost, not the graph's
     import gnnbench.run.harness as harness
