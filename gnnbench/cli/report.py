@@ -32,6 +32,9 @@ def run(store_path=None, out_dir="report", baseline="reference", systems=None, m
 
 
 def main(args) -> int:
+    from gnnbench.paths import check_output_dir
+
+    check_output_dir(args.out, "--out folder")  # before reading anything: a bad folder is a line, not a traceback
     index = run(args.results, args.out, args.baseline, args.system, args.model, args.dataset,
                 args.include_unverified, args.title)
     print(index.resolve().as_uri())

@@ -203,6 +203,8 @@ BAD_INPUTS = [
     (["plot", "--out", "{junk}"], "gnnbench plot: --out folder {junk} is a file"),
     (["plot", "--out", "/nonexistent/a/b"], "gnnbench plot: cannot create --out folder /nonexistent/a/b"),
     (["plot"], "gnnbench plot: error: the following arguments are required: --out"),
+    (["report", "--out", "/nonexistent/a/b"], "gnnbench report: cannot create --out folder /nonexistent/a/b"),
+    (["report", "--out", "{junk}"], "gnnbench report: --out folder {junk} is a file"),
     # other commands
     (["tune", "--system", "reference"], "gnnbench tune: system 'reference' has nothing to tune"),
     (["tune", "--system", "isplib", "--widths", "a,b"], "gnnbench tune: --widths expects integers"),
