@@ -138,7 +138,7 @@ def summary(row: dict) -> str:
            if (compiled := (row.get("extra") or {}).get("compile_time_s")) else "")
         + (f"; tuned on first use in {row['tune_time_s']:.2f} s (apart)" if row.get("tune_time_s") else ""),
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline "
-        f"({row.get('allocator') or 'unknown'} allocator)",
+        f"({row.get('allocator') or 'unknown'} allocator{_huge_pages(row)})",
         f"  accuracy   train {row['train_accuracy']:.3f}, val {row['val_accuracy']:.3f}, test {row['test_accuracy']:.3f}",
     ]
     report = (row.get("extra") or {}).get("system_report")
@@ -152,6 +152,12 @@ def summary(row: dict) -> str:
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")
     return "\n".join(lines)
+
+
+def _huge_pages(row: dict) -> str:
+    """How much of the process was on 2 MiB pages after the epochs (Note [allocator]), when recorded."""
+    huge = (row.get("extra") or {}).get("huge_page_bytes")
+    return f"; {huge / 2**20:.0f} MiB of the process on huge pages" if huge is not None else ""
 
 
 def _fallback_lines(row: dict) -> list[str]:

@@ -145,7 +145,9 @@ RUN_FIELDS: tuple[Field, ...] = (
                         "its input (a dataset that could not be downloaded) has `bad_input: true`; see Note [bad "
                         "input in a worker]. A run whose `prepare` JIT-compiled kernels (numba, on a cold "
                         "cache) has `compile_time_s`, apart from `prepare_time_s`; see Note [compile time "
-                        "apart]."),
+                        "apart]. A successful run has `huge_page_bytes`: how much of its process's anonymous "
+                        "memory was on transparent huge pages after the epochs (`AnonHugePages`; null off "
+                        "Linux), which moves epoch times by 10 %; see Note [allocator]."),
     _F("stderr", "TEXT", "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for "
                          "bad input, whose `error` line says it all); the whole of it is in the file "
                          "`extra.stderr_path`."),

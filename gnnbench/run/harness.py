@@ -90,7 +90,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gnnbench.run.allocator import loaded_allocator, numpy_hugepage_advice
+from gnnbench.run.allocator import huge_page_bytes, loaded_allocator, numpy_hugepage_advice
 from gnnbench.run.config import MODES, SELECTIONS, RunConfig
 from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
 from gnnbench.run.events import RunEvent, stderr_lines
@@ -268,6 +268,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
         best, best_epoch, final = _train_epochs(spec, hyper, F, forward, evaluate, params, objective, phases,
                                                 time_kernels, tuning, clock, report)
     peak = max(memory.peak_above_baseline() - tuning.residue, tuning.peak_before)
+    extra["huge_page_bytes"] = huge_page_bytes()  # the pages the epochs ran on (Note [allocator])
     accuracy = best if spec.selection == "best_val" else final
     extra["final_accuracy"] = final
     extra["metric"] = objective.metric

@@ -119,3 +119,12 @@ def test_a_script_re_executes_itself_once_under_the_allocator_it_asks_for(start,
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["start", "start", wanted]  # the first process printed once, then became the second
+
+
+def test_huge_pages_are_read_from_smaps_rollup(monkeypatch, tmp_path):
+    rollup = tmp_path / "smaps_rollup"
+    rollup.write_text("Rss:             2048000 kB\nAnonymous:       1024000 kB\nAnonHugePages:    557056 kB\n")
+    monkeypatch.setattr(alloc, "_SMAPS_ROLLUP", rollup)
+    assert alloc.huge_page_bytes() == 557056 * 1024
+    monkeypatch.setattr(alloc, "_SMAPS_ROLLUP", tmp_path / "missing")  # not Linux
+    assert alloc.huge_page_bytes() is None

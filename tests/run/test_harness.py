@@ -44,6 +44,15 @@ def test_phases_come_from_the_clock_and_warmups_are_excluded():
     assert lines[4] == "  prepare    250.0 ms (apart from epochs)"
 
 
+def test_the_row_records_how_much_of_the_process_ran_on_huge_pages():
+    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
+    assert isinstance(row["extra"]["huge_page_bytes"], int)  # Linux: /proc/self/smaps_rollup
+    shown = {**row, "allocator": "tcmalloc", "peak_memory_bytes": 2**21,
+             "extra": {**row["extra"], "huge_page_bytes": 545 * 2**20}}
+    assert ("  memory     2.0 MiB peak above the pre-training baseline "
+            "(tcmalloc allocator; 545 MiB of the process on huge pages)") in summary(shown).splitlines()
+
+
 def test_an_inference_run_is_rendered_in_passes():
     row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
     inference = {**row, "verified": "passed", "hyperparameters": {**row["hyperparameters"], "mode": "inference"},
