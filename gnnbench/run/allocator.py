@@ -65,9 +65,9 @@ Note [allocator]
     found the cache filled 2996-3002 ms with 545-547 MiB (the features,
     which NumPy copied), and one that tuned with NumPy's advice switched
     off 2933 ms with 547 MiB. So the first-use process of every campaign
-    ran faster for a reason no later run shares; the harness now tunes with
-    the advice off (:func:`numpy_hugepage_advice`), as tuning's memory is
-    not the run's (Note [tune on first use] in :mod:`gnnbench.run.harness`).
+    ran faster for a reason no later run shares; the harness now prepares
+    and tunes with the advice off (:func:`numpy_hugepage_advice`; Note [huge
+    pages outside the epochs] in :mod:`gnnbench.run.harness`).
 
     A caching allocator keeps freed memory, so a region's peak resident
     memory would miss whatever the region reused from memory freed before

@@ -35,14 +35,33 @@ Note [tune on first use]
     memory tuning allocates is not the run's: the peak is the larger of the
     peak before tuning and the peak after it, less what tuning left resident
     (compiled kernels, allocator caches), as prepare's residue is part of the
-    baseline. Nor may tuning change the pages the epochs run on: it runs
-    with NumPy's huge-page advice off (Note [allocator] in
-    :mod:`gnnbench.run.allocator`; a first-use process otherwise ran 10 %
-    faster epochs than every later one). ``TaskSpec.tune=False``
+    baseline. Nor may tuning change the pages the epochs run on (Note [huge
+    pages outside the epochs]). ``TaskSpec.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
     epoch is timed and ran untuned; the row says so
     (``extra.tuned_after_timed_epoch``).
+
+Note [huge pages outside the epochs]
+    A system's ``prepare`` and first-use ``tune`` run with NumPy's huge-page
+    advice off (:func:`~gnnbench.run.allocator.numpy_hugepage_advice`). NumPy
+    advises ``MADV_HUGEPAGE`` for each array of 4 MiB or more; the advice
+    outlives the array, and tcmalloc hands the freed range to the epochs'
+    tensors (Note [allocator] in :mod:`gnnbench.run.allocator`). So which of
+    the framework's tensors sit on 2 MiB pages depended on how much scratch
+    each system's preparation happened to free, not on anything it chose:
+    a first-use process whose tuner left such ranges ran 10 % faster epochs
+    than every later run of the same configuration, and dgl-native's graph
+    construction left 244 MiB of them (SAGE, 16M-edge R-MAT: 502 MiB of the
+    process on huge pages against isplib's 270, the features). With the
+    advice off around preparation, every system's epochs run on the pages
+    the framework and the dataset's features (loaded alike, before) give
+    them; each row records how much that was (``extra.huge_page_bytes``). A
+    system that wants huge pages for what it keeps may ask for them itself
+    (``madvise``), which this leaves alone. The advice also cost
+    dgl-native's preparation time (this kernel compacts memory on a fault
+    in an advised range): 1.62-1.67 s with it against 1.28-1.29 s without,
+    two runs each, epochs 836-844 against 823-825 ms.
 
 Note [inference mode]
     ``TaskSpec.mode="inference"`` times forward passes only, in evaluation
@@ -226,7 +245,8 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
     report(RunEvent("prepare"))  # before the clock (Note [progress outside the timer])
     start = clock()
     if info.kind == "native":
-        params, forward = build_native(spec.system, model, graph, initial, F, x)
+        with numpy_hugepage_advice(False):  # Note [huge pages outside the epochs]
+            params, forward = build_native(spec.system, model, graph, initial, F, x)
         prepare_s = clock() - start
     else:
         if lender is not None:
@@ -235,8 +255,8 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
             bound = FallbackGraph(graph, system, lender)
         else:
             bound = BoundGraph(graph, system)
-        with CompileClock(clock) as jit:  # Note [compile time apart]
-            bound.prepare()
+        with CompileClock(clock) as jit, numpy_hugepage_advice(False):  # Note [compile time apart], [huge pages
+            bound.prepare()                                               # outside the epochs]
         prepare_s = max(clock() - start - jit.seconds, 0.0)
         if jit.seconds:
             extra["compile_time_s"] = jit.seconds
@@ -447,7 +467,7 @@ class _FirstUseTuning:
             resident = _resident_bytes()
         self.report(RunEvent("tune", text=f"budget {budget:.1f} s"))
         start = time.perf_counter()
-        with numpy_hugepage_advice(False):  # tuning's freed arrays must not leave 2 MiB pages to the epochs
+        with numpy_hugepage_advice(False):  # Note [huge pages outside the epochs]
             result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
                                 budget_s=budget, progress=self._log)
         if result is None:

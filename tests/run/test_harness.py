@@ -53,6 +53,34 @@ def test_the_row_records_how_much_of_the_process_ran_on_huge_pages():
             "(tcmalloc allocator; 545 MiB of the process on huge pages)") in summary(shown).splitlines()
 
 
+@pytest.mark.parametrize("system", ["reference", "pyg-native"])
+def test_preparation_runs_without_numpy_huge_page_advice(monkeypatch, system):
+    """Note [huge pages outside the epochs]: prepare's freed NumPy scratch must not leave 2 MiB pages to the epochs."""
+    import gnnbench.peers
+    import gnnbench.runtime.glue
+
+    switch = np._core.multiarray._set_madvise_hugepage
+    seen = []
+
+    def advice_inside(prepare):
+        def watched(*args, **kwargs):
+            current = switch(True)
+            switch(current)
+            seen.append(current)
+            return prepare(*args, **kwargs)
+        return watched
+
+    monkeypatch.setattr(gnnbench.runtime.glue.BoundGraph, "prepare",
+                        advice_inside(gnnbench.runtime.glue.BoundGraph.prepare))
+    monkeypatch.setattr(gnnbench.peers, "build_native", advice_inside(gnnbench.peers.build_native))
+    before = switch(True)
+    try:
+        train(TaskSpec(system=system, model="gcn", dataset=TINY, epochs=2, warmup=1))
+        assert seen == [False] and switch(True) is True  # off inside, restored after
+    finally:
+        switch(before)
+
+
 def test_an_inference_run_is_rendered_in_passes():
     row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
     inference = {**row, "verified": "passed", "hyperparameters": {**row["hyperparameters"], "mode": "inference"},
