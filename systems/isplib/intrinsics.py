@@ -28,6 +28,25 @@ Note [software prefetch]
     uniform F = 64 19.7 against 22.1-22.8, R-MAT F = 128 39.8 against
     41.5-42.3. Uniform F = 128 gave 63.3 against 54.3 (``t1`` at 96) in
     one run and 53.8 against 57.5 in the next, so that gain was drift.
+
+    Nor does telling hot rows from cold ones help. "Hot" = the most gathered
+    source rows whose bytes fit 0.5-2 MiB (R-MAT F = 128: 35-60 % of the
+    edges; the uniform graph: 1-12 %). Same loop, same setup, ms for ``t0``
+    on every row against the variants:
+
+    * ``prefetchnta`` for cold rows (fetched around L2, so they cannot evict
+      the hot ones), ``t0`` for hot: R-MAT F = 128 45.8-46.3 against
+      53.3-97.8; uniform F = 128 58.1-59.4 against 193-200; uniform F = 32
+      13.9-14.0 against 37.6-40.8;
+    * no prefetch for hot rows (L2 hits anyway), ``t0`` for cold: 45.6-47.5
+      on R-MAT, 63.0-64.8 and 18.5-20.7 on the uniform graph.
+
+    A two-pass split fares no better: each row's indices reordered hot
+    first, one pass summing the cold edges into ``out``, a second adding
+    the hot ones (their rows then meet no cold traffic in L2). R-MAT F =
+    128: 45.7-46.0 against 44.9 in one pass (hot set 1-3 MiB), F = 64:
+    16.4-18.1 against 14.9. The hot rows already stay in L2 in one pass;
+    the second pass only re-reads ``out``.
 """
 from __future__ import annotations
 
