@@ -6,7 +6,10 @@
     \\quad s_{dst} = \\hat{D}_{in}^{-1/2} \\mathbf{1},\\ s_{src} = \\hat{D}_{out}^{-1/2} \\mathbf{1}
 
 (on an undirected graph ``D_in = D_out``: Kipf & Welling's ``D^-1/2 (A + I) D^-1/2``).
-Aggregation runs after the dense transform (the narrower width).
+Aggregation runs at the narrower of the two widths: ``A (X W) = (A X) W``, so a
+layer that narrows (``out < in``) transforms first and one that widens (hidden 16
+to Reddit's 41 classes) aggregates first, as DGL's ``GraphConv`` and this
+package's SAGE do.
 
 Two forms of the same function, chosen by ``Hyperparameters.normalisation``
 (``gnnbench run --normalisation node|edge``):
@@ -58,15 +61,21 @@ class GCN(GNN):
         if form not in NORMALISATIONS:
             raise UserError(f"GCN normalisation must be one of {', '.join(NORMALISATIONS)} (got {form!r})")
 
+        def at_narrower_width(F, p, x, aggregate):
+            if out_dim < in_dim:
+                return aggregate(F.matmul(x, p["weight"]))
+            return F.matmul(aggregate(x), p["weight"])
+
         def forward_edge(F, p, graph, x):
             norm = F.graph_tensor(graph, "gcn_norm", graph.graph.gcn_norm())
-            return F.add(F.spmm(graph, F.matmul(x, p["weight"]), norm, reduce="sum"), p["bias"])
+            h = at_narrower_width(F, p, x, lambda h: F.spmm(graph, h, norm, reduce="sum"))
+            return F.add(h, p["bias"])
 
         def forward_node(F, p, graph, x):
             dst_scale, src_scale = graph.graph.gcn_scales()
             dst_scale = F.graph_tensor(graph, "gcn_dst_scale", dst_scale.reshape(-1, 1))
             src_scale = F.graph_tensor(graph, "gcn_src_scale", src_scale.reshape(-1, 1))
-            h = F.spmm(graph, F.mul(F.matmul(x, p["weight"]), src_scale), None, reduce="sum")
+            h = at_narrower_width(F, p, x, lambda h: F.spmm(graph, F.mul(h, src_scale), None, reduce="sum"))
             return F.mul_add(h, dst_scale, p["bias"])
 
         params = {"weight": ((in_dim, out_dim), glorot), "bias": ((out_dim,), zeros)}

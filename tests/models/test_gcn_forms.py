@@ -76,3 +76,34 @@ def test_both_forms_give_the_same_logits_on_reference(framework):
         with F.no_grad():
             logits[form] = np.asarray(model.forward(F, params, bound, F.tensor(karate.features), False))
     np.testing.assert_allclose(logits["node"], logits["edge"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["node", "edge"])
+@pytest.mark.parametrize("hidden, widths", [(8, [8, 2]), (64, [34, 2])])  # karate: 34 features, 2 classes
+def test_gcn_aggregates_at_the_narrower_width_and_computes_the_same_function(monkeypatch, form, hidden, widths):
+    """A (X W) = (A X) W: a widening layer aggregates first, as DGL's GraphConv does (issue 19: Reddit, hidden 16)."""
+    from dataclasses import replace
+
+    from gnnbench.datasets import load_dataset
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
+
+    F = get_frontend("torch", "cpu", "float64")
+    karate = load_dataset("karate")
+    graph = karate.graph.with_self_loops()
+    model = GCN(34, 2, replace(GCN.defaults, hidden=hidden, normalisation=form))
+    init = model.init_params(0)
+    seen = []
+    spmm = F.spmm
+    monkeypatch.setattr(F, "spmm", lambda g, x, *a, **k: (seen.append(x.shape[-1]), spmm(g, x, *a, **k))[1])
+    with F.no_grad():
+        logits = np.asarray(model.forward(F, {k: F.parameter(v) for k, v in init.items()},
+                                          BoundGraph(graph, load_system("reference", "torch", "cpu")),
+                                          F.tensor(karate.features), False))
+    assert seen == widths
+    dense = np.zeros((34, 34))
+    np.add.at(dense, (graph.edges()[1], graph.edges()[0]), 1.0)  # row = destination
+    norm = dense / np.sqrt(dense.sum(1))[:, None] / np.sqrt(dense.sum(0))[None, :]
+    h = np.maximum(norm @ karate.features @ init["conv0.weight"] + init["conv0.bias"], 0)
+    np.testing.assert_allclose(logits, norm @ h @ init["conv1.weight"] + init["conv1.bias"], rtol=1e-5, atol=1e-7)
