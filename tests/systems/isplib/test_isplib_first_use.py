@@ -118,8 +118,10 @@ def test_budget_is_five_percent_of_a_200_epoch_run(monkeypatch):
 
 def test_run_tunes_on_first_use_then_reuses_the_cache(cache_dir, monkeypatch):
     monkeypatch.setenv("GNNBENCH_TUNE_BUDGET_S", "8")
-    # GCN's edge form (per-edge weights), whose two SpMM paths differ; the node form's are both unweighted
-    spec = TaskSpec(system="isplib", model="gcn", dataset=TINY, epochs=2, warmup=1, normalisation="edge")
+    # GCN's edge form (per-edge weights), whose two SpMM paths differ; the node form's are both unweighted.
+    # 32 features into hidden 16: the first layer narrows, so it aggregates x W, which needs a backward SpMM
+    spec = TaskSpec(system="isplib", model="gcn", dataset=TINY.replace("features=16", "features=32"), epochs=2,
+                    warmup=1, normalisation="edge")
     row = train(spec)
     assert row["tune_time_s"] > 0 and row["prepare_time_s"] > 0
     choices = {(c["orientation"], c["weighting"]) for c in row["extra"]["tuning"]["choices"]}
