@@ -7,9 +7,9 @@
 
 (on an undirected graph ``D_in = D_out``: Kipf & Welling's ``D^-1/2 (A + I) D^-1/2``).
 Aggregation runs at the narrower of the two widths: ``A (X W) = (A X) W``, so a
-layer that narrows (``out < in``) transforms first and one that widens (hidden 16
-to Reddit's 41 classes) aggregates first, as DGL's ``GraphConv`` and this
-package's SAGE do.
+layer that narrows (``out < in``) transforms first and any other (hidden 16 to
+Reddit's 41 classes) aggregates first, as DGL's ``GraphConv`` and this package's
+SAGE do.
 
 Two forms of the same function, chosen by ``Hyperparameters.normalisation``
 (``gnnbench run --normalisation node|edge``):
