@@ -148,17 +148,17 @@ def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
     """The markdown: one table of every run, the floor-bound analysis, and the allocator's share."""
     models = list(dict.fromkeys(r["model"] for r in rows if r.get("model")))
     inference = meta["mode"] == "inference"
-    unit = "pass" if inference else "epoch"
+    unit, units = ("pass", "passes") if inference else ("epoch", "epochs")
     allocators = sorted({str(r.get("allocator")) for r in rows if ok(r) and requested_allocator(r) != "system"})
     what = "Inference passes" if inference else "Training epochs"
     lines = [f"# {what}: isplib against the native models of DGL and PyG", "",
-             f"Hidden 64, {meta['dataset']}, {meta['epochs']} {unit}s ({meta['warmup']} warm-up), threads "
+             f"Hidden 64, {meta['dataset']}, {meta['epochs']} {units} ({meta['warmup']} warm-up), threads "
              f"{meta['threads']}, float32, each run its own process under the {', '.join(allocators) or '?'} "
              f"allocator. {_load_sentence(meta)} "
              "pyg-native is PyG's default edge_index (gather-scatter) path. "
              "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
              "the framework's share. `floor` is a bound, not a system (see below). "
-             f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed {unit}s pooled "
+             f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed {units} pooled "
              "(Note [rounds pool] in benchmarks/_common.py); prepare, tune and peak are medians over rounds.", "",
              meta["tuning"], ""]
     cells = []
