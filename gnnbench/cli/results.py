@@ -43,6 +43,13 @@ def main(args) -> int:
     if args.json:
         print_json(rows)
         return 0
+    if not rows:  # a table of no rows reads like a bug; a typo in a filter is the usual cause
+        from gnnbench.errors import UserError
+
+        chosen = [f"--{k} {v}" for k, v in (("system", args.system), ("model", args.model),
+                                            ("dataset", args.dataset)) if v]
+        raise UserError(f"no stored runs match{' ' + ' '.join(chosen) if chosen else ''}; "
+                        f"run `gnnbench run` or `gnnbench sweep` first")
     from gnnbench.results.tables import print_table
 
     print_table(table(rows))

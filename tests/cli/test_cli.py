@@ -199,6 +199,8 @@ BAD_INPUTS = [
     (["compare", "--results", "/nonexistent/x.sqlite"], "gnnbench compare: no results database at"),
     (["compare", "--format", "pdf"], "gnnbench compare: error: argument --format: invalid choice"),
     (["compare", "--results", "{empty}"], "gnnbench compare: no stored runs match"),
+    (["results", "--results", "{empty}"], "gnnbench results: no stored runs match; run `gnnbench run`"),
+    (["results", "--results", "{empty}", "--system", "nosuch"], "gnnbench results: no stored runs match --system nosuch"),
     (["plot", "--out", "/proc/figures"], "gnnbench plot: cannot write --out folder /proc/figures"),
     (["plot", "--out", "{junk}"], "gnnbench plot: --out folder {junk} is a file"),
     (["plot", "--out", "/nonexistent/a/b"], "gnnbench plot: cannot create --out folder /nonexistent/a/b"),
