@@ -46,7 +46,7 @@ def main(args) -> int:
     if not rows:  # a table of no rows reads like a bug; a typo in a filter is the usual cause
         from gnnbench.errors import UserError
 
-        chosen = [f"--{k} {v}" for k, v in (("system", args.system), ("model", args.model),
+        chosen = [f"--{k} {printable(v)}" for k, v in (("system", args.system), ("model", args.model),
                                             ("dataset", args.dataset)) if v]
         raise UserError(f"no stored runs match{' ' + ' '.join(chosen) if chosen else ''}; "
                         f"run `gnnbench run` or `gnnbench sweep` first")

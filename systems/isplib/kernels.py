@@ -15,6 +15,7 @@ a timed epoch.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -343,7 +344,8 @@ def warm_up_fixed(index_dtype: Any, float_dtype: Any, width: int) -> None:
 
 # ---------------------------------------------------------------- hooks the spec names
 # The graphs this process prepared, by orientation: report() describes them after the epochs, when it is
-# known which kernel paths the run used.
+# known which kernel paths the run used. Weak references: a report must not keep a graph's arrays alive
+# past its run (an in-process run, verify's many graphs).
 _PREPARED: dict[str, Any] = {}
 
 
@@ -354,7 +356,7 @@ def prepare(view: GraphView):
     prepared = build(view)
     if not view.transposed:
         warm_up(view.index_dtype, np.float32)
-    _PREPARED["transposed" if view.transposed else "forward"] = prepared
+    _PREPARED["transposed" if view.transposed else "forward"] = weakref.ref(prepared)
     return prepared
 
 
@@ -362,7 +364,9 @@ def report() -> dict:
     """The spec's ``report`` hook: which SpMM variants the run used (tuned, or the default and why)."""
     from gnnbench.systems.isplib.prepared import describe_tuning
 
-    tuning = {orientation: describe_tuning(prepared, after_run=True) for orientation, prepared in sorted(_PREPARED.items())}
+    alive = {orientation: ref() for orientation, ref in sorted(_PREPARED.items())}
+    tuning = {orientation: describe_tuning(prepared, after_run=True)
+              for orientation, prepared in alive.items() if prepared is not None}
     return {"tuning": tuning, "summary": [f"{orientation}: {line}" for orientation, line in tuning.items()]}
 
 

@@ -265,10 +265,9 @@ class IsplibGraph:
         return self.indptr, self.indices
 
     # ------------------------------------------------------------------ lookups
-    @property
-    def looked_up(self) -> bool:
-        """Whether a kernel has asked for a variant since the choices last changed (an unused view has not)."""
-        return bool(self._lookup)
+    def used_variants(self) -> dict[tuple, Variant]:
+        """The kernel paths asked for since the choices last changed, and their variants (an unused view: none)."""
+        return dict(self._lookup)
 
     def variant(self, width: int, dtype: np.dtype, weighting: str = "unweighted", reduce: str = "sum",
                 record: bool = True) -> Variant:
@@ -407,11 +406,12 @@ def describe_tuning(prepared: IsplibGraph | None, *, after_run: bool = False) ->
 
 def _describe_used(prepared: IsplibGraph) -> str:
     """:func:`describe_tuning` after a run: the paths its kernels looked up, tuned or not."""
-    if not prepared.looked_up:
+    used = prepared.used_variants()
+    if not used:
         return (f"no SpMM ran on the {prepared.orientation} graph (inference runs forward passes only), "
                 f"so nothing was tuned for it")
     paths, untuned = [], False
-    for (weighting, reduce, width, dtype), v in sorted(prepared._lookup.items(), key=str):
+    for (weighting, reduce, width, dtype), v in sorted(used.items(), key=str):
         tuned = ((weighting, reduce, width, dtype.name) in prepared.variants
                  or (width, dtype.name) in prepared.variants)
         never = weighting == "heads"
