@@ -20,10 +20,12 @@ Note [tune on first use]
     (a warm-up, untimed), every kernel path its tuning cache had no choice
     for. After the second epoch (or the first, when ``warmup`` is 0 or 1, so
     that no timed epoch runs untuned needlessly) the harness calls the hook as
-    ``tune(graph, views=(forward, transposed), budget_s=B, progress=log)``;
-    the hook tunes those paths on the prepared views, caches and installs
-    the winners, and returns a result (``wall_time_s``, ``as_dict()``) or
-    None when nothing was missing. Its wall time is the row's
+    ``tune(graph, views=(forward, transposed), budget_s=B, progress=log,
+    starting=f)``; the hook calls ``starting()`` once, before it allocates
+    anything, if it has paths to tune, tunes them on the prepared views,
+    caches and installs the winners, and returns a result (``wall_time_s``,
+    ``as_dict()``), or None without calling ``starting`` when nothing was
+    missing. Its wall time from ``starting`` on is the row's
     ``tune_time_s``: never part of an epoch or of ``prepare_time_s``. The
     budget ``B`` is 5 % of a 200-epoch run estimated from the faster of the
     epochs seen so far: a first epoch alone compiles kernels and faults in
@@ -35,7 +37,14 @@ Note [tune on first use]
     memory tuning allocates is not the run's: the peak is the larger of the
     peak before tuning and the peak after it, less what tuning left resident
     (compiled kernels, allocator caches), as prepare's residue is part of the
-    baseline. Nor may tuning change the pages the epochs run on (Note [huge
+    baseline. Measuring that residue means handing the allocator's free
+    memory back to the kernel on both sides of tuning, so the next epoch
+    faults its pages in again; that is why ``starting`` exists. Until it did,
+    the harness released before every call, and a run that found its cache
+    full paid the faults in its first timed epoch, which no system without a
+    tune hook does: isplib, SAGE on the 16M-edge R-MAT graph, cache hit,
+    first timed epoch 926 and 940 ms against 809-841 for the other five
+    (dgl-native: 849-890 ms, flat). Nor may tuning change the pages the epochs run on (Note [huge
     pages outside the epochs]). ``TaskSpec.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
@@ -461,15 +470,21 @@ class _FirstUseTuning:
 
     def _tune(self, epoch_s: float, timed: bool) -> None:
         budget = tune_budget_s(epoch_s, self.epochs)
-        if self._memory is not None:
-            self.peak_before = self._memory.peak_above_baseline()
-            _release()
-            resident = _resident_bytes()
         self.report(RunEvent("tune", text=f"budget {budget:.1f} s"))
+        resident: int | None = None
         start = time.perf_counter()
+
+        def starting() -> None:  # the tuner has work and has allocated nothing yet (Note [tune on first use])
+            nonlocal resident, start
+            if self._memory is not None:
+                self.peak_before = self._memory.peak_above_baseline()
+                _release()
+                resident = _resident_bytes()
+            start = time.perf_counter()
+
         with numpy_hugepage_advice(False):  # Note [huge pages outside the epochs]
             result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
-                                budget_s=budget, progress=self._log)
+                                budget_s=budget, progress=self._log, starting=starting)
         if result is None:
             return
         self.seconds = time.perf_counter() - start
@@ -477,7 +492,7 @@ class _FirstUseTuning:
         self.extra["tuning"] = result.as_dict() if hasattr(result, "as_dict") else str(result)
         if timed:
             self.extra["tuned_after_timed_epoch"] = True
-        if self._memory is not None:
+        if resident is not None:
             _release()
             self.residue = max(0, _resident_bytes() - resident)
             _reset_peak()

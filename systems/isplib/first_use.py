@@ -34,7 +34,8 @@ def pending_tasks(views: Iterable[GraphView]) -> list[TuneTask]:
 
 
 def tune_pending(views: Iterable[GraphView], *, budget_s: float | None,
-                 progress: Callable[[str], None] | None = None, seed: int = 0) -> TuneResult | None:
+                 progress: Callable[[str], None] | None = None, seed: int = 0,
+                 starting: Callable[[], None] | None = None) -> TuneResult | None:
     """Tune what the views missed, cache it and install it; None when nothing was missing.
 
     Args:
@@ -42,11 +43,15 @@ def tune_pending(views: Iterable[GraphView], *, budget_s: float | None,
         budget_s: seconds for all paths together (Note [tuning budget]), None for unbounded.
         progress: called with one line per path.
         seed: for the random features timed on.
+        starting: called once before anything is allocated, only when there is something to tune
+            (Note [tune on first use] in :mod:`gnnbench.run.harness`).
     """
     views = list(views)
     tasks = pending_tasks(views)
     if not tasks:
         return None
+    if starting is not None:
+        starting()
     result = tune_keys(tasks, budget_s=budget_s, progress=progress, seed=seed,
                        cache_path=views[0].prepared.cache_path or None)
     for view in views:

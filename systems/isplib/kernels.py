@@ -371,19 +371,19 @@ def report() -> dict:
 
 
 def tune(graph: Graph, widths=None, dtype: Any = np.float32, *, views=None, budget_s: float | None = None,
-         progress=None):
+         progress=None, starting=None):
     """The spec's ``tune`` hook.
 
     ``gnnbench tune --system isplib`` passes ``widths``: both orientations,
     unweighted and weighted, are tuned for them. A run passes its prepared
     ``views`` and a budget (Note [tune on first use] in :mod:`gnnbench.run.harness`):
-    the paths its first epoch ran untuned are tuned and installed, and None
-    is returned when there were none.
+    the paths its first epoch ran untuned are tuned and installed, after
+    one call of ``starting``, and None is returned when there were none.
     """
     if views is not None:
         from gnnbench.systems.isplib.first_use import tune_pending
 
-        return tune_pending(views, budget_s=budget_s, progress=progress)
+        return tune_pending(views, budget_s=budget_s, progress=progress, starting=starting)
     from gnnbench.systems.isplib.tuning import tune as run_tuning
 
     return run_tuning(graph, widths, dtype, budget_s=budget_s, progress=progress)

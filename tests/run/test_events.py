@@ -132,7 +132,8 @@ def test_tuning_reports_its_budget_and_the_tuner_lines(monkeypatch):
         def as_dict(self):
             return {"chosen": "u4"}
 
-    def tuner(graph, views, budget_s, progress):
+    def tuner(graph, views, budget_s, progress, starting):
+        starting()
         progress("isplib: tuning 1/1 forward:sum:16")
         return Result()
 
@@ -160,7 +161,7 @@ def test_tuning_runs_without_numpy_huge_page_advice_and_restores_it():
 
     advised = []
 
-    def tuner(graph, views, budget_s, progress):
+    def tuner(graph, views, budget_s, progress, starting):
         advised.append(_numpy_hugepage_advice())
         raise RuntimeError("a tuner that fails")
 
@@ -190,7 +191,8 @@ def test_tuning_waits_for_a_steady_epoch_while_epochs_are_warm_ups(monkeypatch, 
         def as_dict(self):
             return {}
 
-    def tuner(graph, views, budget_s, progress):
+    def tuner(graph, views, budget_s, progress, starting):
+        starting()
         budgets.append((len(seen_epochs), budget_s))
         return Result()
 

@@ -53,6 +53,42 @@ def test_the_row_records_how_much_of_the_process_ran_on_huge_pages():
             "(tcmalloc allocator; 545 MiB of the process on huge pages)") in summary(shown).splitlines()
 
 
+@pytest.mark.parametrize("has_work", [False, True])
+def test_memory_is_released_around_tuning_only_when_something_is_tuned(monkeypatch, has_work):
+    """Note [tune on first use]: a release makes the next epoch fault its pages in again, so a run that finds
+    its tuning cache full must not pay for it; one that tunes is measured from what was resident before."""
+    from types import SimpleNamespace
+
+    from gnnbench.run import harness
+
+    events, resident = [], iter([100, 130])
+    monkeypatch.setattr(harness, "_release", lambda: events.append("release"))
+    monkeypatch.setattr(harness, "_reset_peak", lambda: events.append("reset peak"))
+    monkeypatch.setattr(harness, "_resident_bytes", lambda: next(resident))
+
+    class Result:
+        def as_dict(self):
+            return {}
+
+    def tuner(graph, views, budget_s, progress, starting):
+        if not has_work:
+            return None
+        starting()
+        events.append("tune")
+        return Result()
+
+    tuning = harness._FirstUseTuning(tuner, SimpleNamespace(graph="g", view=lambda transposed: transposed), 200, {},
+                                     lambda event: None, warmup=2)
+    tuning.watch(SimpleNamespace(peak_above_baseline=lambda: 70))
+    for epoch in range(3):
+        tuning.after_epoch(epoch, 0.5)
+    if has_work:
+        assert events == ["release", "tune", "release", "reset peak"]
+        assert (tuning.peak_before, tuning.residue) == (70, 30) and tuning.seconds is not None
+    else:
+        assert events == [] and (tuning.peak_before, tuning.residue, tuning.seconds) == (0, 0, None)
+
+
 @pytest.mark.parametrize("system", ["reference", "pyg-native"])
 def test_preparation_runs_without_numpy_huge_page_advice(monkeypatch, system):
     """Note [huge pages outside the epochs]: prepare's freed NumPy scratch must not leave 2 MiB pages to the epochs."""

@@ -63,12 +63,15 @@ def test_tune_pending_installs_caches_and_clears(cache_dir):
     K.spmm_sum(fwd, x, None, out, reduce="sum")
     K.spmm_sum_backward(bwd, x, None, out, reduce="mean")
     lines: list[str] = []
-    result = tune_pending([fwd, bwd], budget_s=60.0, progress=lines.append)
+    result = tune_pending([fwd, bwd], budget_s=60.0, progress=lambda line: lines.append(line),
+                          starting=lambda: lines.append("starting"))
+    assert lines.pop(0) == "starting"  # once, before the first path (Note [tune on first use])
     assert set(result.choices) == {("forward", "unweighted", "sum", 5, "float32"),
                                    ("transposed", "unweighted", "mean", 5, "float32")}
     assert len(lines) == 2 and lines[0].startswith("isplib: tuning 1/2 forward:unweighted:sum:5:float32")
     assert not fwd.prepared.pending and not bwd.prepared.pending and fwd.prepared.tuned
-    assert tune_pending([fwd, bwd], budget_s=2.0) is None  # nothing left
+    assert tune_pending([fwd, bwd], budget_s=2.0, starting=lambda: lines.append("starting")) is None  # nothing left
+    assert "starting" not in lines
     entries = json.loads((cache_dir / tuning.CACHE_NAME).read_text())["machines"][tuning.cpu_fingerprint()]
     assert set(entries[g.signature()]) == {tuning.entry_key(*k, result.threads) for k in result.choices}
     # a fresh prepare finds them: a later run tunes nothing
