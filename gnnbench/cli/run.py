@@ -137,7 +137,7 @@ def summary(row: dict) -> str:
         + (f"; JIT compilation {compiled:.2f} s, once per machine (apart)"
            if (compiled := (row.get("extra") or {}).get("compile_time_s")) else "")
         + (f"; tuned on first use in {row['tune_time_s']:.2f} s (apart)" if row.get("tune_time_s") else ""),
-        f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline "
+        f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline{_held(row)} "
         f"({row.get('allocator') or 'unknown'} allocator{_huge_pages(row)})",
         f"  accuracy   train {row['train_accuracy']:.3f}, val {row['val_accuracy']:.3f}, test {row['test_accuracy']:.3f}",
     ]
@@ -152,6 +152,12 @@ def summary(row: dict) -> str:
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")
     return "\n".join(lines)
+
+
+def _held(row: dict) -> str:
+    """How much of the peak the loop still held after its epochs (Note [peak memory]), when recorded."""
+    held = (row.get("extra") or {}).get("held_bytes")
+    return f", {held / 2**20:.1f} MiB of it held after the epochs" if held is not None else ""
 
 
 def _huge_pages(row: dict) -> str:

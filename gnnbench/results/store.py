@@ -147,7 +147,10 @@ RUN_FIELDS: tuple[Field, ...] = (
                         "cache) has `compile_time_s`, apart from `prepare_time_s`; see Note [compile time "
                         "apart]. A successful run has `huge_page_bytes`: how much of its process's anonymous "
                         "memory was on transparent huge pages after the epochs (`AnonHugePages`; null off "
-                        "Linux), which moves epoch times by 10 %; see Note [allocator]."),
+                        "Linux), which moves epoch times by 10 %; see Note [allocator]. It also has `held_bytes`: "
+                        "how much of `peak_memory_bytes` was still resident after the epochs (one-time start-up "
+                        "of the libraries, optimizer state; null where not measured), nearly all of the peak on "
+                        "a small graph; see Note [peak memory]."),
     _F("stderr", "TEXT", "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for "
                          "bad input, whose `error` line says it all); the whole of it is in the file "
                          "`extra.stderr_path`."),

@@ -298,6 +298,9 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
                                                 time_kernels, tuning, clock, report)
     peak = max(memory.peak_above_baseline() - tuning.residue, tuning.peak_before)
     extra["huge_page_bytes"] = huge_page_bytes()  # the pages the epochs ran on (Note [allocator])
+    held = memory.held_above_baseline()  # Note [peak memory]; it releases, so after the huge pages
+    # at most the peak: reading the peak and the pages may itself have grown the resident set by a few pages
+    extra["held_bytes"] = None if held is None else min(max(held - tuning.residue, 0), peak)
     accuracy = best if spec.selection == "best_val" else final
     extra["final_accuracy"] = final
     extra["metric"] = objective.metric

@@ -101,9 +101,9 @@ def _comparable(rows: list[dict]) -> dict[tuple, dict]:
     out = {}
     for row in rows:
         kept = {k: v for k, v in row.items() if k not in _VOLATILE}
-        if isinstance(kept.get("extra"), dict):  # per-kernel times are timings too; log files are per run
-            kept["extra"] = {k: v for k, v in kept["extra"].items()
-                             if k not in ("kernel_median_s_by_kernel", "stderr_path")}
+        if isinstance(kept.get("extra"), dict):  # per-kernel times are timings, held memory a measurement too;
+            kept["extra"] = {k: v for k, v in kept["extra"].items()  # log files are per run
+                             if k not in ("kernel_median_s_by_kernel", "held_bytes", "stderr_path")}
         out[(row["system"], row["model"], row["seed"])] = kept
     return out
 
