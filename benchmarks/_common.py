@@ -213,6 +213,8 @@ _POOLED = {"epoch_times": "epoch_time_median_s", "forward_times": "forward_media
            "kernel_times": "kernel_median_s"}
 #: one figure per run, summarised over rounds by their median
 _PER_RUN = ("prepare_time_s", "tune_time_s", "peak_memory_bytes", "modeled_time_s")
+#: the same, kept in a run's ``extra``
+_PER_RUN_EXTRA = ("held_bytes",)
 
 
 def pool_rounds(frame):
@@ -226,7 +228,7 @@ def pool_rounds(frame):
         (:class:`~gnnbench.run.measurement.Measurement`) are over every epoch
         of every round: the spread between rounds shows as spread, not as
         a difference between systems. Per-run figures (prepare, tuning, peak
-        memory) are the median over rounds. ``rounds`` counts the runs pooled;
+        memory and what the loop held, ``extra.held_bytes``) are the median over rounds. ``rounds`` counts the runs pooled;
         a configuration with no successful round keeps its last row.
     """
     import numpy as np
@@ -249,6 +251,12 @@ def pool_rounds(frame):
             for name in _PER_RUN:
                 values = good[name].dropna()
                 row[name] = float(values.median()) if len(values) else None
+            if "extra" in good:
+                extra = dict(row["extra"]) if isinstance(row["extra"], dict) else {}
+                for name in _PER_RUN_EXTRA:
+                    values = [e[name] for e in good["extra"] if isinstance(e, dict) and e.get(name) is not None]
+                    extra[name] = float(np.median(values)) if values else None
+                row["extra"] = extra
         pooled.append(row)
     return pd.DataFrame(pooled, columns=[*frame.columns, "rounds"]) if pooled else frame.assign(rounds=0)
 

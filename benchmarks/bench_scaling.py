@@ -76,6 +76,11 @@ def matrices(sizes: list[str] | None) -> list[dict]:
     return [known[s] for s in sizes]
 
 
+def held(row: dict) -> float | None:
+    """How much of the peak the run's loop still held after its epochs (``extra.held_bytes``), when recorded."""
+    return (row.get("extra") or {}).get("held_bytes")
+
+
 def _seconds(value) -> str:
     return "-" if value is None or value != value else f"{value:.2f}"
 
@@ -91,7 +96,10 @@ def render(rows: list[dict], meta: dict) -> str:
         f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed epochs pooled "
         f"(Note [rounds pool] in benchmarks/_common.py); per-run figures are the median over rounds.",
         f"Epoch = forward + backward + optimizer, median in ms; prepare and tune in seconds, apart from epochs; "
-        f"memory = peak RSS above the pre-training baseline in MiB. Each run is its own process; {NOISE_NOTE}.",
+        f"memory = peak RSS above the pre-training baseline in MiB, and how much of it the loop still held after "
+        f"its epochs (one-time start-up of the libraries, optimizer state; Note [peak memory] in "
+        f"gnnbench/run/environment.py), so peak - held is what the epochs needed. Each run is its own process; "
+        f"{NOISE_NOTE}.",
         f"`{SUBJECT} vs {BASELINE}` is {BASELINE}'s epoch over {SUBJECT}'s (above 1: {SUBJECT} is faster); "
         f"prepare and memory ratios are {SUBJECT}'s over {BASELINE}'s.",
         measured_note(meta.get("load"), meta.get("measured_at")),
@@ -118,10 +126,11 @@ def render(rows: list[dict], meta: dict) -> str:
                 cells.append([size_label(_edges(dataset)), system, epoch_ms(r),
                               _seconds(r.get("prepare_time_s")) if ok(r) else "-",
                               _seconds(r.get("tune_time_s")) if ok(r) else "-",
-                              mib(r.get("peak_memory_bytes")) if ok(r) else "-", ratio, prep, mem])
-        header = ["edges", "system", "epoch ms", "prepare s", "tune s", "peak MiB",
+                              mib(r.get("peak_memory_bytes")) if ok(r) else "-",
+                              mib(held(r)) if ok(r) else "-", ratio, prep, mem])
+        header = ["edges", "system", "epoch ms", "prepare s", "tune s", "peak MiB", "held MiB",
                   f"vs {BASELINE}", "prepare ratio", "memory ratio"]
-        lines.append(Table(header, cells, [False, False] + [True] * 7).render("markdown").rstrip("\n"))
+        lines.append(Table(header, cells, [False, False] + [True] * 8).render("markdown").rstrip("\n"))
         lines.append("")
     failures = [r for r in rows if r["status"] != "ok"]
     if failures:
@@ -225,7 +234,8 @@ def _run(args) -> int:
                       load=None if args.render_only else (start_load, os.getloadavg()[0]),
                       measured_at=sorted({r["git_commit"] for r in rows if r.get("git_commit")}))
     figure(rows, Path(args.out).parent / "figures" / f"{Path(args.out).name}.png")  # scaling.png by default
-    write_results(args.out, {"meta": meta, "runs": [{k: r.get(k) for k in KEEP} for r in rows]},
+    write_results(args.out, {"meta": meta, "runs": [{**{k: r.get(k) for k in KEEP}, "held_bytes": held(r)}
+                                                     for r in rows]},
                   render(rows, meta))
     return 0
 

@@ -34,9 +34,10 @@ def test_benchmark_campaigns_parse_and_take_overrides(common, name):
     assert all(c.epochs == 2 and c.dataset == "karate" and c.seed == 0 for m in campaign.matrices for c in m.configs)
 
 
-def _run(provenance, status="ok", epochs=None, kernels=None, prepare=None, peak=None):
+def _run(provenance, status="ok", epochs=None, kernels=None, prepare=None, peak=None, held=None):
     row = {"provenance": provenance, "status": status, "epoch_times": epochs, "kernel_times": kernels,
-           "prepare_time_s": prepare, "peak_memory_bytes": peak, "tune_time_s": None, "modeled_time_s": None}
+           "prepare_time_s": prepare, "peak_memory_bytes": peak, "tune_time_s": None, "modeled_time_s": None,
+           "extra": {"held_bytes": held, "kept": provenance}}
     for samples, median in (("epoch_times", "epoch_time_median_s"), ("kernel_times", "kernel_median_s"),
                             ("forward_times", "forward_median_s"), ("backward_times", "backward_median_s"),
                             ("optimizer_times", "optimizer_median_s")):
@@ -50,15 +51,16 @@ def test_rounds_of_one_configuration_pool_into_one_measurement(common):
     """Note [rounds pool]: every epoch of every successful round; per-run figures by their median."""
     import pandas as pd
 
-    frame = pd.DataFrame([_run("a", epochs=[1.0, 2.0], kernels=[0.5], prepare=1.0, peak=10),
+    frame = pd.DataFrame([_run("a", epochs=[1.0, 2.0], kernels=[0.5], prepare=1.0, peak=10, held=4),
                           _run("b", status="timeout"),
                           _run("a", status="crashed"),
-                          _run("a", epochs=[3.0, 4.0], kernels=[0.7], prepare=3.0, peak=30)])
+                          _run("a", epochs=[3.0, 4.0], kernels=[0.7], prepare=3.0, peak=30, held=8)])
     pooled = {r["provenance"]: r for r in common.pool_rounds(frame).to_dict("records")}
     a = pooled["a"]
     assert a["rounds"] == 2 and a["epoch_times"] == [1.0, 2.0, 3.0, 4.0] and a["kernel_times"] == [0.5, 0.7]
     assert (a["epoch_time_median_s"], a["epoch_time_iqr_s"], a["kernel_median_s"]) == (2.5, 1.5, 0.6)
     assert (a["prepare_time_s"], a["peak_memory_bytes"]) == (2.0, 20.0)
+    assert a["extra"] == {"held_bytes": 6.0, "kept": "a"}  # a figure in extra too; the rest of extra kept
     assert pooled["b"]["rounds"] == 0 and pooled["b"]["status"] == "timeout"
 
 

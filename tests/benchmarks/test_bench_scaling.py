@@ -19,10 +19,11 @@ def bench():
     return module
 
 
-def _row(system, model, edges, epoch_s, prepare_s, peak, tune=None):
+def _row(system, model, edges, epoch_s, prepare_s, peak, tune=None, held=None):
     return {"status": "ok", "system": system, "model": model, "epoch_times": [epoch_s] * 6,
             "epoch_time_median_s": epoch_s, "prepare_time_s": prepare_s, "tune_time_s": tune,
-            "peak_memory_bytes": peak, "dataset": f"rmat:nodes=1024,edges={edges},features=128,classes=8"}
+            "peak_memory_bytes": peak, "dataset": f"rmat:nodes=1024,edges={edges},features=128,classes=8",
+            "extra": {"held_bytes": held}}
 
 
 def test_sizes_select_the_campaign_blocks(bench, capsys):
@@ -37,7 +38,7 @@ def test_sizes_select_the_campaign_blocks(bench, capsys):
 
 
 def test_table_sets_isplib_against_dgl_native_per_size(bench, tmp_path):
-    rows = [_row("isplib", "gcn", 16_000_000, 0.5, 2.0, 3 * 2**30, tune=4.0),
+    rows = [_row("isplib", "gcn", 16_000_000, 0.5, 2.0, 3 * 2**30, tune=4.0, held=100 * 2**20),
             _row("dgl-native", "gcn", 16_000_000, 0.6, 1.0, 2 * 2**30),
             _row("isplib", "gcn", 4_000_000, 0.1, 0.5, 2**30, tune=1.5),
             _row("dgl-native", "gcn", 4_000_000, 0.12, 0.5, 2**30),
@@ -47,9 +48,9 @@ def test_table_sets_isplib_against_dgl_native_per_size(bench, tmp_path):
     text = bench.render(rows, meta)
     table = [line for line in text.splitlines() if line.startswith("| 4M") or line.startswith("| 16M")]
     assert [cell.strip() for cell in table[0].split("|")[1:-1]] == [
-        "4M", "isplib", "100.0", "0.50", "1.50", "1024.0", "1.20x", "1.00", "1.00"]   # smallest graph first
+        "4M", "isplib", "100.0", "0.50", "1.50", "1024.0", "-", "1.20x", "1.00", "1.00"]   # smallest graph first
     assert [cell.strip() for cell in table[2].split("|")[1:-1]] == [
-        "16M", "isplib", "500.0", "2.00", "4.00", "3072.0", "1.20x", "2.00", "1.50"]
+        "16M", "isplib", "500.0", "2.00", "4.00", "3072.0", "100.0", "1.20x", "2.00", "1.50"]
     assert "- 64M sage dgl-native: oom: out of memory" in text
     assert "rendered from stored rows (`--render-only`) measured at commit unknown." in text
     measured = bench.render(rows, meta | {"load": (1.0, 1.5), "measured_at": ["0123456789ab", "fedcba987654-dirty"]})
