@@ -228,8 +228,9 @@ def pool_rounds(frame):
         (:class:`~gnnbench.run.measurement.Measurement`) are over every epoch
         of every round: the spread between rounds shows as spread, not as
         a difference between systems. Per-run figures (prepare, tuning, peak
-        memory and what the loop held, ``extra.held_bytes``) are the median over rounds. ``rounds`` counts the runs pooled;
-        a configuration with no successful round keeps its last row.
+        memory and what the loop held, ``extra.held_bytes``) are the median
+        over rounds. ``rounds`` counts the runs pooled; a configuration with
+        no successful round keeps its last row.
     """
     import numpy as np
     import pandas as pd

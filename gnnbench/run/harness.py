@@ -44,8 +44,8 @@ Note [tune on first use]
     full paid the faults in its first timed epoch, which no system without a
     tune hook does: isplib, SAGE on the 16M-edge R-MAT graph, cache hit,
     first timed epoch 926 and 940 ms against 809-841 for the other five
-    (dgl-native: 849-890 ms, flat). Nor may tuning change the pages the epochs run on (Note [huge
-    pages outside the epochs]). ``TaskSpec.tune=False``
+    (dgl-native: 849-890 ms, flat). Nor may tuning change the pages the
+    epochs run on (Note [huge pages outside the epochs]). ``TaskSpec.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
     epoch is timed and ran untuned; the row says so
