@@ -30,6 +30,23 @@ def test_peak_memory_sees_an_allocation_made_after_start():
     assert peak.peak_above_baseline() >= 0
 
 
+def test_held_memory_is_what_stays_resident_once_the_allocator_has_returned_its_free_memory():
+    """Note [peak memory]: a block the loop keeps is held; one it freed is not, even if the allocator kept it."""
+    peak = PeakMemory()
+    peak.start()
+    if peak.method != "VmHWM":
+        assert peak.held_above_baseline() is None  # ru_maxrss is no resident set to subtract from
+        return
+    kept = np.ones(64 * 2**20 // 8)  # 64 MiB, touched, still referenced
+    freed = np.ones(64 * 2**20 // 8)
+    assert kept.sum() + freed.sum() > 0
+    del freed
+    held = peak.held_above_baseline()
+    assert 48 * 2**20 <= held < 112 * 2**20 and held <= peak.peak_above_baseline()
+    del kept
+    assert peak.held_above_baseline() < held - 48 * 2**20
+
+
 class _FakeCuda:
     """torch.cuda's allocator statistics, as a run on a GPU would see them."""
 
