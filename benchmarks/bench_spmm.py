@@ -18,6 +18,25 @@ Note [effective bandwidth]
     24 bytes per element) and a random 256-byte row gather (4M random rows
     of a 1 GiB table), since an SpMM is a gather, not a stream.
 
+Note [gather bounds]
+    Two rows of each table are not SpMMs: they run the tuned variant's own
+    loop with no output rows, once over the graph's sources ("gathers
+    alone") and once over ``p mod N`` ("in sequence": as many rows, read
+    from ``x`` in order, ``E / N`` sweeps that the hardware prefetchers
+    stream). The first is what the SpMM's gathers cost this loop; the gap
+    to the second is what their random order costs. Where 1.5x the fastest
+    peer is below even the in-order time, no order of the same gathers
+    reaches it: only fewer rows fetched from memory would, that is rows
+    reused from L2 across edges (Note [no feature tiles] and Note [software
+    prefetch] in ``systems/isplib`` measured the ways to get them).
+
+    The header gives the latency of a load that depends on the one before,
+    over tables of 1, 4 and 32 MiB: inside L2, about what the shared last
+    level keeps for this virtual machine, and the size of the features
+    (16-98 MiB here). It says where ``x`` lives for a gather: a random
+    line of a 32 MiB table costs a trip to memory, so a gather loop is
+    bound by how many of those trips each core keeps in flight.
+
 Results go to ``results/bench_spmm.json`` and ``results/bench_spmm.md``.
 """
 from __future__ import annotations
@@ -70,6 +89,26 @@ def _triad(a, b, c, s):
         a[i] = b[i] + s * c[i]
 
 
+@njit(cache=True)
+def _chase(nxt, steps):
+    # one dependent load after another: each address is the previous load's value
+    p = 0
+    for _ in range(steps):
+        p = nxt[p]
+    return p
+
+
+def load_latency_ns(table_mib: int, steps: int) -> float:
+    """Nanoseconds a load takes when it depends on the one before, over one random cycle through
+    every cache line of a ``table_mib`` MiB table (Note [gather bounds])."""
+    lines = table_mib * 2**20 // 64
+    order = np.random.default_rng(2).permutation(lines)
+    nxt = np.zeros(lines * 8, dtype=np.int64)  # 8 int64 a line; slot 0 of each line points to the next line
+    nxt[order * 8] = np.roll(order, -1) * 8
+    _chase(nxt, steps)
+    return min(_timed(lambda: _chase(nxt, steps)) for _ in range(3)) / steps * 1e9
+
+
 @njit(parallel=True, cache=True)
 def _gather(table, rows, out):
     # each thread sums its share of randomly chosen rows: reads only
@@ -82,7 +121,7 @@ def _gather(table, rows, out):
                 out[t, f] += table[r, f]
 
 
-def gathers_alone(graph: Graph, variant, x: np.ndarray) -> Callable[[], object]:
+def gathers_alone(graph: Graph, variant, x: np.ndarray, in_order: bool = False) -> Callable[[], object]:
     """The tuned variant's loop over the SpMM's edges, in CSR order, with no output rows.
 
     The same kernel and knobs run on the same ``indices`` cut into one row per
@@ -95,10 +134,16 @@ def gathers_alone(graph: Graph, variant, x: np.ndarray) -> Callable[[], object]:
     gathers miss L2 (the full-size graphs): on ``--quick``'s graphs the
     features stay in L2 and the loop is bound by its one long chain of adds,
     which an SpMM's short rows break, so it can take longer than the SpMM.
+
+    ``in_order`` swaps the graph's sources for ``p mod N``: the same number of
+    rows, read from ``x`` in sequence (``E / N`` sweeps over all of it), so
+    the hardware prefetchers stream them (Note [gather bounds]).
     """
     from gnnbench.systems.isplib.variant import Dummies, line_aligned_empty, run_variant
 
     indices = np.asarray(graph.indices)
+    if in_order:
+        indices = (np.arange(indices.shape[0], dtype=np.int64) % graph.num_nodes).astype(indices.dtype)
     threads = numba.get_num_threads()
     rows = np.linspace(0, indices.shape[0], threads + 1).astype(indices.dtype)
     rows.setflags(write=False)
@@ -117,7 +162,11 @@ def _triad_seconds(n: int) -> tuple[float, float]:
     return best, best_np
 
 
-def measure_bandwidth(quick: bool) -> dict[str, float]:
+#: table sizes of the dependent-load latency: inside L2, about L3's share of a core, and as large as ``x``
+_LATENCY_TABLES_MIB = (1, 4, 32)
+
+
+def measure_bandwidth(quick: bool) -> dict[str, object]:
     n = 10_000_000 if quick else 100_000_000
     best, best_np = _triad_seconds(n)
     rows_total = (1 << 20) if quick else (1 << 22)
@@ -126,9 +175,11 @@ def measure_bandwidth(quick: bool) -> dict[str, float]:
     out = np.zeros((numba.get_num_threads(), 64), dtype=np.float32)
     _gather(table, rows, out)
     gather = min(_timed(lambda: _gather(table, rows, out)) for _ in range(5))
+    steps = 200_000 if quick else 2_000_000
     return {"triad_GBps": 24 * n / best / 1e9, "triad_numpy_1thread_GBps": 24 * n / best_np / 1e9,
             "triad_array_elements": n, "gather256_GBps": 256 * rows_total / gather / 1e9,
-            "gather_table_MiB": table.nbytes / 2**20}
+            "gather_table_MiB": table.nbytes / 2**20,
+            "load_latency_ns": {mib: load_latency_ns(mib, steps) for mib in _LATENCY_TABLES_MIB}}
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -229,8 +280,10 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
         if not np.allclose(got, ref, rtol=1e-4, atol=1e-4 * scale):
             raise AssertionError(f"{name} computed a wrong SpMM (max error {np.abs(got - ref).max():.3g})")
     key = ("forward", "unweighted", "sum", width, "float32")
-    systems[_GATHERS] = gathers_alone(graph, tune.choices[key], x)  # not an SpMM: not checked above
-    systems[_GATHERS]()  # compiled for its arguments' types before the timed rounds
+    systems[_GATHERS] = gathers_alone(graph, tune.choices[key], x)  # not SpMMs: not checked above
+    systems[_IN_ORDER] = gathers_alone(graph, tune.choices[key], x, in_order=True)
+    for bound in _BOUNDS:
+        systems[bound]()  # compiled for its arguments' types (a read-only index array is a type of its own)
     samples: dict[str, list[float]] = {k: [] for k in systems}
     for _ in range(rounds):
         for name, fn in systems.items():
@@ -242,7 +295,7 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
     for name, ts in samples.items():
         m = Measurement(tuple(ts), label=name)
         results[name] = {"median_ms": m.median * 1e3, "min_ms": min(ts) * 1e3, "iqr_ms": m.iqr * 1e3,
-                         "noise": m.warning, "GBps": (gathered if name == _GATHERS else moved) / m.median / 1e9,
+                         "noise": m.warning, "GBps": (gathered if name in _BOUNDS else moved) / m.median / 1e9,
                          "samples_ms": [t * 1e3 for t in ts]}
     return {"width": width, "bytes_moved": moved, "results": results, "notes": notes,
             "tuning": {"chosen": tune.choices[key].label, "wall_time_s": tune.wall_time_s,
@@ -318,7 +371,9 @@ def orientation_markdown(report: dict) -> list[str]:
 # ---------------------------------------------------------------- report
 #: rows that are isplib itself or a baseline, not a peer framework
 _GATHERS = "gathers alone: the tuned loop, no output rows (not an SpMM)"
-_NOT_PEERS = ("isplib (tuned)", "isplib (default variant)", "numba plain CSR loop", _GATHERS)
+_IN_ORDER = "the same gathers reading x's rows in sequence (not an SpMM)"
+_BOUNDS = (_GATHERS, _IN_ORDER)
+_NOT_PEERS = ("isplib (tuned)", "isplib (default variant)", "numba plain CSR loop") + _BOUNDS
 
 
 def uptime() -> str:
@@ -353,7 +408,10 @@ def markdown(report: dict) -> str:
              f"Bounds measured in this run: STREAM triad {bw['triad_GBps']:.1f} GB/s "
              f"({bw['triad_array_elements'] // 10**6}M float64, all threads; NumPy one thread, two passes: "
              f"{bw['triad_numpy_1thread_GBps']:.1f} GB/s); random 256-byte row gather from a "
-             f"{bw['gather_table_MiB']:.0f} MiB table {bw['gather256_GBps']:.1f} GB/s. "
+             f"{bw['gather_table_MiB']:.0f} MiB table {bw['gather256_GBps']:.1f} GB/s; a load that depends "
+             "on the one before, at random over a table of "
+             + ", ".join(f"{mib} MiB {ns:.0f} ns" for mib, ns in bw.get("load_latency_ns", {}).items())
+             + " (Note [gather bounds]). "
              "GB/s below = (indices + indptr + gathered rows + output) / median time.", ""]
     for case in report["cases"]:
         res = case["results"]
@@ -373,8 +431,14 @@ def markdown(report: dict) -> str:
                   f"and {plain / tuned:.2f}x faster than the plain numba loop."]
         if _GATHERS in res:
             alone = res[_GATHERS]["median_ms"]
+            target = peers[best_peer]["median_ms"] / 1.5
             lines[-1] += (f" Its gathers alone take {ms(alone / 1e3)} ms, {alone / tuned:.0%} of the SpMM; "
-                          f"1.5x the fastest peer would be {ms(peers[best_peer]['median_ms'] / 1.5e3)} ms.")
+                          f"1.5x the fastest peer would be {ms(target / 1e3)} ms.")
+            if _IN_ORDER in res:
+                walk = res[_IN_ORDER]["median_ms"]
+                lines[-1] += (f" Reading the same rows in x's order takes {ms(walk / 1e3)} ms"
+                              + (", so only rows reused from cache could reach that (Note [gather bounds])."
+                                 if target < walk else "."))
         lines.append("")
         lines += [f"- {n}" for n in case["notes"] if not n.startswith("isplib: tuned")]
         lines.append("")

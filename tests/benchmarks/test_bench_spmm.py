@@ -24,9 +24,11 @@ def test_markdown_ranks_systems_against_tuned_isplib_and_flags_noise(bench):
     report = bench.run_provenance("tcmalloc", rounds=3)
     report.update(uptime_end="later", bandwidth={"triad_GBps": 10.0, "triad_numpy_1thread_GBps": 5.0,
                                                  "triad_array_elements": 10**7, "gather256_GBps": 4.0,
-                                                 "gather_table_MiB": 256.0})
+                                                 "gather_table_MiB": 256.0,
+                                                 "load_latency_ns": {1: 7.0, 32: 180.4}})
     results = {"isplib (tuned)": _result(2.0), "isplib (default variant)": _result(3.0),
                "numba plain CSR loop": _result(4.0), bench._GATHERS: _result(1.5),
+               bench._IN_ORDER: _result(6.0),
                "torch.sparse.mm": _result(8.0, "(! 30%)")}
     report["cases"] = [{"graph": "uniform", "edges": 1000, "width": 32, "results": results, "notes": [],
                         "tuning": {"chosen": "row", "wall_time_s": 1.5}}]
@@ -36,3 +38,7 @@ def test_markdown_ranks_systems_against_tuned_isplib_and_flags_noise(bench):
     assert "**4.00x** faster than the fastest peer (torch.sparse.mm)" in text
     assert "2.00x faster than the plain numba loop" in text
     assert "Its gathers alone take 1.5 ms, 75% of the SpMM; 1.5x the fastest peer would be 5.3 ms." in text
+    assert ("Reading the same rows in x's order takes 6.0 ms, so only rows reused from cache could reach that "
+            "(Note [gather bounds])." in text)
+    assert "at random over a table of 1 MiB 7 ns, 32 MiB 180 ns (Note [gather bounds])" in text
+    assert "| the same gathers reading x's rows in sequence (not an SpMM) | 6.0 |" in text  # a bound, not a peer
