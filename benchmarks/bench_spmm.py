@@ -13,10 +13,11 @@ the table shows median milliseconds.
 Note [effective bandwidth]
     bytes moved = indices + indptr + gathered rows + output rows
     = ``s (E + N + 1) + 4 F (E + N)`` for ``s``-byte indices; GB/s is that
-    over the median time. Two bounds are measured in the same run: STREAM
-    triad (``a = b + s c`` on 100M float64 arrays, best of 5, all threads,
-    24 bytes per element) and a random 256-byte row gather (4M random rows
-    of a 1 GiB table), since an SpMM is a gather, not a stream.
+    over the median time. Bounds measured in the same run: STREAM triad
+    (``a = b + s c`` on 100M float64 arrays, best of 5, all threads, 24
+    bytes per element), a random 256-byte row gather (4M random rows of a
+    1 GiB table), since an SpMM is a gather, not a stream, and the latency
+    of dependent loads (Note [gather bounds]).
 
 Note [gather bounds]
     Two rows of each table are not SpMMs: they run the tuned variant's own
@@ -36,6 +37,36 @@ Note [gather bounds]
     (16-98 MiB here). It says where ``x`` lives for a gather: a random
     line of a 32 MiB table costs a trip to memory, so a gather loop is
     bound by how many of those trips each core keeps in flight.
+
+    The run at c59b6d7 (``results/bench_spmm.md``, tcmalloc, load 1.0-1.7,
+    everything about 25 % slower than at 5ae7ac4, DGL included) put the
+    latency at 7 ns for 1 MiB, 40 for 4 and 178 for 32 MiB, so ``x`` lives
+    in memory, not in the 480 MiB last level the virtual CPU reports. Of
+    the three cells short of 1.5x DGL there, by the tables above:
+
+    * R-MAT, F = 128 (1.09x): 1.5x needs 36.0 ms, the in-order walk takes
+      41.5. Out of reach for any order of the same gathers;
+    * uniform, F = 128 (1.32x): needs 61.0, in order 58.0, the graph's
+      order 68.4. 1.5x needs the random order within 5 % of the in-order
+      walk, on a graph with nothing to reuse (every source row is gathered
+      about 20 times, by rows spread over the whole graph);
+    * uniform, F = 32 (1.42x): needs 15.5, gathers 16.5, in order 9.1.
+      Each core has about 43 lines in flight at 178 ns (2M rows of 2
+      lines in 16.5 ms); 1.5x needs 46. Software prefetch does not add
+      any: the tuner picks distance 0 here, and the L2-only and two-level
+      hints lost (Note [software prefetch]). A plain parallel gather of
+      random 128-byte rows from a 32 MiB table, probed apart, managed 5.8
+      ns a line a core against this loop's 4.1;
+    * R-MAT, F = 32 (1.54x) and both F = 64 cells (1.64x, 1.57x) met it in
+      this run, and R-MAT 64 / uniform 64 fell short in others (1.39x and
+      1.49x): those are inside the run-to-run spread.
+
+    Narrower indices were probed too (int32 instead of the graph's int64,
+    the tuned variant, one process under glibc's malloc, which the kernel
+    never calls, 21 interleaved rounds): 0.93-0.99x the time in five cells
+    and 1.06x in the sixth, a few percent that moves none of the cells
+    above across 1.5x and would need a second compiled signature per
+    kernel.
 
 Results go to ``results/bench_spmm.json`` and ``results/bench_spmm.md``.
 """
