@@ -36,7 +36,7 @@ def installed_example(site: Path) -> Iterator[Path]:
     """``docs/examples/extsp`` copied into ``site`` and registered by its entry point; yields the package folder."""
     from gnnbench.runtime.registry import forget_systems
 
-    shutil.copytree(EXAMPLE / "extsp", site / "extsp", ignore=shutil.ignore_patterns("_glue_*", "__pycache__"))
+    shutil.copytree(EXAMPLE / "extsp", site / "extsp", ignore=shutil.ignore_patterns("_glue*", "__pycache__"))
     write_distribution(site, "gnnbench-extsp", {"extsp": "extsp"})
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(site))
@@ -44,5 +44,5 @@ def installed_example(site: Path) -> Iterator[Path]:
         try:
             yield site / "extsp"
         finally:
-            _forget_modules("extsp", "_gnnbench_external_extsp")
+            _forget_modules("extsp", "_gnnbench_external_")
     forget_systems()

@@ -1,9 +1,12 @@
 """What generated glue registers, framework-neutral: a system and its graphs.
 
-Each ``systems/<name>/_glue_<framework>.py`` holds only what is particular to
-its system (its kernel functions, the kernels it declares itself, its
-deviations) and calls :func:`bind_system` through its framework runtime, which
-builds one :class:`SystemGlue` (named ``SYSTEM``). The declarations of the
+A system's generated ``systems/<name>/_glue.py`` holds only what is
+particular to it, framework-neutral: one :class:`SystemDeclaration` (its kernel
+functions, the kernels it declares itself, its deviations). Each
+``_glue_<framework>.py`` beside it binds that declaration through its
+framework runtime's :func:`bind_system`, which builds one :class:`SystemGlue`
+(named ``SYSTEM``), so a system that runs under two frameworks states its
+declaration once. The declarations of the
 standard kernels and their backward rules come from the system API
 (``gnnbench/api.gnn``, parsed once per process), already parsed: nothing
 reads spec text per call. :class:`BoundGraph` pairs a graph with the system's
@@ -12,7 +15,8 @@ is measured apart from epochs.
 
 Note [guarded glue]
     ``gnnbench verify`` routes a system's kernel calls through a guard by
-    replacing ``_run`` in the system's glue module (``conformance.guarded``).
+    replacing ``_run`` in the system's framework glue module
+    (``_glue_<framework>.py``, ``conformance.guarded``).
     So every kernel call of an operator goes through
     :meth:`OperatorCall.run`, which looks ``_run`` up in that module at call
     time, and each ``OperatorImpl.apply`` is a bound method of an
@@ -41,7 +45,8 @@ from typing import Any, Callable, Sequence
 from gnnbench.runtime.boundary import ArgDecl, KernelDecl
 from gnnbench.runtime.graph import Graph, GraphView
 
-__all__ = ["SystemGlue", "OperatorImpl", "BoundGraph", "KernelPlan", "GradPlan", "OperatorCall", "bind_system"]
+__all__ = ["SystemDeclaration", "SystemGlue", "OperatorImpl", "BoundGraph", "KernelPlan", "GradPlan", "OperatorCall",
+           "bind_system"]
 
 
 @dataclass(frozen=True)
@@ -209,22 +214,47 @@ class OperatorCall:
         return f"OperatorCall({self.plan.decl.qualname})"
 
 
-def bind_system(module: str, framework: str, bridge: Callable, *, name: str, version: str, spec_path: str,
-                kernels_module: str, arrays: str, hooks: dict[str, str], floats: str | None,
-                kernels: dict[str, Callable], custom: tuple = ()) -> SystemGlue:
-    """Build a system's :class:`SystemGlue` from what its generated glue module says.
+@dataclass(frozen=True)
+class SystemDeclaration:
+    """What a system's generated ``_glue.py`` declares, for every framework alike.
 
     Args:
-        module: the glue module's ``__name__`` (see Note [guarded glue]).
-        framework: ``"torch"`` or ``"tensorflow"``.
-        bridge: the framework runtime's differentiable call.
+        name, version: the spec's.
+        spec_path: the spec the glue was generated from, as shown in messages.
+        kernels_module: the module holding the kernel functions and hooks.
+        arrays: what the kernels take (``"numpy"``, ``"torch"``, ...).
+        hooks: hook name (``prepare``, ``tune``, ...) -> function name in ``kernels_module``.
+        floats: ``"f32"``/``"f64"`` when the system narrows ``float``, else None.
         kernels: kernel name -> function, every kernel the system has.
         custom: the kernels the system declares itself (parsed ``KernelSpec``
             literals); every other kernel is the system API's standard one.
-        floats: ``"f32"``/``"f64"`` when the system narrows ``float``.
+    """
+
+    name: str
+    version: str
+    spec_path: str
+    kernels_module: str
+    arrays: str
+    hooks: dict[str, str]
+    floats: str | None
+    kernels: dict[str, Callable]
+    custom: tuple = ()
+
+
+def bind_system(module: str, declaration: SystemDeclaration, *, framework: str, bridge: Callable) -> SystemGlue:
+    """Build a system's :class:`SystemGlue` for one framework from its declaration.
+
+    Args:
+        module: the binding module's ``__name__``, whose ``_run`` every kernel
+            call looks up (Note [guarded glue]).
+        declaration: the system's :class:`SystemDeclaration`.
+        framework: ``"torch"`` or ``"tensorflow"``.
+        bridge: the framework runtime's differentiable call.
     """
     from gnnbench.dsl.system_api import standard_kernel
 
+    d = declaration
+    name, kernels, custom, floats, arrays = d.name, d.kernels, d.custom, d.floats, d.arrays
     own = {k.name: k for k in custom}
     try:
         specs = {n: own[n] if n in own else standard_kernel(n, floats) for n in kernels}
@@ -238,7 +268,7 @@ def bind_system(module: str, framework: str, bridge: Callable, *, name: str, ver
             call = OperatorCall(module, _plan(name, k, specs, decls), arrays, bridge)
             operators.setdefault(k.implements, []).append(
                 OperatorImpl(k.implements, n, dict(k.dispatch_attrs()), call.apply))
-    return SystemGlue(name, version, framework, kernels_module, spec_path, operators, dict(hooks))
+    return SystemGlue(name, d.version, framework, d.kernels_module, d.spec_path, operators, dict(d.hooks))
 
 
 class BoundGraph:

@@ -282,22 +282,24 @@ def _import_glue(spec_path: Path, framework: str, name: str):
         return importlib.import_module(f"gnnbench.systems.{folder.name}._glue_{framework}")
     if str(folder.parent) not in sys.path:
         sys.path.insert(0, str(folder.parent))
-    module_name = f"_gnnbench_external_{folder.name}_glue_{framework}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    glue = folder / f"_glue_{framework}.py"
-    if not glue.exists():
+    if not (folder / f"_glue_{framework}.py").exists():
         raise UnavailableError(f"system '{name}' has no generated {framework} glue beside {spec_path}; "
                                f"run `gnnbench gen {name}`")
-    module_spec = importlib.util.spec_from_file_location(module_name, glue)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[module_name] = module
-    try:
-        module_spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[module_name]  # a failed import must not look loaded to the next caller
-        raise
-    return module
+    return importlib.import_module(f"{_external_package(folder)}._glue_{framework}")
+
+
+def _external_package(folder: Path) -> str:
+    """A package whose path is an external system's folder, so that its framework glue imports the
+    ``_glue.py`` beside it; named after the folder's path, which may be any string, by its hash."""
+    import sys
+    import types
+
+    package = f"_gnnbench_external_{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}"
+    if package not in sys.modules:
+        module = types.ModuleType(package, f"the generated glue of the system in {folder}")
+        module.__path__ = [str(folder)]
+        sys.modules[package] = module
+    return package
 
 
 def system_hash(name: str) -> str:

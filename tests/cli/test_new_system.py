@@ -40,7 +40,7 @@ def test_bad_names_are_one_line_exit_2_and_write_nothing(out, capsys, name, mess
 def test_dir_keeps_everything_under_it_and_says_how_to_find_it(out, capsys):
     assert cli(["new-system", "mysys", "--dir", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert _tree(out) == ["mysys", "mysys/__init__.py", "mysys/_glue_torch.py", "mysys/kernels.py",
+    assert _tree(out) == ["mysys", "mysys/__init__.py", "mysys/_glue.py", "mysys/_glue_torch.py", "mysys/kernels.py",
                           "mysys/mysys.gnn", "tests", "tests/conftest.py", "tests/test_mysys_conformance.py"]
     assert f"next: make it findable: export GNNBENCH_SYSTEMS_PATH={out.resolve()} " in printed[-2]
     assert "'gnnbench.systems' entry point" in printed[-2]

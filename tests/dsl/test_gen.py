@@ -23,9 +23,10 @@ def test_checked_in_glue_matches_its_specs():
 def test_glue_carries_a_header_naming_template_and_spec():
     spec = load_spec(systems_root() / "reference" / "reference.gnn")
     files = {path.name: text for path, text in generate(spec).items()}
-    assert sorted(files) == ["_glue_tensorflow.py", "_glue_torch.py"]
+    assert sorted(files) == ["_glue.py", "_glue_tensorflow.py", "_glue_torch.py"]
     for name, text in files.items():
-        assert text.splitlines()[0] == (f"{GENERATED_MARK} from glue.py.j2 and "
+        template = "glue.py.j2" if name == "_glue.py" else "glue_framework.py.j2"
+        assert text.splitlines()[0] == (f"{GENERATED_MARK} from {template} and "
                                         "'systems/reference/reference.gnn'; do not edit")
         compile(text, name, "exec")
 
@@ -33,16 +34,28 @@ def test_glue_carries_a_header_naming_template_and_spec():
 def test_glue_holds_only_what_is_particular_to_its_system():
     """A system that only provides standard kernels gets a table of its functions and nothing else."""
     spec = load_spec(systems_root() / "mkl" / "mkl.gnn")
-    text = generate(spec)[systems_root() / "mkl" / "_glue_torch.py"]
+    text = generate(spec)[systems_root() / "mkl" / "_glue.py"]
     assert "'spmm_sum': _kernels.spmm_sum,  # spmm(reduce=sum|mean)" in text
     assert "KernelSpec" not in text and "arg(" not in text and "float[" not in text
     assert len(text.splitlines()) <= 35
 
 
+def test_a_system_declaration_is_written_once_for_every_framework():
+    """The framework bindings name nothing of their system: the declaration in _glue.py is its only copy."""
+    spec = load_spec(systems_root() / "isplib" / "isplib.gnn")
+    files = {path.name: text for path, text in generate(spec).items()}
+    torch_glue, tf_glue = files["_glue_torch.py"].splitlines(), files["_glue_tensorflow.py"].splitlines()
+    assert torch_glue[2:] == ["from gnnbench.frameworks.torch_runtime import bind_system, run as _run", "",
+                              "from ._glue import DECLARATION", "", "SYSTEM = bind_system(__name__, DECLARATION)"]
+    assert tf_glue[2:] == [torch_glue[2].replace("torch_runtime", "tf_runtime"), *torch_glue[3:]]
+    assert "isplib" not in "\n".join(torch_glue[1:] + tf_glue[1:])
+    assert files["_glue.py"].count("'spmm_sum': _kernels.spmm_sum") == 1
+
+
 def test_all_generated_glue_is_at_most_a_quarter_of_what_it_was():
     root = systems_root().parent
     folders = ("systems", "tests/demo_systems", "tests/sweep_systems", "benchmarks/bound_systems")
-    files = [p for folder in folders for p in (root / folder).glob("*/_glue_*.py")]
+    files = [p for folder in folders for p in (root / folder).glob("*/_glue*.py")]
     assert len(files) >= 22
     assert sum(len(p.read_text().splitlines()) for p in files) <= 6370 // 4
 

@@ -1,10 +1,12 @@
 """Safe code generation: hostile specs and hostile spec file names give glue that only defines things.
 
 Note [glue node kinds]
-    The template produces a docstring, imports and one ``SYSTEM =
-    bind_system(...)`` call whose arguments are literals, the kernel functions
-    (``_kernels.NAME``) and the spec dataclasses' constructors. Anything else
-    in a generated module's AST means a spec value escaped into code.
+    The declaration template (``_glue.py``) produces a docstring, imports and
+    one ``DECLARATION = SystemDeclaration(...)`` call whose arguments are
+    literals, the kernel functions (``_kernels.NAME``) and the spec
+    dataclasses' constructors; a framework's binding (``_glue_<framework>.py``)
+    is four fixed statements that name no spec value at all. Anything else in
+    a generated module's AST means a spec value escaped into code.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import ast
 import keyword
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
@@ -31,31 +34,40 @@ except ImportError:  # without TensorFlow, the hostile specs generate PyTorch gl
 
 _GLUE_NODES = {ast.Module, ast.Expr, ast.Constant, ast.Import, ast.ImportFrom, ast.alias, ast.Assign, ast.Name,
                ast.Load, ast.Store, ast.Call, ast.keyword, ast.Dict, ast.Tuple, ast.Attribute, ast.UnaryOp, ast.USub}
-_CONSTRUCTORS = {"KernelSpec", "Param", "Attr", "GradRule", "Call", "CallArg"}
-_RUNTIMES = {"gnnbench.dsl.spec", "gnnbench.frameworks.torch_runtime", "gnnbench.frameworks.tf_runtime"}
+_CONSTRUCTORS = {"SystemDeclaration", "KernelSpec", "Param", "Attr", "GradRule", "Call", "CallArg"}
+_DECLARATION_IMPORTS = {"gnnbench.dsl.spec", "gnnbench.runtime.glue"}
+_RUNTIMES = {"torch": "gnnbench.frameworks.torch_runtime", "tensorflow": "gnnbench.frameworks.tf_runtime"}
 
 
-def assert_definitions_only(source: str, kernels_module: str) -> None:
+def assert_definitions_only(path: Path, source: str, kernels_module: str) -> None:
     """See Note [glue node kinds]."""
     tree = ast.parse(source)
     assert {type(n) for n in ast.walk(tree)} <= _GLUE_NODES
-    docstring, *imports, system = tree.body
+    docstring, *statements = tree.body
     assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
+    if path.name != "_glue.py":
+        runtime = _RUNTIMES[path.stem.removeprefix("_glue_")]
+        assert [ast.unparse(s) for s in statements] == [
+            f"from {runtime} import bind_system, run as _run", "from ._glue import DECLARATION",
+            "SYSTEM = bind_system(__name__, DECLARATION)"]
+        return
+    *imports, declaration = statements
     assert ast.unparse(imports[0]) == f"import {kernels_module} as _kernels"
-    assert all(isinstance(i, ast.ImportFrom) and i.module in _RUNTIMES for i in imports[1:])
-    assert isinstance(system, ast.Assign) and [t.id for t in system.targets] == ["SYSTEM"]
-    assert isinstance(system.value, ast.Call) and system.value.func.id == "bind_system"
-    for node in ast.walk(system.value):
+    assert all(isinstance(i, ast.ImportFrom) and i.module in _DECLARATION_IMPORTS for i in imports[1:])
+    assert isinstance(declaration, ast.Assign) and [t.id for t in declaration.targets] == ["DECLARATION"]
+    assert isinstance(declaration.value, ast.Call) and declaration.value.func.id == "SystemDeclaration"
+    for node in ast.walk(declaration.value):
         if isinstance(node, ast.Call):
-            assert isinstance(node.func, ast.Name) and node.func.id in _CONSTRUCTORS | {"bind_system"}
+            assert isinstance(node.func, ast.Name) and node.func.id in _CONSTRUCTORS
         elif isinstance(node, ast.Attribute):
             assert isinstance(node.value, ast.Name) and node.value.id == "_kernels"
         elif isinstance(node, ast.Name):
-            assert node.id in _CONSTRUCTORS | {"bind_system", "__name__", "_kernels"}
+            assert node.id in _CONSTRUCTORS | {"_kernels"}
 
 
-def import_glue(source: str, kernel_names: list[str]) -> types.ModuleType:
-    """Execute generated glue against a kernels module whose functions fail if anything calls them."""
+def import_glue(files: dict[Path, str], kernel_names: list[str]) -> dict[str, types.ModuleType]:
+    """Execute generated glue (declaration, then each binding) against a kernels module whose functions
+    fail if anything calls them; returns the modules by file name."""
     package, kernels = types.ModuleType("hostile_pkg"), types.ModuleType("hostile_pkg.kernels")
 
     def never(*_args, **_kwargs):
@@ -64,18 +76,25 @@ def import_glue(source: str, kernel_names: list[str]) -> types.ModuleType:
     for name in kernel_names:
         setattr(kernels, name, never)
     package.kernels = kernels
-    module = types.ModuleType("_hostile_glue")
-    saved = {n: sys.modules.get(n) for n in ("hostile_pkg", "hostile_pkg.kernels", "_hostile_glue")}
-    sys.modules.update({"hostile_pkg": package, "hostile_pkg.kernels": kernels, "_hostile_glue": module})
+    system = types.ModuleType("hostile_sys")
+    system.__path__ = []
+    modules = {"hostile_pkg": package, "hostile_pkg.kernels": kernels, "hostile_sys": system}
+    for path in sorted(files, key=lambda p: p.name != "_glue.py"):  # the declaration first: the bindings import it
+        modules[f"hostile_sys.{path.stem}"] = module = types.ModuleType(f"hostile_sys.{path.stem}")
+        module.__package__ = "hostile_sys"
+    saved = {n: sys.modules.get(n) for n in modules}
+    sys.modules.update(modules)
     try:
-        exec(compile(source, "<glue>", "exec"), module.__dict__)  # noqa: S102 - the point of the test
+        for path in sorted(files, key=lambda p: p.name != "_glue.py"):
+            module = modules[f"hostile_sys.{path.stem}"]
+            exec(compile(files[path], str(path), "exec"), module.__dict__)  # noqa: S102 - the point of the test
     finally:
         for name, old in saved.items():
             if old is None:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = old
-    return module
+    return {name.removeprefix("hostile_sys.") + ".py": m for name, m in modules.items() if name.startswith("hostile_sys.")}
 
 
 _STANDARD = {"spmm_sum", "spmm_sum_backward", "spmm_weight_backward"}
@@ -131,19 +150,23 @@ def test_hostile_specs_and_file_names_generate_only_definitions(folder, file, su
     spec = parse_spec(text, f"/tmp/{folder}/{file}.gnn")
     assert spec.summary == summary
     files = generate(spec)
-    assert len(files) == len(_FRAMEWORKS.split(", "))
-    for source in files.values():
-        assert_definitions_only(source, "hostile_pkg.kernels")
-        shown = source.splitlines()[0].removeprefix("# @generated by gnnbench.dsl.gen from glue.py.j2 and ")
+    assert len(files) == 1 + len(_FRAMEWORKS.split(", "))
+    for path, source in files.items():
+        assert_definitions_only(path, source, "hostile_pkg.kernels")
+        template = "glue.py.j2" if path.name == "_glue.py" else "glue_framework.py.j2"
+        shown = source.splitlines()[0].removeprefix(f"# @generated by gnnbench.dsl.gen from {template} and ")
         assert ast.literal_eval(shown.removesuffix("; do not edit")).endswith(f"{folder}/{file}.gnn")
-        module = import_glue(source, [k.name for k in spec.kernels])
-        glue = module.SYSTEM
-        assert glue.name == system and glue.spec_path.endswith(f"{file}.gnn")
+    modules = import_glue(files, [k.name for k in spec.kernels])
+    assert modules["_glue.py"].DECLARATION.name == system
+    for framework in _FRAMEWORKS.split(", "):
+        glue = modules[f"_glue_{framework}.py"].SYSTEM
+        assert glue.name == system and glue.framework == framework and glue.spec_path.endswith(f"{file}.gnn")
         (impl,) = glue.operators["gat_aggregate"]
         assert impl.kernel == kernel
         assert impl.apply.__self__.plan.rules[0].bound == (("negative_slope", number),)
+    for module in modules.values():
         defined = set(vars(module)) - {"__name__", "__doc__", "__package__", "__loader__", "__spec__", "__builtins__"}
-        assert defined <= {"SYSTEM", "bind_system", "_run", "_kernels", *_CONSTRUCTORS}
+        assert defined <= {"SYSTEM", "DECLARATION", "bind_system", "_run", "_kernels", *_CONSTRUCTORS}
 
 
 @pytest.mark.parametrize("name", ["x\nimport os\nos.system('echo pwned')\n#", "a'b\"c\\d", "\u00e9" * 100])
@@ -152,8 +175,8 @@ def test_a_spec_file_name_reaches_glue_only_as_a_literal(tmp_path, name):
     folder.mkdir()
     spec_path = folder / f"{name[:40]}.gnn"
     spec_path.write_text(TINY, encoding="utf-8")
-    for source in generate(load_spec(spec_path)).values():
-        assert_definitions_only(source, "tiny.kernels")
+    for path, source in generate(load_spec(spec_path)).items():
+        assert_definitions_only(path, source, "tiny.kernels")
         assert "import os" not in [line.strip() for line in source.splitlines()]
 
 

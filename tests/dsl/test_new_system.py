@@ -60,7 +60,7 @@ def scaffolded(tmp_path, monkeypatch, request):
 def test_scaffold_creates_spec_kernels_glue_and_test(scaffolded, tmp_path, capsys):
     name = scaffolded.name
     names = sorted(p.name for p in scaffolded.iterdir() if p.suffix in (".py", ".gnn"))
-    assert names == ["__init__.py", "_glue_torch.py", "kernels.py", f"{name}.gnn"]
+    assert names == ["__init__.py", "_glue.py", "_glue_torch.py", "kernels.py", f"{name}.gnn"]
     assert (tmp_path / "tests" / f"test_{name}_conformance.py").exists()
     assert cli(["gen", "--check", str(scaffolded / f"{name}.gnn")]) == 0
     assert cli(["new-system", name, "--dir", str(tmp_path / "systems")]) == 2
