@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record as _record
 
-from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
+from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_call, check_inputs
 from ..errors import BoundaryError
 from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
 from gnnbench.runtime.graph import GraphView
@@ -161,15 +161,7 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
     """
     inputs = [_as_tensor(t) for t in inputs]
     device = next((_device_type(t) for t in inputs if t is not None), "cpu")
-    if arrays == "numpy" and device != "cpu":
-        raise BoundaryError(kernel.qualname, "*", f"receives NumPy views, which exist on the CPU only "
-                            f"(inputs are on {device})")
-    for name, allowed in kernel.attrs.items():
-        if name not in attrs:
-            raise BoundaryError(kernel.qualname, name, "is a required attribute and was not given")
-        if isinstance(allowed, tuple) and attrs.get(name) not in allowed:
-            raise BoundaryError(kernel.qualname, name,
-                                f"is {attrs.get(name)!r}; expected one of {', '.join(allowed)}")
+    check_call(kernel, attrs, arrays, device)
     env = {"N": view.num_rows, "E": view.num_edges}
     float_dtype = check_inputs(kernel, inputs, facts, env, device, _value_range)
     results, args = [], []

@@ -14,8 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_inputs
-from ..errors import BoundaryError
+from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_call, check_inputs
 from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
 from gnnbench.runtime.graph import GraphView
 from gnnbench.runtime.kernel_clock import call_kernel
@@ -55,15 +54,7 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
             attribute value is outside its declared set.
     """
     device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
-    if arrays == "numpy" and device.type != "cpu":
-        raise BoundaryError(kernel.qualname, "*", f"receives NumPy views, which exist on the CPU only "
-                            f"(inputs are on {device.type})")
-    for name, allowed in kernel.attrs.items():
-        if name not in attrs:
-            raise BoundaryError(kernel.qualname, name, "is a required attribute and was not given")
-        if isinstance(allowed, tuple) and attrs.get(name) not in allowed:
-            raise BoundaryError(kernel.qualname, name,
-                                f"is {attrs.get(name)!r}; expected one of {', '.join(allowed)}")
+    check_call(kernel, attrs, arrays, device.type)
     env = {"N": view.num_rows, "E": view.num_edges}
     float_dtype = check_inputs(kernel, inputs, facts, env, device.type, _value_range)
     results, args = [], []

@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from gnnbench.errors import BoundaryError
 
-__all__ = ["ArgDecl", "arg", "KernelDecl", "TensorFacts", "check_inputs", "allocation_plan", "DTYPE_SETS"]
+__all__ = ["ArgDecl", "arg", "KernelDecl", "TensorFacts", "check_call", "check_inputs", "allocation_plan", "DTYPE_SETS"]
 
 #: dtype name in specs -> admitted NumPy dtype names.
 DTYPE_SETS = {
@@ -95,6 +95,20 @@ def _dim_value(dim: tuple[Any, ...], env: dict[str, int]) -> int:
 
 def _shape_text(shape: tuple[tuple[Any, ...], ...]) -> str:
     return "[" + ", ".join("*".join(str(f) for f in d) for d in shape) + "]"
+
+
+def check_call(kernel: KernelDecl, attrs: dict[str, Any], arrays: str, device: str) -> None:
+    """What a runtime checks before it looks at a tensor: the kernel can see inputs on ``device`` as
+    ``arrays``, and every attribute it declares is given, with a value it allows."""
+    if arrays == "numpy" and device != "cpu":
+        raise BoundaryError(kernel.qualname, "*", f"receives NumPy views, which exist on the CPU only "
+                            f"(inputs are on {device})")
+    for name, allowed in kernel.attrs.items():
+        if name not in attrs:
+            raise BoundaryError(kernel.qualname, name, "is a required attribute and was not given")
+        if isinstance(allowed, tuple) and attrs.get(name) not in allowed:
+            raise BoundaryError(kernel.qualname, name,
+                                f"is {attrs.get(name)!r}; expected one of {', '.join(allowed)}")
 
 
 def check_inputs(kernel: KernelDecl, inputs: Sequence[Any], facts: Callable[[Any], TensorFacts],
