@@ -1,7 +1,7 @@
 """Runs kernels under TensorFlow: one ``tf.custom_gradient`` bridge for every operator, and one kernel call.
 
-A generated ``_glue_tensorflow.py`` calls :func:`bind_system`; each operator
-it implements then runs through :func:`_bridge`, driven by the kernel's
+A generated ``_glue_tensorflow.py`` passes its system's declaration to
+:func:`bind_system`; each operator the system implements then runs through :func:`_bridge`, driven by the kernel's
 :class:`~gnnbench.runtime.glue.KernelPlan` like the PyTorch runtime's, with
 :class:`GradContext` for what ``torch.autograd.Function`` gives that one
 (``needs_input_grad``, absent optional inputs). Every kernel call goes through

@@ -1,7 +1,7 @@
 """Runs kernels under PyTorch: one autograd bridge for every operator, and one kernel call.
 
-A generated ``_glue_torch.py`` calls :func:`bind_system`; each operator it
-implements then runs through :class:`_Bridge`, a ``torch.autograd.Function``
+A generated ``_glue_torch.py`` passes its system's declaration to
+:func:`bind_system`; each operator the system implements then runs through :class:`_Bridge`, a ``torch.autograd.Function``
 driven by the kernel's :class:`~gnnbench.runtime.glue.KernelPlan` (its backward rules
 as data), and every kernel call goes through :func:`run`: check, allocate,
 hand out views, call. See Note [producer-only] in :mod:`gnnbench.runtime.boundary`.
