@@ -240,16 +240,7 @@ def _bridge(call: OperatorCall, graph, attrs: dict[str, Any], inputs: Sequence[A
         def backward(*grad_outputs):
             tensors = dict(saved)
             tensors.update((f"grad_{n}", ctx.dense(g)) for n, g in zip(plan.output_names, grad_outputs))
-            grads: list[Any] = [None] * len(needs)
-            for rule in plan.active_rules(needs):
-                results = call.run(rule.callee, ctx.graph.view(rule.transposed),
-                                   tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
-                for i, r in zip(rule.targets, results):
-                    grads[i] = r
-            for i in plan.ungradable:
-                if needs[i]:
-                    raise plan.no_gradient(i)
-            return ctx.present_grads(*grads)
+            return ctx.present_grads(*call.gradients(ctx.graph, ctx.attrs, tensors, needs))
 
         return (outputs[0] if len(outputs) == 1 else tuple(outputs)), backward
 

@@ -94,16 +94,7 @@ class _Bridge(torch.autograd.Function):
         # ctx.saved_tensors raises once the graph is freed, even when nothing was saved: read it only if needed
         tensors = dict(zip(ctx.saved_names, ctx.saved_tensors)) if ctx.saved_names else {}
         tensors.update((f"grad_{n}", g.contiguous()) for n, g in zip(plan.output_names, grad_outputs))
-        needs = ctx.needs_input_grad[3:]
-        grads: list[Any] = [None] * len(needs)
-        for rule in plan.active_rules(needs):
-            results = call.run(rule.callee, ctx.graph.view(rule.transposed),
-                               tuple(tensors[a] for a in rule.args), rule.attrs(ctx.attrs))
-            for i, r in zip(rule.targets, results):
-                grads[i] = r
-        for i in plan.ungradable:
-            if needs[i]:
-                raise plan.no_gradient(i)
+        grads = call.gradients(ctx.graph, ctx.attrs, tensors, ctx.needs_input_grad[3:])
         return (None, None, None, *grads)
 
 

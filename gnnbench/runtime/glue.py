@@ -210,6 +210,26 @@ class OperatorCall:
     def apply(self, graph, attrs: dict[str, Any], *inputs):
         return self._bridge(self, graph, attrs, inputs)
 
+    def gradients(self, graph, attrs: dict[str, Any], tensors: dict[str, Any], needs: Sequence[bool]) -> list[Any]:
+        """The backward of one call, for either framework's bridge: one gradient (or None) per input.
+
+        Runs each rule that :meth:`KernelPlan.active_rules` picks on its view of
+        ``graph``; ``tensors`` names what the rules read (the forward's saves
+        and ``grad_<output>``). An input that needs a gradient no rule gives
+        raises :meth:`KernelPlan.no_gradient`.
+        """
+        plan = self.plan
+        grads: list[Any] = [None] * len(needs)
+        for rule in plan.active_rules(needs):
+            results = self.run(rule.callee, graph.view(rule.transposed), tuple(tensors[a] for a in rule.args),
+                               rule.attrs(attrs))
+            for i, r in zip(rule.targets, results):
+                grads[i] = r
+        for i in plan.ungradable:
+            if needs[i]:
+                raise plan.no_gradient(i)
+        return grads
+
     def __repr__(self) -> str:
         return f"OperatorCall({self.plan.decl.qualname})"
 
