@@ -45,7 +45,10 @@ Note [gather bounds]
     the three cells short of 1.5x DGL there, by the tables above:
 
     * R-MAT, F = 128 (1.09x): 1.5x needs 36.0 ms, the in-order walk takes
-      41.5. Out of reach for any order of the same gathers;
+      41.5. Reaching it takes fewer rows from memory than even a stream
+      fetches, so more reuse from L2 than the graph's order gets (its hub
+      rows already give some: at F = 64 the graph's order beat the walk,
+      17.0 against 18.4); source blocks, the best measured, gave 1.26x;
     * uniform, F = 128 (1.32x): needs 61.0, in order 58.0, the graph's
       order 68.4. 1.5x needs the random order within 5 % of the in-order
       walk, on a graph with nothing to reuse (every source row is gathered
