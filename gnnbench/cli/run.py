@@ -90,7 +90,7 @@ def main(args) -> int:
         print_json(row)
     else:
         print(summary(row))
-    if row.get("status") != "ok":
+    if row.get("status") not in ("ok", "skipped"):  # a skip's one line is its whole reason; its traceback is logged
         for line in explain_failure(row):
             print(line, file=sys.stderr)
     if saved_to:

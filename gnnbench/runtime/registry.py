@@ -282,9 +282,10 @@ def _import_glue(spec_path: Path, framework: str, name: str):
         return importlib.import_module(f"gnnbench.systems.{folder.name}._glue_{framework}")
     if str(folder.parent) not in sys.path:
         sys.path.insert(0, str(folder.parent))
-    if not (folder / f"_glue_{framework}.py").exists():
-        raise UnavailableError(f"system '{name}' has no generated {framework} glue beside {spec_path}; "
-                               f"run `gnnbench gen {name}`")
+    missing = [f for f in ("_glue.py", f"_glue_{framework}.py") if not (folder / f).exists()]
+    if missing:  # no _glue.py: glue from before the declaration had a file of its own, or none at all
+        raise UnavailableError(f"system '{name}' has no generated {framework} glue beside {spec_path} "
+                               f"({' and '.join(missing)} missing); run `gnnbench gen {name}`")
     return importlib.import_module(f"{_external_package(folder)}._glue_{framework}")
 
 

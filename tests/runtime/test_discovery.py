@@ -131,3 +131,19 @@ def test_gen_names_an_out_of_tree_system(systems_path, capsys):
     capsys.readouterr()
     assert cli(["gen", "pathsys"]) == 0
     assert capsys.readouterr().out.startswith("glue up to date")
+
+
+def test_glue_from_before_the_declaration_file_is_one_line_naming_gnnbench_gen(systems_path, capsys):
+    """An external system whose folder has only ``_glue_torch.py`` (the layout before ``_glue.py``) is skipped
+    with one line that names the command to run, from the worker too, with no traceback on the terminal."""
+    demo = REFERENCE_SPEC.replace("systems/reference/reference.gnn", "tests/demo_systems/demo_zero_backward")
+    folder = systems_path / "demo_zero_backward"
+    shutil.copytree(demo, folder, ignore=shutil.ignore_patterns("_glue*", "__pycache__"))
+    (folder / "_glue_torch.py").write_text("raise AssertionError('old glue must not be imported')\n")
+    code = cli(["run", "--system", "demo_zero_backward", "--model", "gcn", "--dataset", "karate", "--epochs", "3",
+                "--warmup", "1", "--allocator", "system", "--no-store"])
+    out, err = capsys.readouterr()
+    assert code == 1 and err == ""
+    assert out.strip().endswith(
+        f"skipped: system 'demo_zero_backward' has no generated torch glue beside "
+        f"{folder / 'demo_zero_backward.gnn'} (_glue.py missing); run `gnnbench gen demo_zero_backward`")
