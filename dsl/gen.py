@@ -134,7 +134,12 @@ _RUNTIMES = {"torch": ("PyTorch", "gnnbench.frameworks.torch_runtime"),
              "tensorflow": ("TensorFlow", "gnnbench.frameworks.tf_runtime")}
 
 
+#: the spec dataclasses a declaration's own kernels are written with; it imports those it uses
+_SPEC_CONSTRUCTORS = ("Attr", "Call", "CallArg", "GradRule", "KernelSpec", "Param")
+
+
 def _declaration_context(spec: SystemSpec, spec_path: str) -> dict:
+    custom = [_kernel_literal(k) for k in spec.kernels if not k.standard]
     return {
         "spec_path": py_literal(spec_path), "name": py_literal(spec.name), "version": py_literal(spec.version),
         "kernels_module": spec.kernels_module, "kernels_module_literal": py_literal(spec.kernels_module),
@@ -142,7 +147,9 @@ def _declaration_context(spec: SystemSpec, spec_path: str) -> dict:
         "hooks": "{" + ", ".join(f"{py_literal(h)}: {py_literal(fn)}" for h, fn in spec.hooks) + "}",
         "kernels": [{"name": k.name, "literal": py_literal(k.name), "comment": _operator_comment(k)}
                     for k in spec.kernels],
-        "custom": [_kernel_literal(k) for k in spec.kernels if not k.standard],
+        "custom": custom,
+        "spec_constructors": ", ".join(n for n in _SPEC_CONSTRUCTORS if any(f"{n}(" in line for lines in custom
+                                                                               for line in lines)),
     }
 
 

@@ -1,7 +1,6 @@
 """``gnnbench sweep``: run a matrix of configurations, each in its own process, and store every outcome."""
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 from gnnbench.errors import UserError

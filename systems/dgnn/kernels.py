@@ -338,7 +338,7 @@ def prepare(view: GraphView):
 
 # The other operators of the system API: isplib's kernels, so that GCN, GIN and
 # GraphSAGE run on dgnn too and only GAT differs from isplib (see dgnn.gnn).
-from gnnbench.systems.isplib.kernels import (  # noqa: E402
+from gnnbench.systems.isplib.kernels import (  # noqa: E402, F401 - re-exported: dgnn.gnn names them
     edge_softmax, edge_softmax_backward, edge_sum, sddmm_add, sddmm_dot, spmm_max, spmm_max_backward,
     spmm_max_weight_backward, spmm_sum, spmm_sum_backward, spmm_weight_backward,
 )

@@ -45,9 +45,9 @@ def test_a_system_declaration_is_written_once_for_every_framework():
     spec = load_spec(systems_root() / "isplib" / "isplib.gnn")
     files = {path.name: text for path, text in generate(spec).items()}
     torch_glue, tf_glue = files["_glue_torch.py"].splitlines(), files["_glue_tensorflow.py"].splitlines()
-    assert torch_glue[2:] == ["from gnnbench.frameworks.torch_runtime import bind_system, run as _run", "",
-                              "from ._glue import DECLARATION", "", "SYSTEM = bind_system(__name__, DECLARATION)"]
-    assert tf_glue[2:] == [torch_glue[2].replace("torch_runtime", "tf_runtime"), *torch_glue[3:]]
+    assert torch_glue[3:] == ["from gnnbench.frameworks.torch_runtime import bind_system, run as _run  # noqa: F401",
+                              "", "from ._glue import DECLARATION", "", "SYSTEM = bind_system(__name__, DECLARATION)"]
+    assert tf_glue[3:] == [torch_glue[3].replace("torch_runtime", "tf_runtime"), *torch_glue[4:]]
     assert "isplib" not in "\n".join(torch_glue[1:] + tf_glue[1:])
     assert files["_glue.py"].count("'spmm_sum': _kernels.spmm_sum") == 1
 

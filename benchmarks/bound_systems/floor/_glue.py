@@ -6,7 +6,7 @@ _glue_<framework>.py beside this file binds it to its framework. Regenerate with
 `gnnbench gen --check` fails when this file drifts from its spec.
 """
 import floor.kernels as _kernels
-from gnnbench.dsl.spec import Attr, Call, CallArg, GradRule, KernelSpec, Param
+from gnnbench.dsl.spec import Attr, KernelSpec, Param
 from gnnbench.runtime.glue import SystemDeclaration
 
 DECLARATION = SystemDeclaration(
