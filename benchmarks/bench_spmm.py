@@ -64,6 +64,12 @@ Note [gather bounds]
       this run, and R-MAT 64 / uniform 64 fell short in others (1.39x and
       1.49x): those are inside the run-to-run spread.
 
+    How much reuse from L2 the graphs offer, and what the short cells
+    need of it, is ``benchmarks/bench_gather_reuse.py``'s: it replays each
+    thread's gathers through a simulated L2 under LRU, pinned hot rows and
+    Belady's MIN (Note [reuse the target needs] there). Each short cell needs
+    most of the way from LRU to MIN; pinning, built, gives 1.13-1.17x.
+
     Narrower indices were probed too (int32 instead of the graph's int64,
     the tuned variant, one process under glibc's malloc, which the kernel
     never calls, 21 interleaved rounds): 0.93-0.99x the time in five cells
