@@ -256,7 +256,7 @@ def spmm_timings(path: Path) -> dict:
     """``(graph, width) -> {"tuned", "alone", "peer"}`` medians in ms from bench_spmm's report, if there is one."""
     from gnnbench.errors import UserError
 
-    if not path.exists():
+    if not path.is_file():
         return {}
     try:
         report = json.loads(path.read_text())
@@ -332,8 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", default="32,64,128", help="comma-separated feature widths (default 32,64,128)")
     parser.add_argument("--threads", type=int, default=2, help="threads that split the nonzeros (default 2)")
     parser.add_argument("--l2-kib", type=int, default=None, help="one core's L2 in KiB (default: what sysfs says)")
-    parser.add_argument("--spmm", default=str(ROOT / "results" / "bench_spmm.json"),
-                        help="bench_spmm's report, for the hit rate each cell needs (default results/bench_spmm.json)")
+    parser.add_argument("--spmm", default=None,
+                        help="bench_spmm's report, for the hit rate each cell needs (default results/bench_spmm.json "
+                             "where it exists)")
     parser.add_argument("--out", default=str(ROOT / "results" / "gather_reuse"), help="output path without suffix")
     try:
         args = parser.parse_args(argv)
@@ -347,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
                             f"(got {args.widths}, {args.threads}, {l2 // 1024})")
         if any(l2 // 2 < 4 * w for w in widths):
             raise UserError(f"half of --l2-kib {l2 // 1024} holds no row of width {max(widths)}")
-        timings = spmm_timings(Path(args.spmm))
+        if args.spmm is not None and not Path(args.spmm).is_file():
+            raise UserError(f"--spmm {args.spmm}: no such file (bench_spmm.py writes results/bench_spmm.json)")
+        timings = spmm_timings(Path(args.spmm) if args.spmm else ROOT / "results" / "bench_spmm.json")
         rows = measure(args.quick, widths, args.threads, l2, timings)
     except UserError as error:
         print(f"bench_gather_reuse: {error}", file=sys.stderr)
