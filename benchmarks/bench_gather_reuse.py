@@ -103,7 +103,7 @@ SPEEDUP = 1.5  # issue 19's target against the fastest peer
 
 
 # ------------------------------------------------------------ simulation
-@njit(cache=True)
+@njit
 def next_use(stream, num_rows):
     """For each position of ``stream``, the position of the same row's next gather (``len(stream)`` if none)."""
     n = stream.shape[0]
@@ -115,7 +115,7 @@ def next_use(stream, num_rows):
     return out
 
 
-@njit(cache=True)
+@njit
 def _set_key(tree, key, size, slot, value):
     """Set ``key[slot]`` and repair the tree of argmax slots above it."""
     key[slot] = value
@@ -126,7 +126,7 @@ def _set_key(tree, key, size, slot, value):
         i >>= 1
 
 
-@njit(cache=True)
+@njit
 def simulate(stream, nxt, num_rows, capacity, policy, horizon):
     """Hits of a cache of ``capacity`` whole rows over ``stream``: LRU, Belady's MIN, or LRU skipping far rows.
 
