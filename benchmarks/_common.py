@@ -33,7 +33,7 @@ from gnnbench.run.environment import cpu_model  # noqa: F401  (re-exported for t
 from gnnbench.run.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
-__all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions",
+__all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
            "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table", "load_note"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +61,26 @@ def count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1 (got {text!r})")
     return value
+
+
+def out_path(text: str) -> str:
+    """An argparse type for ``--out`` (a results path without suffix): the place must take files, checked before
+    anything is measured (:mod:`gnnbench.paths`), so that no run ends by failing to write what it measured.
+
+    Folders that do not exist yet are fine (:func:`write_results` creates them); the nearest one that does is
+    probed."""
+    from gnnbench.errors import UserError
+    from gnnbench.paths import check_output_dir, check_path_length
+
+    folder = Path(text).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        check_path_length(Path(text + ".json"), "--out")
+        check_output_dir(folder, "results in")
+    except UserError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def rounds_pooled(rows: list[Mapping[str, Any]]) -> int | str:

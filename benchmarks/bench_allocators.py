@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import Table, campaign, count, load_note, ok, provenance, run_campaign, write_results  # noqa: E402
+from _common import (Table, campaign, count, load_note, ok, out_path, provenance, run_campaign,  # noqa: E402
+                     write_results)
 
 ALLOCATORS = ("tcmalloc", "jemalloc-thp")
 
@@ -28,7 +29,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration "
                         "(default: the campaign's, 3)")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
-    parser.add_argument("--out", default="results/allocators_thp")
+    parser.add_argument("--out", type=out_path, default="results/allocators_thp")
     args = parser.parse_args()
     from gnnbench.results.frame import frame_records
     from gnnbench.run.allocator import thp_mode

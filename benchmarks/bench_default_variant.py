@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Parser, count, provenance, write_results  # noqa: E402
+from _common import Parser, count, out_path, provenance, write_results  # noqa: E402
 
 DATASET = "rmat:nodes=131072,edges=4000000,features=128,classes=8"
 BASE = "DGL copy_u_sum"
@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", type=widths, default=[8, 16, 64, 128],
                         help="comma-separated (default: 8,16,64,128)")
     parser.add_argument("--rounds", type=count, default=15, help="interleaved timed rounds (default: 15)")
-    parser.add_argument("--out", default="results/bench_default_variant", help="output path without suffix")
+    parser.add_argument("--out", type=out_path, default="results/bench_default_variant",
+                        help="output path without suffix")
     from gnnbench.errors import UserError
 
     try:

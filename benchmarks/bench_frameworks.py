@@ -30,8 +30,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, Table, campaign, epoch_ms, load_note, mib, ok, provenance,  # noqa: E402
-                     run_campaign, versions, write_results)
+from _common import (NOISE_NOTE, Table, campaign, epoch_ms, load_note, mib, ok, out_path,  # noqa: E402
+                     provenance, run_campaign, versions, write_results)
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("torch", "tensorflow")
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None, help="(default: 0)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1800)")
     p.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
-    p.add_argument("--out", default=str(ROOT / "results" / "bench_frameworks"),
+    p.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_frameworks"),
                    help="output path without suffix (default: results/bench_frameworks)")
     args = p.parse_args(argv)
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import Table, campaign, load_note, ok, provenance, run_campaign, write_results  # noqa: E402
+from _common import Table, campaign, load_note, ok, out_path, provenance, run_campaign, write_results  # noqa: E402
 
 ALLOCATORS = ("system", "auto")
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=None, help="epochs per run, the first one untimed (default: 3)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1800)")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
-    parser.add_argument("--out", default="results/bench_gat_memory")
+    parser.add_argument("--out", type=out_path, default="results/bench_gat_memory")
     args = parser.parse_args()
     from gnnbench.results.frame import frame_records
 

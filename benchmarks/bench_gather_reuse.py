@@ -90,7 +90,7 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ROOT, Parser, Table, provenance, versions, write_results  # noqa: E402
+from _common import ROOT, Parser, Table, out_path, provenance, versions, write_results  # noqa: E402
 
 #: the simulated policies, in the table's order (the RCM column is LRU on a reordered stream)
 POLICIES = ("lru", "lru_rcm", "pinned", "lru_skip_far", "min")
@@ -335,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spmm", default=None,
                         help="bench_spmm's report, for the hit rate each cell needs (default results/bench_spmm.json "
                              "where it exists)")
-    parser.add_argument("--out", default=str(ROOT / "results" / "gather_reuse"), help="output path without suffix")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "gather_reuse"),
+                        help="output path without suffix")
     try:
         args = parser.parse_args(argv)
         try:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ROOT, Table, load_note, ms, provenance, versions, write_results  # noqa: E402
+from _common import ROOT, Table, load_note, ms, out_path, provenance, versions, write_results  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="(default: 2)")
     parser.add_argument("--models", default=",".join(MODELS), help=f"(default: {','.join(MODELS)})")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"(default: {','.join(SYSTEMS)})")
-    parser.add_argument("--out", default=str(ROOT / "results" / "bench_loop_share"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_loop_share"))
     args = parser.parse_args(argv)
     os.environ.setdefault("GNNBENCH_SYSTEMS_PATH", str(BOUND_SYSTEMS))
     from gnnbench.run.allocator import run_under

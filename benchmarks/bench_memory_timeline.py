@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ROOT, mib, provenance, write_results  # noqa: E402
+from _common import ROOT, mib, out_path, provenance, write_results  # noqa: E402
 
 DATASET = "rmat:nodes=2097152,edges=64000000,features=128,classes=8"
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--allocator", default="auto", help="allocator of every run (Note [allocator])")
-    parser.add_argument("--out", default=str(ROOT / "results" / "memory_timeline"), help="output path without suffix")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "memory_timeline"),
+                        help="output path without suffix")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # one system, in this process: prints its JSON
     args = parser.parse_args(argv)
     dataset = QUICK if args.quick else args.dataset

@@ -38,8 +38,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, Table, campaign, cpu_model, epoch_ms, load_note, mib, ok, provenance,  # noqa: E402
-                     run_campaign, versions, write_results)
+from _common import (NOISE_NOTE, Table, campaign, cpu_model, epoch_ms, load_note, mib, ok,  # noqa: E402
+                     out_path, provenance, run_campaign, versions, write_results)
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = "rmat:nodes=131072,edges=4000000,features=128,classes=8"
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None, help="(default: 0)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1800)")
     p.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
-    p.add_argument("--out", default=str(ROOT / "results" / "bench_overhead"),
+    p.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_overhead"),
                    help="output path without suffix (default: results/bench_overhead)")
     args = p.parse_args(argv)
     from gnnbench.results.frame import frame_records

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ROOT, Parser, Table, ms, provenance, versions, write_results  # noqa: E402
+from _common import ROOT, Parser, Table, ms, out_path, provenance, versions, write_results  # noqa: E402
 
 REDDIT_SHAPE = "rmat:nodes=232965,edges=114600000,features=602,classes=41"
 _HUGE = 2 << 20
@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--width", type=int, default=64, help="feature width (default 64, the hidden layer's)")
     parser.add_argument("--allocator", default="auto", help="allocator to measure under (Note [allocator])")
-    parser.add_argument("--out", default=str(ROOT / "results" / "page_size"), help="output path without suffix")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "page_size"),
+                        help="output path without suffix")
     try:
         args = parser.parse_args(argv)
         if args.rounds < 1 or args.width < 1:

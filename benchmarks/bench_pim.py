@@ -44,7 +44,7 @@ from gnnbench.systems.pim.partition import build_slices, even_bounds, make_plan,
 from gnnbench.systems.pim.tuner import tune
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import cpu_model, provenance, versions, write_results  # noqa: E402
+from _common import cpu_model, out_path, provenance, versions, write_results  # noqa: E402
 
 # (label, nodes, average degree): the first two are the sizes of ogbn-proteins and Reddit
 SHAPES = [("132k-d597", 132_534, 597), ("233k-d492", 232_965, 492), ("404k-d387", 404_000, 387)]
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shapes", default="all", help="comma-separated labels, or all")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench_pim"))
+    ap.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_pim"))
     args = ap.parse_args(argv)
     shapes = SHAPES if args.shapes == "all" else [s for s in SHAPES if s[0] in args.shapes.split(",")]
     res = run(args.scale, [int(w) for w in args.widths.split(",")], args.repeats, args.seed, shapes)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import provenance, write_results  # noqa: E402
+from _common import out_path, provenance, write_results  # noqa: E402
 
 
 def _serial_transpose(indptr, indices, n):
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="rmat:nodes=524288,edges=16000000,features=128,classes=8")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default="results/bench_prepare")
+    parser.add_argument("--out", type=out_path, default="results/bench_prepare")
     args = parser.parse_args(argv)
 
     from gnnbench.peers.dgl_shim import dgl

@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (NOISE_NOTE, ROOT, Table, campaign, epoch_ms, load_note, ok, provenance, run_campaign,  # noqa: E402
-                     versions, write_results)
+from _common import (NOISE_NOTE, ROOT, Table, campaign, epoch_ms, load_note, ok, out_path,  # noqa: E402
+                     provenance, run_campaign, versions, write_results)
 
 QUICK = "rmat:nodes=16384,edges=500000,features=128,classes=8"
 #: column name -> pyg-native's options, in the campaign's [[matrix]] order
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=None, help="comma-separated models (default: gcn,sage,gin)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1800)")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
-    parser.add_argument("--out", default=str(ROOT / "results" / "bench_pyg_patch"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_pyg_patch"))
     args = parser.parse_args(argv)
     from gnnbench.results.frame import frame_records
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (NOISE_NOTE, ROOT, Parser, Table, campaign, count, cpu_model, epoch_ms,  # noqa: E402
-                     measured_note, mib, ok, provenance, rounds_pooled, run_campaign, stored_rows, versions,
-                     write_results)
+                     measured_note, mib, ok, out_path, provenance, rounds_pooled, run_campaign,
+                     stored_rows, versions, write_results)
 
 try:
     import tomllib
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                                                            "(default: the campaign's, 1)")
     p.add_argument("--results", default=None, help="results database (default: results/scaling.sqlite)")
     p.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
-    p.add_argument("--out", default=str(ROOT / "results" / "scaling"), help="output path without suffix")
+    p.add_argument("--out", type=out_path, default=str(ROOT / "results" / "scaling"), help="output path without suffix")
     from gnnbench.errors import UserError
 
     try:

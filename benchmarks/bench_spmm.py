@@ -100,7 +100,7 @@ from gnnbench.run.measurement import Measurement
 from gnnbench.runtime.graph import Graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import NOISE_NOTE, ROOT, ms, provenance, versions, write_results  # noqa: E402
+from _common import NOISE_NOTE, ROOT, ms, out_path, provenance, versions, write_results  # noqa: E402
 
 
 # ------------------------------------------------------------------ graphs
@@ -496,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orientations", action="store_true",
                         help="also time forward against transposed view for sum, mean and GCN's weights")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (orientations only)")
-    parser.add_argument("--out", default=str(ROOT / "results" / "bench_spmm"), help="output path without suffix")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_spmm"),
+                        help="output path without suffix")
     parser.add_argument("--allocator", default="auto",
                         help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
                              "every call, isplib writes into a given one, so glibc's page faults would tax the peers")

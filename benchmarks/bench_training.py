@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, measured_note, ms, ok, provenance,  # noqa: E402
-                     rounds_pooled, run_campaign, stored_rows, versions, write_results)
+from _common import (ROOT, Parser, Table, campaign, count, measured_note, ms, ok, out_path,  # noqa: E402
+                     provenance, rounds_pooled, run_campaign, stored_rows, versions, write_results)
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="train", choices=("train", "inference"))
     parser.add_argument("--malloc", action="store_true", help="also rerun GCN under the C library's malloc")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
-    parser.add_argument("--out", default=str(ROOT / "results" / "bench_training"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_training"))
     from gnnbench.errors import UserError
 
     try:

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import ROOT, Table, provenance, write_results  # noqa: E402
+from _common import ROOT, Table, out_path, provenance, write_results  # noqa: E402
 
 from gnnbench.run.measurement import Measurement  # noqa: E402
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=200_000)
     p.add_argument("--gathers", type=int, default=4_000_000)
     p.add_argument("--width", type=int, default=64)
-    p.add_argument("--out", default=str(ROOT / "results" / "machine_noise"))
+    p.add_argument("--out", type=out_path, default=str(ROOT / "results" / "machine_noise"))
     args = p.parse_args(argv)
     for name in ("seconds", "rows", "gathers", "width"):
         if not getattr(args, name) > 0:

@@ -75,3 +75,17 @@ def test_rounds_pooled_are_one_number_or_the_range_the_configurations_ran(common
 def test_the_huge_page_campaign_runs_every_configuration_under_both_allocators(common):
     campaign = common.campaign("allocators_thp")
     assert [{c.allocator for c in m.configs} for m in campaign.matrices] == [{"tcmalloc"}, {"jemalloc-thp"}]
+
+
+def test_an_out_path_is_checked_before_anything_is_measured(common, tmp_path):
+    import argparse
+
+    assert common.out_path(str(tmp_path / "t")) == str(tmp_path / "t")
+    assert common.out_path(str(tmp_path / "new" / "deeper" / "t"))  # write_results creates the folders
+    assert not (tmp_path / "new").exists()  # and the check leaves nothing behind
+    (tmp_path / "a_file").write_text("")
+    for bad, message in [(tmp_path / "a_file" / "t", "is a file: expected a folder"),
+                         (Path("/proc/t"), "cannot write results in /proc: "),
+                         (tmp_path / ("x" * 300), "more than the file system allows")]:
+        with pytest.raises(argparse.ArgumentTypeError, match=message.replace("(", r"\(")):
+            common.out_path(str(bad))

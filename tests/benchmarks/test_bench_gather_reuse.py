@@ -131,3 +131,10 @@ def test_a_file_that_is_not_a_bench_spmm_report_is_one_line(bench, tmp_path, cap
     assert bench.main(["--quick", "--spmm", str(bad), "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"bench_gather_reuse: {bad} is not a bench_spmm report (KeyError") and err.count("\n") == 1
+
+
+def test_an_out_path_that_cannot_be_written_stops_the_script_before_it_measures(bench, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "measure", lambda *a: pytest.fail("measured before checking --out"))
+    assert bench.main(["--out", "/proc/gather_reuse"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench_gather_reuse: argument --out: cannot write results in /proc: ") and err.count("\n") == 1
