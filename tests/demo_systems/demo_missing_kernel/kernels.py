@@ -19,4 +19,3 @@ sddmm_add = _ref.sddmm_add
 edge_sum = _ref.edge_sum
 edge_softmax = _ref.edge_softmax
 edge_softmax_backward = _ref.edge_softmax_backward
-

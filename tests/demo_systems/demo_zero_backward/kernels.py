@@ -9,17 +9,10 @@ from __future__ import annotations
 
 from gnnbench.systems.reference import kernels as _ref
 
-prepare = _ref.prepare
-spmm_sum = _ref.spmm_sum
-spmm_weight_backward = _ref.spmm_weight_backward
-spmm_max = _ref.spmm_max
-spmm_max_backward = _ref.spmm_max_backward
-spmm_max_weight_backward = _ref.spmm_max_weight_backward
-sddmm_dot = _ref.sddmm_dot
-sddmm_add = _ref.sddmm_add
-edge_sum = _ref.edge_sum
-edge_softmax = _ref.edge_softmax
-edge_softmax_backward = _ref.edge_softmax_backward
+
+def __getattr__(name: str):
+    """Every kernel this file does not define is ``reference``'s (a module ``__getattr__``, PEP 562)."""
+    return getattr(_ref, name)
 
 
 def spmm_sum_backward(graph, grad_out, weight, grad_x, *, reduce):
