@@ -25,6 +25,9 @@ def add_arguments(p) -> None:
                    help="exit with status 1 when a selected run did not succeed or a system regressed (for CI; "
                         "default: exit 0 whenever the table is printed)")
     add_results_option(p)
+    from ._by_build import add_arguments as add_build_arguments
+
+    add_build_arguments(p)  # --by build, --baseline-build, --baseline-results (gnnbench/cli/_by_build.py)
 
 
 def run(store_path=None, baseline="reference", systems=None, models=None, datasets=None,
@@ -42,6 +45,11 @@ def run(store_path=None, baseline="reference", systems=None, models=None, datase
 
 def main(args) -> int:
     from gnnbench.text import printable
+
+    if args.by == "build" or args.baseline_results or args.baseline_build:
+        from ._by_build import main as by_build
+
+        return by_build(args)
 
     result = run(args.results, args.baseline, args.system, args.model, args.dataset, args.include_unverified)
     if args.format == "text":  # rich on a terminal, aligned plain text in a pipe

@@ -1,0 +1,220 @@
+"""Build against build: every stored build of a system side by side, or one store against another.
+
+:func:`compare_builds` sets each stored build (``system_hash``) of a system
+beside a chosen one, oldest first; :func:`compare_stores` sets each system of
+one store beside the same system in another store (yesterday's campaign
+against today's). Both relabel the runs and hand them to
+:func:`gnnbench.results.compare.compare`, so the medians, the bootstrap CI of
+the speedup, the comparability check and the marks are the ones ``compare``
+uses (Note [marks], Note [comparable runs] in :mod:`gnnbench.results.compare`):
+nothing here computes a statistic of its own.
+
+Note [builds are compared unverified]
+    ``compare`` claims a speedup over another system only for verified runs
+    (Note [claims need verification]). Two builds of one system are the same
+    system measured twice, and what the author asks is whether an edit made
+    it slower; a regression must show before anybody verifies the new build.
+    So build-against-build comparisons include unverified builds, and the
+    table's footer says so.
+
+Note [build order]
+    A build's place is the time of its first stored run (then its smallest
+    id): "oldest first" means oldest measured. A run stored by ``gnnbench
+    history`` carries the commit it measured (``extra.history.commit``) and
+    that commit's place in the walk (``extra.history.index``), which wins
+    over the timestamp, and the build is labelled by the commit.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gnnbench.errors import UserError
+from gnnbench.results.compare import Comparison, SystemResult, compare
+from gnnbench.results.tables import Table, fmt_number
+
+__all__ = ["Build", "BuildComparison", "builds_of", "compare_builds", "compare_stores", "history_of"]
+
+_GROUP = ("dataset", "model", "framework")
+
+
+def history_of(extra: Any) -> dict[str, Any]:
+    """``extra.history`` of a run stored by ``gnnbench history`` (commit, index, subject), else ``{}``."""
+    h = extra.get("history") if isinstance(extra, dict) else None
+    return h if isinstance(h, dict) else {}
+
+
+@dataclass(frozen=True)
+class Build:
+    """One build of a system: its ``system_hash`` and where it sits (Note [build order])."""
+
+    system: str
+    system_hash: str | None
+    order: tuple
+    commit: str | None = None
+    subject: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``isplib@1a2b3c4`` (the commit) or ``isplib#0f3c9a12`` (the hash)."""
+        if self.commit:
+            return f"{self.system}@{self.commit[:7]}"
+        return f"{self.system}#{(self.system_hash or 'unknown')[:8]}"
+
+
+def builds_of(frame, system: str) -> list[Build]:
+    """The builds of ``system`` in ``frame``, oldest first (Note [build order])."""
+    from gnnbench.results.frame import frame_records
+
+    first: dict[Any, Build] = {}
+    for position, row in enumerate(frame_records(frame[frame["system"] == system])):
+        h = history_of(row.get("extra"))
+        key = row.get("system_hash") if isinstance(row.get("system_hash"), str) else None
+        order = (h.get("index", float("inf")), str(row.get("timestamp")), row.get("id") or 0, position)
+        if key not in first or order < first[key].order:
+            first[key] = Build(system, key, order, h.get("commit"), h.get("subject"))
+    return sorted(first.values(), key=lambda b: b.order)
+
+
+def _pick(builds: list[Build], prefix: str | None, system: str) -> Build:
+    if prefix is None:
+        return builds[0]
+    hits = [b for b in builds if (b.system_hash or "").startswith(prefix) or (b.commit or "").startswith(prefix)]
+    if len(hits) != 1:
+        choices = [f"{(b.system_hash or '?')[:8]}" + (f" ({b.commit[:7]})" if b.commit else "") for b in builds]
+        what = "matches no build" if not hits else "matches several builds"
+        raise UserError(f"--baseline-build {prefix!r} {what} of {system}; choose a hash or commit prefix among "
+                        f"{choices}")
+    return hits[0]
+
+
+@dataclass
+class BuildComparison:
+    """Results of :func:`compare_builds` or :func:`compare_stores`, in table order.
+
+    ``comparison`` is the underlying :class:`~gnnbench.results.compare.Comparison`
+    whose ``system`` labels are builds (``isplib@1a2b3c4``) or stores
+    (``baseline``/``current``); ``columns`` names what the label column shows.
+    """
+
+    comparison: Comparison
+    results: list[SystemResult]
+    column: str
+    what: str
+    baseline_label: str
+    builds: list[Build]
+
+    @property
+    def regressions(self) -> list[SystemResult]:
+        """Results marked ``+`` or ``!``, for ``--strict``."""
+        return [r for r in self.results if r.mark in ("+", "!")]
+
+    @property
+    def warnings(self) -> list[str]:
+        # a comparison of builds differs in system_hash on purpose: that warning says nothing here
+        return [w for w in self.comparison.warnings if "builds (system_hash)" not in w]
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        keep = {id(r) for r in self.results}
+        return [d for r, d in zip(self.comparison.results, self.comparison.as_dicts()) if id(r) in keep]
+
+    def table(self) -> Table:
+        c = self.comparison
+        unit, scale = c.unit
+        header = ["", *c.group_by, self.column, f"epoch time ({unit})", f"speedup vs {self.baseline_label}",
+                  f"{c.confidence:.0%} CI"]
+        rows = []
+        for r in self.results:
+            if r.status != "ok":
+                time = r.status
+            elif r.median_s is None:
+                time = "n/a"
+            else:
+                time = fmt_number(r.median_s / scale) + (f" (! {r.noise:.0%})" if r.noisy else "")
+            speedup = f"{r.speedup:.2f}x" if r.speedup is not None else (r.note or "n/a")
+            rows.append([r.mark, *(r.group.get(g) for g in c.group_by), r.system, time, speedup,
+                         f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else ""])
+        notes = [
+            f"Epoch time: median in {unit} over the timed epochs. Speedup: {self.what} median / this median "
+            f"(above 1 is faster); {c.confidence:.0%} CI by bootstrap of the ratio of medians.",
+            f"Marks: - faster, + slower (beyond {c.factor:g}x and CI excludes 1), ~ beyond {c.factor:g}x but not "
+            f"significant, ! run did not succeed, x not comparable (a machine or problem field differs). "
+            f"Unverified runs are included (Note [builds are compared unverified]).",
+        ]
+        return Table(header, rows, [False] * (len(c.group_by) + 2) + [True] * 3, notes=notes)
+
+    def render(self, format: str = "text") -> str:
+        if format == "csv":
+            import pandas as pd
+
+            return pd.DataFrame(self.as_dicts()).to_csv(index=False, lineterminator="\n")
+        return self.table().render(format)
+
+
+def compare_builds(frame, system: str, baseline_build: str | None = None,
+                   group_by: Sequence[str] = _GROUP, *, factor: float = 1.1, resamples: int = 2000,
+                   confidence: float = 0.95, seed: int = 0) -> BuildComparison:
+    """Every stored build of ``system`` against one of them, group by group, oldest first.
+
+    Args:
+        frame: the results frame (:func:`gnnbench.load_results`).
+        system (str): the system whose builds are compared.
+        baseline_build (str, optional): a ``system_hash`` or history-commit prefix
+            (default: the oldest build, Note [build order]).
+        group_by, factor, resamples, confidence, seed: as :func:`~gnnbench.results.compare.compare`.
+
+    Raises:
+        UserError: no run of ``system``, or a prefix matching no build or several.
+    """
+    rows = frame[frame["system"] == system].copy()
+    if rows.empty:
+        known = sorted({s for s in frame["system"] if isinstance(s, str)})
+        raise UserError(f"no stored runs of system {system!r}; stored systems are {known}")
+    builds = builds_of(frame, system)
+    base = _pick(builds, baseline_build, system)
+    label = {b.system_hash: b.label for b in builds}
+    rows["system"] = [label[h if isinstance(h, str) else None] for h in rows["system_hash"]]
+    c = compare(rows, baseline=base.label, group_by=group_by, include_unverified=True, factor=factor,
+                resamples=resamples, confidence=confidence, seed=seed)
+    rank = {b.label: i for i, b in enumerate(builds)}
+    ordered = sorted(c.results, key=lambda r: (tuple(str(v) for v in r.group.values()), rank.get(r.system, 0)))
+    return BuildComparison(c, ordered, "build", base.label, base.label, builds)
+
+
+def compare_stores(frame, baseline_frame, group_by: Sequence[str] = _GROUP, *, factor: float = 1.1,
+                   resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> BuildComparison:
+    """Each system of ``frame`` against the same system in ``baseline_frame``: one row per system and group.
+
+    The latest run of each side is used, as in ``compare``; a system in only one
+    store shows ``no baseline`` (or is absent when only the baseline has it).
+    """
+    import pandas as pd
+
+    sides = []
+    for side, data in (("baseline", baseline_frame), ("current", frame)):
+        part = data.copy()
+        part["_system"] = part["system"]
+        part["system"] = side
+        sides.append(part)
+    both = pd.concat(sides, ignore_index=True)
+    groups = (*group_by, "_system")
+    c = compare(both, baseline="baseline", group_by=groups, include_unverified=True, factor=factor,
+                resamples=resamples, confidence=confidence, seed=seed)
+    results = []
+    for r in c.results:
+        if r.system != "current":
+            continue
+        group = dict(r.group)
+        name = group.pop("_system")
+        results.append(SystemResult(**{**r.__dict__, "group": group, "system": name}))
+    c = Comparison(results, "baseline", tuple(group_by), True, factor, resamples, confidence, c.warnings)
+    return BuildComparison(c, results, "system", "the baseline store", "baseline", [])
+
+
+def load_pair(path: str | os.PathLike | None, baseline_path: str | os.PathLike, **filters):
+    """Both stores as frames; either one failing to open is a :class:`UserError` naming it."""
+    from gnnbench.results.frame import load_results
+
+    return load_results(path, **filters), load_results(baseline_path, **filters)
