@@ -28,6 +28,8 @@ COMMANDS = {
     "compare": "compare",
     "plot": "plot",
     "report": "report",
+    "regressions": "regressions",
+    "history": "history",
 }
 
 
