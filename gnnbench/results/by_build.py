@@ -22,7 +22,10 @@ Note [build order]
     id): "oldest first" means oldest measured. A run stored by ``gnnbench
     history`` carries the commit it measured (``extra.history.commit``) and
     that commit's place in the walk (``extra.history.index``), which wins
-    over the timestamp, and the build is labelled by the commit.
+    over the timestamp, and the build is labelled by the commit. Two commits
+    with the same ``system_hash`` (a commit that left the kernels alone, or
+    one that reverted them) are two points of the history: a build is a
+    ``(system_hash, commit)`` pair (:func:`build_key`).
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from gnnbench.errors import UserError
 from gnnbench.results.compare import Comparison, SystemResult, compare
 from gnnbench.results.tables import Table, fmt_number
 
-__all__ = ["Build", "BuildComparison", "builds_of", "compare_builds", "compare_stores", "history_of"]
+__all__ = ["Build", "BuildComparison", "builds_of", "compare_builds", "compare_stores", "history_of", "build_key"]
 
 _GROUP = ("dataset", "model", "framework")
 
@@ -64,6 +67,12 @@ class Build:
         return f"{self.system}#{(self.system_hash or 'unknown')[:8]}"
 
 
+def build_key(row) -> tuple[str | None, str | None]:
+    """``(system_hash, history commit)``: what tells one build of a system from another (Note [build order])."""
+    h = row.get("system_hash")
+    return (h if isinstance(h, str) else None), history_of(row.get("extra")).get("commit")
+
+
 def builds_of(frame, system: str) -> list[Build]:
     """The builds of ``system`` in ``frame``, oldest first (Note [build order])."""
     from gnnbench.results.frame import frame_records
@@ -71,10 +80,10 @@ def builds_of(frame, system: str) -> list[Build]:
     first: dict[Any, Build] = {}
     for position, row in enumerate(frame_records(frame[frame["system"] == system])):
         h = history_of(row.get("extra"))
-        key = row.get("system_hash") if isinstance(row.get("system_hash"), str) else None
+        key = build_key(row)
         order = (h.get("index", float("inf")), str(row.get("timestamp")), row.get("id") or 0, position)
         if key not in first or order < first[key].order:
-            first[key] = Build(system, key, order, h.get("commit"), h.get("subject"))
+            first[key] = Build(system, key[0], order, key[1], h.get("subject"))
     return sorted(first.values(), key=lambda b: b.order)
 
 
@@ -174,8 +183,9 @@ def compare_builds(frame, system: str, baseline_build: str | None = None,
         raise UserError(f"no stored runs of system {system!r}; stored systems are {known}")
     builds = builds_of(frame, system)
     base = _pick(builds, baseline_build, system)
-    label = {b.system_hash: b.label for b in builds}
-    rows["system"] = [label[h if isinstance(h, str) else None] for h in rows["system_hash"]]
+    label = {(b.system_hash, b.commit): b.label for b in builds}
+    rows["system"] = [label[build_key({"system_hash": h, "extra": e})]
+                      for h, e in zip(rows["system_hash"], rows["extra"])]
     c = compare(rows, baseline=base.label, group_by=group_by, include_unverified=True, factor=factor,
                 resamples=resamples, confidence=confidence, seed=seed)
     rank = {b.label: i for i, b in enumerate(builds)}

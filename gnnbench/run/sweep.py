@@ -128,6 +128,9 @@ class Campaign:
     ray_address: str | None = None
     repeat: bool = False
     retry_failed: bool = False
+    #: set by ``gnnbench history`` (Note [history rows] in :mod:`gnnbench.run.history`): stamped on every row
+    #: as ``extra.history``; only rows of the same ``commit`` count as stored
+    history: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -462,8 +465,10 @@ def _counts_status(campaign: Campaign) -> Callable[[str | None], bool]:
     return (lambda s: s == "ok") if campaign.retry_failed else (lambda s: s not in (None, "skipped"))
 
 
-def _stored(store, tasks: list[Task], counts: Callable[[str | None], bool]) -> tuple[Counter, set]:
-    """Per provenance key: stored rows that count as done; and (key, error) of stored skips."""
+def _stored(store, tasks: list[Task], counts: Callable[[str | None], bool],
+            commit: str | None = None) -> tuple[Counter, set]:
+    """Per provenance key: stored rows that count as done; and (key, error) of stored skips.
+    With ``commit`` only rows that ``gnnbench history`` stored for that commit count."""
     if not tasks:
         return Counter(), set()
     wanted = {t.key for t in tasks}
@@ -472,7 +477,7 @@ def _stored(store, tasks: list[Task], counts: Callable[[str | None], bool]) -> t
                       dataset=sorted({t.spec.dataset for t in tasks}))
     for row in rows:
         key = provenance(row)
-        if key not in wanted:
+        if key not in wanted or (commit is not None and _history_commit(row) != commit):
             continue
         if counts(row.get("status")):
             done[key] += 1
@@ -481,11 +486,16 @@ def _stored(store, tasks: list[Task], counts: Callable[[str | None], bool]) -> t
     return done, skips
 
 
+def _history_commit(row: Mapping[str, Any]) -> str | None:
+    history = (row.get("extra") or {}).get("history")
+    return history.get("commit") if isinstance(history, dict) else None
+
+
 def plan(campaign: Campaign, store, tasks: list[Task] | None = None) -> Plan:
     """Expand ``campaign`` (unless ``tasks`` are its expansion) and split its tasks against what
     ``store`` holds (Note [resuming])."""
     tasks = _expand(campaign) if tasks is None else tasks
-    done, skips = _stored(store, tasks, _counts_status(campaign))
+    done, skips = _stored(store, tasks, _counts_status(campaign), dict(campaign.history).get("commit"))
     result = Plan(tasks)
     for task in tasks:
         if task.unavailable:
@@ -515,6 +525,8 @@ def _stamp(task: Task, row: Mapping[str, Any], campaign: Campaign) -> dict[str, 
     extra["sweep"] = {"campaign": campaign.name, "round": task.round, "provenance": task.key,
                       "timeout_s": task.timeout_s, "memory_limit_bytes": task.memory_limit_bytes,
                       "spec": task.spec.as_dict()}
+    if campaign.history:
+        extra["history"] = dict(campaign.history)
     out["extra"] = extra
     return out
 
@@ -582,7 +594,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
                         event("claimed", task)
                         continue
                     held.add(task.claim_key)
-                    if _stored(db, [task], counts)[0][task.key] > task.occurrence:
+                    if _stored(db, [task], counts, dict(campaign.history).get("commit"))[0][task.key] > task.occurrence:
                         db.release(task.claim_key, owner)
                         held.discard(task.claim_key)
                         report.meanwhile += 1  # another sweep on this file ran it (Note [resuming])
