@@ -180,8 +180,11 @@ def _figures(frame: Any, out: Path) -> tuple[list[dict[str, str]], str]:
         return [], f"No figures: {err}."
     titles = {"epoch_time": "Median epoch time per group (whiskers: quartiles; hatched: not verified)",
               "peak_memory": "Peak memory per group", "scaling": "Epoch time against graph size"}
+    from gnnbench.results.history_figure import single_size_note
+
+    one_size = single_size_note(frame)  # one graph size: the scaling figure would be a vertical stack
     return [{"name": n, "svg": f"figures/{n}.svg", "png": f"figures/{n}.png", "title": titles[n]}
-            for n in FIGURES], ""
+            for n in FIGURES if not (n == "scaling" and one_size)], one_size or ""
 
 
 def _render(context: Mapping[str, Any]) -> str:
@@ -225,13 +228,17 @@ def build_report(data: Any, out_dir: str | os.PathLike, *, baseline: str = REFER
     comparison = compare(frame, baseline=baseline, include_unverified=include_unverified)
     records = frame_records(frame)
     figures, no_figures = _figures(frame, out) if figures else ([], "Figures were not drawn for this report.")
+    from gnnbench.results.history_figure import history_figures
+
+    history, no_history = (history_figures(frame, out / "figures") if figures
+                           else ([], "History figures were not drawn for this report."))
     context = {
         "title": title, "generated": utc_now(), "source": source, "runs_count": len(records),
         "ok_count": sum(r.get("status") == "ok" for r in records),
         "groups": _comparison_tables(comparison), "notes": comparison.table(warnings=False).notes,
         "warnings": comparison.warnings, "comparable_fields": ", ".join(COMPARABLE_FIELDS),
         "figures": figures, "no_figures": no_figures, "systems": _systems(records), "pim": _pim(records),
-        "runs": _provenance(records),
+        "runs": _provenance(records), "history": history, "no_history": no_history,
     }
     html = _render(context)
     fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".html", dir=out)

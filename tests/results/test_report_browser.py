@@ -90,3 +90,26 @@ def test_clicking_a_header_sorts(page):
     assert _column(page, "compare-0", 1) == sorted(_column(page, "compare-0", 1))
     if os.environ.get("GNNBENCH_REPORT_SCREENSHOT"):  # README's picture: see README "Report"
         page.save_screenshot(os.environ["GNNBENCH_REPORT_SCREENSHOT"])
+
+
+def test_history_figure_marks_the_slow_commit(tmp_path):
+    """The report of a three-commit history: its figure loads from file:// and names the slow commit."""
+    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (gnnbench[plot])")
+    from gnnbench.results.report import build_report
+
+    from .test_by_build import build_rows
+    from .test_regression import with_commits
+
+    driver = _browser()
+    try:
+        index = build_report(with_commits(build_rows((0.020, 0.026, 0.026))), tmp_path / "report")
+        driver.get(index.resolve().as_uri())
+        assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+        (figure,) = driver.find_elements("css selector", "#history figure.history")
+        image = figure.find_element("tag name", "img")
+        assert Path(image.get_attribute("src")).name == "history-0.svg"
+        assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", image)
+        marks = [li.text for li in figure.find_elements("css selector", "li.regression")]
+        assert marks == ["isplib gcn cora: +30% at 1abcdef [+28%, +32%]"]
+    finally:
+        driver.quit()
