@@ -336,6 +336,7 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
         m = Measurement(tuple(ts), label=name)
         results[name] = {"median_ms": m.median * 1e3, "min_ms": min(ts) * 1e3, "iqr_ms": m.iqr * 1e3,
                          "noise": m.warning, "GBps": (gathered if name in _BOUNDS else moved) / m.median / 1e9,
+                         "GFLOPs": graph.num_edges * width / m.median / 1e9,  # E*F/t (Note [spmm figures])
                          "samples_ms": [t * 1e3 for t in ts]}
     return {"width": width, "bytes_moved": moved, "results": results, "notes": notes,
             "tuning": {"chosen": tune.choices[key].label, "wall_time_s": tune.wall_time_s,

@@ -1,0 +1,155 @@
+"""Hardware bounds of this machine, measured once and cached, and SpMM figures set against them.
+
+An SpMM's time means little across machines and papers; its achieved
+bandwidth and FLOP rate, and their share of what the machine can do, do.
+:func:`machine_bounds` measures the two bounds of ``benchmarks/bench_spmm.py``
+(Note [effective bandwidth] there): STREAM triad and a random 256-byte row
+gather, on all threads, and caches them per machine; :func:`spmm_figures`
+turns one SpMM's time into GB/s, GFLOP/s and fractions of those bounds.
+
+Note [spmm figures]
+    For ``out = A x`` with ``E`` edges, ``N`` nodes and width ``F``:
+    GFLOP/s is ``E F / t`` (one multiply-add per edge and feature counted as
+    one operation, as DGL's kernel benchmarks report it, e.g. dgl PR #4048's
+    "copy_u_sum ... GFLOP/s"); bytes moved are
+    ``s (E + N + 1) + v F (E + N)`` for ``s``-byte indices and ``v``-byte
+    values (indices, indptr, gathered rows, output rows), the formula of
+    ``bench_spmm.py``. The fractions divide the achieved GB/s by the STREAM
+    and the gather bound measured on the same machine: an SpMM is a gather,
+    so the gather bound is the one it can approach.
+
+Note [bounds cache]
+    Bounds are a property of the machine, not of a run: measuring them takes
+    seconds and disturbs nothing when done once. They are cached as JSON
+    under ``$GNNBENCH_CACHE`` (default ``~/.cache/gnnbench``) in
+    ``bounds/<key>.json``, the key a hash of hostname, CPU model, CPU count
+    and thread count, so another machine, or the same one pinned to other
+    threads, measures its own.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Bounds", "machine_key", "measure_bounds", "machine_bounds", "spmm_figures", "spmm_bytes"]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Measured bounds in GB/s, and how they were measured."""
+
+    triad_GBps: float
+    gather256_GBps: float
+    threads: int
+    triad_elements: int
+    gather_rows: int
+    measured_at: str
+
+
+def machine_key(threads: int | None = None) -> str:
+    """The cache key of this machine and thread count (Note [bounds cache])."""
+    from gnnbench.run.environment import cpu_model
+
+    threads = threads or os.cpu_count() or 1
+    text = json.dumps([platform.node(), cpu_model(), os.cpu_count(), threads])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _best(fn: Callable[[], object], repeats: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _kernels():
+    import numba
+    from numba import njit, prange
+
+    @njit(parallel=True)
+    def triad(a, b, c, s):
+        for i in prange(a.shape[0]):
+            a[i] = b[i] + s * c[i]
+
+    @njit(parallel=True)
+    def gather(table, rows, out):
+        nt = out.shape[0]
+        n = rows.shape[0]
+        for t in prange(nt):
+            for k in range(t * n // nt, (t + 1) * n // nt):
+                r = rows[k]
+                for f in range(table.shape[1]):
+                    out[t, f] += table[r, f]
+
+    return triad, gather, numba
+
+
+def measure_bounds(triad_elements: int = 20_000_000, gather_rows: int = 1 << 21, threads: int | None = None,
+                   repeats: int = 5) -> Bounds:
+    """STREAM triad (``a = b + s c``, 24 bytes an element) and a random gather of 256-byte rows, best of
+    ``repeats``, on ``threads`` threads (default: all)."""
+    from gnnbench.results.store import utc_now
+
+    triad, gather, numba = _kernels()
+    if threads:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    n = triad_elements
+    a, b, c = np.empty(n), np.full(n, 1.0), np.full(n, 2.0)
+    t_triad = _best(lambda: triad(a, b, c, 3.0), repeats)
+    del a, b, c
+    table = np.random.default_rng(0).random((gather_rows, 64), dtype=np.float32)
+    rows = np.random.default_rng(1).integers(0, gather_rows, gather_rows)
+    out = np.zeros((numba.get_num_threads(), 64), dtype=np.float32)
+    t_gather = _best(lambda: gather(table, rows, out), repeats)
+    return Bounds(24 * n / t_triad / 1e9, 256 * gather_rows / t_gather / 1e9, numba.get_num_threads(), n,
+                  gather_rows, utc_now())
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("GNNBENCH_CACHE") or Path.home() / ".cache" / "gnnbench") / "bounds"
+
+
+def machine_bounds(threads: int | None = None, *, refresh: bool = False,
+                   measure: Callable[..., Bounds] = measure_bounds) -> Bounds:
+    """This machine's bounds from the cache, measured first when absent or ``refresh`` (Note [bounds cache])."""
+    path = _cache_dir() / f"{machine_key(threads)}.json"
+    if not refresh and path.is_file():
+        try:
+            return Bounds(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            pass  # a damaged cache file is measured again
+    bounds = measure(threads=threads)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(bounds)))
+    os.replace(tmp, path)
+    return bounds
+
+
+def spmm_bytes(edges: int, nodes: int, width: int, index_bytes: int = 4, value_bytes: int = 4) -> int:
+    """Bytes an SpMM moves at least: indices, indptr, gathered rows, output rows (Note [spmm figures])."""
+    return index_bytes * (edges + nodes + 1) + value_bytes * width * (edges + nodes)
+
+
+def spmm_figures(edges: int, nodes: int, width: int, seconds: float, bounds: Bounds | None = None, *,
+                 index_bytes: int = 4, value_bytes: int = 4) -> dict[str, float | None]:
+    """GB/s, GFLOP/s (``E F / t``) and the fractions of the bounds of one SpMM of ``seconds``.
+
+    Returns:
+        ``{"GBps", "GFLOPs", "of_stream", "of_gather"}``; the fractions are None without ``bounds``.
+    """
+    gbps = spmm_bytes(edges, nodes, width, index_bytes, value_bytes) / seconds / 1e9
+    return {"GBps": gbps, "GFLOPs": edges * width / seconds / 1e9,
+            "of_stream": gbps / bounds.triad_GBps if bounds else None,
+            "of_gather": gbps / bounds.gather256_GBps if bounds else None}
