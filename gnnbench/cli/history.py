@@ -29,12 +29,15 @@ def add_arguments(p) -> None:
     p.add_argument("--systems-dir", default=".", metavar="DIR",
                    help="folder inside the repository holding NAME/NAME.gnn (default: its top)")
     p.add_argument("--allow-dirty", action="store_true", help="walk even with uncommitted changes")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="try again the commits an earlier walk stored as failing")
     p.add_argument("--strict", action="store_true", help="exit 1 when a regression or a failing commit is found")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_results_option(p)
 
 
-def run(range_spec, campaign, repo=".", results=None, allow_dirty=False, systems_dir=".", stream=None):
+def run(range_spec, campaign, repo=".", results=None, allow_dirty=False, systems_dir=".", retry_failed=False,
+        stream=None):
     """Walk the range (progress lines on ``stream``) and return the :class:`~gnnbench.run.history.HistoryReport`."""
     from gnnbench.run.history import run_history
     from gnnbench.text import printable
@@ -44,7 +47,7 @@ def run(range_spec, campaign, repo=".", results=None, allow_dirty=False, systems
             print(f"[{index + 1}/{total}] {printable(outcome.describe())}", file=stream, flush=True)
 
     return run_history(range_spec, campaign, repo=repo, results=results, allow_dirty=allow_dirty,
-                       systems_dir=systems_dir, on_commit=progress)
+                       systems_dir=systems_dir, retry_failed=retry_failed, on_commit=progress)
 
 
 def main(args) -> int:
@@ -53,7 +56,7 @@ def main(args) -> int:
     from gnnbench.text import printable
 
     report = run(args.range, args.campaign, args.repo, args.results, args.allow_dirty, args.systems_dir,
-                 stream=None if args.json else sys.stderr)
+                 args.retry_failed, stream=None if args.json else sys.stderr)
     shas = {o.commit.sha for o in report.outcomes}
     frame = load_results(report.results)
     mine = [isinstance(e, dict) and (e.get("history") or {}).get("commit") in shas for e in frame["extra"]]

@@ -24,14 +24,16 @@ Note [build order]
     that commit's place in the walk (``extra.history.index``), which wins
     over the timestamp, and the build is labelled by the commit. Two commits
     with the same ``system_hash`` (a commit that left the kernels alone, or
-    one that reverted them) are two points of the history: a build is a
-    ``(system_hash, commit)`` pair (:func:`build_key`).
+    one that reverted them) are two points of the history, and every row of
+    one commit is that commit's build, a failed row of a broken commit (which
+    has no hash) included: a build is its history commit where there is one,
+    else its ``system_hash`` (:func:`build_key`).
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gnnbench.errors import UserError
@@ -67,10 +69,14 @@ class Build:
         return f"{self.system}#{(self.system_hash or 'unknown')[:8]}"
 
 
-def build_key(row) -> tuple[str | None, str | None]:
-    """``(system_hash, history commit)``: what tells one build of a system from another (Note [build order])."""
+def build_key(row) -> tuple[str, str | None]:
+    """What tells one build of a system from another (Note [build order]): the history commit of a row
+    ``gnnbench history`` stored (a failed row of a broken commit has no hash), else its ``system_hash``."""
+    commit = history_of(row.get("extra")).get("commit")
+    if commit:
+        return "commit", commit
     h = row.get("system_hash")
-    return (h if isinstance(h, str) else None), history_of(row.get("extra")).get("commit")
+    return "hash", (h if isinstance(h, str) else None)
 
 
 def builds_of(frame, system: str) -> list[Build]:
@@ -82,9 +88,18 @@ def builds_of(frame, system: str) -> list[Build]:
         h = history_of(row.get("extra"))
         key = build_key(row)
         order = (h.get("index", float("inf")), str(row.get("timestamp")), row.get("id") or 0, position)
-        if key not in first or order < first[key].order:
-            first[key] = Build(system, key[0], order, key[1], h.get("subject"))
+        known = first.get(key)
+        digest = row.get("system_hash") if isinstance(row.get("system_hash"), str) else None
+        if known is None or order < known.order:
+            first[key] = Build(system, digest or (known.system_hash if known else None), order, h.get("commit"),
+                               h.get("subject"))
+        elif known.system_hash is None and digest:
+            first[key] = replace(known, system_hash=digest)
     return sorted(first.values(), key=lambda b: b.order)
+
+
+def _key_of(build: Build) -> tuple[str, str | None]:
+    return ("commit", build.commit) if build.commit else ("hash", build.system_hash)
 
 
 def _pick(builds: list[Build], prefix: str | None, system: str) -> Build:
@@ -183,7 +198,7 @@ def compare_builds(frame, system: str, baseline_build: str | None = None,
         raise UserError(f"no stored runs of system {system!r}; stored systems are {known}")
     builds = builds_of(frame, system)
     base = _pick(builds, baseline_build, system)
-    label = {(b.system_hash, b.commit): b.label for b in builds}
+    label = {_key_of(b): b.label for b in builds}
     rows["system"] = [label[build_key({"system_hash": h, "extra": e})]
                       for h, e in zip(rows["system_hash"], rows["extra"])]
     c = compare(rows, baseline=base.label, group_by=group_by, include_unverified=True, factor=factor,

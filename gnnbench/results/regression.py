@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gnnbench.results.by_build import Build, build_key, builds_of
+from gnnbench.results.by_build import Build, _key_of, build_key, builds_of
 from gnnbench.results.compare import MIN_SAMPLES, _difference, bootstrap_speedup
 from gnnbench.run.measurement import Measurement
 
@@ -102,7 +102,7 @@ def series_of(frame) -> list[Series]:
     out = []
     for system in sorted({s for s in frame["system"] if isinstance(s, str)}):
         builds = builds_of(frame, system)
-        rank = {(b.system_hash, b.commit): i for i, b in enumerate(builds)}
+        rank = {_key_of(b): i for i, b in enumerate(builds)}
         latest: dict[tuple, dict[Any, dict]] = {}
         for row in frame_records(frame[frame["system"] == system]):
             key = tuple(row.get(k) for k in KEY)

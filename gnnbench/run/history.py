@@ -25,7 +25,9 @@ Note [failing commits]
     that cannot be generated, an unknown system) or whose worker dies stores
     one ``failed`` row per configuration of its campaign, the reason in
     ``error`` and ``extra.history.broken = true``, and the walk goes on. A
-    rerun does not try a broken commit again. A *campaign* that does not
+    rerun does not try a broken commit again unless asked (``retry_failed``,
+    ``gnnbench history --retry-failed``: the cause may have been the
+    environment). A *campaign* that does not
     parse at some commit is different: it is bad input, not a measurement,
     so every commit's campaign is read before anything runs and the first
     that fails is one line naming the commit (exit status 2), with nothing
@@ -208,7 +210,7 @@ def _stored_broken(store_path: Path, sha: str) -> bool:
 
 def run_history(range_spec: str, campaign: str | os.PathLike, *, repo: str | os.PathLike = ".",
                 results: str | os.PathLike | None = None, allow_dirty: bool = False, systems_dir: str = ".",
-                on_commit: Callable[[int, int, CommitOutcome], None] | None = None) -> HistoryReport:
+                retry_failed: bool = False, on_commit: Callable[[int, int, CommitOutcome], None] | None = None) -> HistoryReport:
     """Run ``campaign`` at each commit of ``range_spec`` and store every row in one store.
 
     Args:
@@ -220,6 +222,7 @@ def run_history(range_spec: str, campaign: str | os.PathLike, *, repo: str | os.
             ``results/gnnbench.sqlite``).
         allow_dirty (bool): walk even with uncommitted changes (default: False).
         systems_dir (str): the folder inside the repository that holds ``NAME/NAME.gnn`` (default: its top).
+        retry_failed (bool): try again commits an earlier walk stored as failing (default: False).
         on_commit (callable, optional): called with (index, total, outcome) after each commit.
 
     Raises:
@@ -241,7 +244,7 @@ def run_history(range_spec: str, campaign: str | os.PathLike, *, repo: str | os.
         differ = _dependencies_differ(root, commit)
         stamp = {"commit": commit.sha, "index": index, "subject": commit.subject, "repo": str(root),
                  "dependencies_differ": list(differ)}
-        if _stored_broken(store_path, commit.sha):
+        if not retry_failed and _stored_broken(store_path, commit.sha):
             outcome = CommitOutcome(commit, "failed", error="stored as failing by an earlier walk",
                                     dependencies_differ=differ)
         else:
@@ -261,7 +264,7 @@ def _measure(root: Path, commit: Commit, campaign, stamp: dict, store_path: Path
         _git(root, "worktree", "add", "--detach", "--quiet", str(tree), commit.sha,
              what=f"cannot check out {commit.short}")
         rel = _relative(root, campaign_path)
-        job = {"tree": str(tree), "systems_dir": systems_dir, "store": str(store_path.resolve()),
+        job = {"tree": str(tree), "repo": str(root), "systems_dir": systems_dir, "store": str(store_path.resolve()),
                "campaign": str(tree / rel) if rel else str(Path(campaign_path).resolve()), "history": stamp}
         (folder / "job.json").write_text(json.dumps(job))
         proc = subprocess.run([sys.executable, "-m", "gnnbench.run.history", str(folder / "job.json")],
@@ -299,6 +302,14 @@ def _store_broken(campaign, stamp: dict, store_path: Path, error: str) -> None:
         store.insert_many(rows)
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder)
+        return True
+    except (ValueError, OSError):
+        return False
+
+
 def _work(job_path: Path) -> None:
     """The worker: one commit's campaign, swept in this fresh process (Note [history rows])."""
     from gnnbench.dsl.spec import SpecError
@@ -306,8 +317,12 @@ def _work(job_path: Path) -> None:
 
     job = json.loads(job_path.read_text())
     systems = Path(job["tree"]) / job["systems_dir"]
-    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(
-        [str(systems), *filter(None, os.environ.get("GNNBENCH_SYSTEMS_PATH", "").split(os.pathsep))])
+    # the repository's own checkout may be on the path (the author's everyday setting): its systems would
+    # shadow the commit's under the same names, so every entry inside the repository is dropped
+    repo = Path(job["repo"]).resolve()
+    others = [p for p in os.environ.get("GNNBENCH_SYSTEMS_PATH", "").split(os.pathsep)
+              if p and not _inside(Path(p), repo)]
+    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join([str(systems), *others])
     summary = job_path.parent / "summary.json"
     stamp = job["history"]
     campaign = load_campaign(job["campaign"])
