@@ -161,11 +161,11 @@ class BuildComparison:
             rows.append([r.mark, *(r.group.get(g) for g in c.group_by), r.system, time, speedup,
                          f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else ""])
         notes = [
-            f"Epoch time: median in {unit} over the timed epochs. Speedup: {self.what} median / this median "
-            f"(above 1 is faster); {c.confidence:.0%} CI by bootstrap of the ratio of medians.",
-            f"Marks: - faster, + slower (beyond {c.factor:g}x and CI excludes 1), ~ beyond {c.factor:g}x but not "
-            f"significant, ! run did not succeed, x not comparable (a machine or problem field differs). "
-            f"Unverified runs are included (Note [builds are compared unverified]).",
+            (f"Epoch time: median in {unit} over the timed epochs. Speedup: {self.what} median / this median "
+             f"(above 1 is faster); {c.confidence:.0%} CI by bootstrap of the ratio of medians."),
+            (f"Marks: - faster, + slower (beyond {c.factor:g}x and CI excludes 1), ~ beyond {c.factor:g}x but not "
+             f"significant, ! run did not succeed, x not comparable (a machine or problem field differs). "
+             f"Unverified runs are included (Note [builds are compared unverified])."),
         ]
         return Table(header, rows, [False] * (len(c.group_by) + 2) + [True] * 3, notes=notes)
 

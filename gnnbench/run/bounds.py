@@ -95,6 +95,11 @@ def _kernels():
     return triad, gather, numba
 
 
+def _triad_time(triad, n: int, repeats: int) -> float:
+    a, b, c = np.empty(n), np.full(n, 1.0), np.full(n, 2.0)
+    return _best(lambda: triad(a, b, c, 3.0), repeats)
+
+
 def measure_bounds(triad_elements: int = 20_000_000, gather_rows: int = 1 << 21, threads: int | None = None,
                    repeats: int = 5) -> Bounds:
     """STREAM triad (``a = b + s c``, 24 bytes an element) and a random gather of 256-byte rows, best of
@@ -105,9 +110,7 @@ def measure_bounds(triad_elements: int = 20_000_000, gather_rows: int = 1 << 21,
     if threads:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     n = triad_elements
-    a, b, c = np.empty(n), np.full(n, 1.0), np.full(n, 2.0)
-    t_triad = _best(lambda: triad(a, b, c, 3.0), repeats)
-    del a, b, c
+    t_triad = _triad_time(triad, n, repeats)  # its arrays are freed before the gather's table is made
     table = np.random.default_rng(0).random((gather_rows, 64), dtype=np.float32)
     rows = np.random.default_rng(1).integers(0, gather_rows, gather_rows)
     out = np.zeros((numba.get_num_threads(), 64), dtype=np.float32)

@@ -119,7 +119,8 @@ class HistoryReport:
 
 def _git(repo: Path, *args: str, what: str | None = None) -> str:
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60,
+                              check=False)
     except FileNotFoundError:
         raise UserError("gnnbench history needs git on PATH") from None
     if proc.returncode != 0:
@@ -268,7 +269,7 @@ def _measure(root: Path, commit: Commit, campaign, stamp: dict, store_path: Path
                "campaign": str(tree / rel) if rel else str(Path(campaign_path).resolve()), "history": stamp}
         (folder / "job.json").write_text(json.dumps(job))
         proc = subprocess.run([sys.executable, "-m", "gnnbench.run.history", str(folder / "job.json")],
-                              capture_output=True, text=True, cwd=str(tree))
+                              capture_output=True, text=True, cwd=str(tree), check=False)
         summary = folder / "summary.json"
         if proc.returncode != 0 or not summary.exists():
             tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
@@ -277,8 +278,8 @@ def _measure(root: Path, commit: Commit, campaign, stamp: dict, store_path: Path
             return CommitOutcome(commit, "failed", error=error)
         data = json.loads(summary.read_text())
     finally:
-        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], capture_output=True)
-        subprocess.run(["git", "-C", str(root), "worktree", "prune"], capture_output=True)
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], capture_output=True, check=False)
+        subprocess.run(["git", "-C", str(root), "worktree", "prune"], capture_output=True, check=False)
         shutil.rmtree(folder, ignore_errors=True)
     if data.get("error"):
         return CommitOutcome(commit, "failed", error=data["error"])

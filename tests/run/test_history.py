@@ -17,7 +17,6 @@ import pytest
 from gnnbench.cli import main as cli
 from gnnbench.results.frame import load_results
 from gnnbench.results.regression import find_regressions, series_of
-from gnnbench.results.store import ResultsStore
 
 TINY = "sbm:nodes=200,classes=2,features=8,degree=4"
 SPEC = textwrap.dedent("""\
@@ -111,7 +110,7 @@ def test_history_finds_the_slow_commit(tmp_path, capsys):
 
 
 def test_a_broken_commit_is_a_stored_failure_and_the_walk_goes_on(tmp_path, capsys):
-    repo, shas = make_repo(tmp_path, delays=(0.0,))
+    repo, _ = make_repo(tmp_path, delays=(0.0,))
     (repo / "histsys" / "histsys.gnn").write_text(SPEC.replace("provides spmm_sum", "provides spmm_sum,,"))
     git(repo, "commit", "-q", "-am", "broken spec")
     (repo / "histsys" / "histsys.gnn").write_text(SPEC)
