@@ -30,6 +30,7 @@ COMMANDS = {
     "report": "report",
     "regressions": "regressions",
     "history": "history",
+    "bounds": "bounds",
 }
 
 

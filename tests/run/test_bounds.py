@@ -43,3 +43,19 @@ def test_bounds_are_cached_per_machine_and_threads(tmp_path, monkeypatch):
 def test_measured_bounds_are_positive():
     b = measure_bounds(triad_elements=200_000, gather_rows=1 << 14, threads=1, repeats=2)
     assert b.triad_GBps > 0 and b.gather256_GBps > 0 and b.threads == 1
+
+
+def test_cli_shows_the_cached_bounds(tmp_path, monkeypatch, capsys):
+    import json
+
+    from gnnbench.cli import main as cli
+
+    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path))
+    path = tmp_path / "bounds" / f"{machine_key(2)}.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(FAKE.__dict__))
+    assert cli(["bounds", "--threads", "2"]) == 0
+    assert capsys.readouterr().out == ("STREAM triad 20.0 GB/s, random 256-byte gather 10.0 GB/s on 2 threads "
+                                       "(measured 2026-01-01T00:00:00+00:00; Note [spmm figures] in "
+                                       "gnnbench/run/bounds.py)\n")
+    assert cli(["bounds", "--threads", "0"]) == 2
