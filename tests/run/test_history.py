@@ -8,6 +8,7 @@ and `compare --by build --strict` exits 1.
 """
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import textwrap
 from pathlib import Path
@@ -103,6 +104,11 @@ def test_history_finds_the_slow_commit(tmp_path, capsys):
     assert str(step) in captured.out
     assert cli(["compare", "--by", "build", "--system", "histsys", "--results", str(db), "--strict"]) == 1
     assert f"histsys@{shas[1][:7]}" in capsys.readouterr().out
+    if importlib.util.find_spec("matplotlib"):  # the report's history marks the commit (in Chromium:
+        from gnnbench.results.report import build_report  # tests/results/test_report_browser.py)
+
+        html = build_report(rows, tmp_path / "report").read_text()
+        assert f'<li class="slower regression">{step}</li>' in html
 
     assert cli(argv) == 0  # every commit already measured with the same provenance: nothing runs again
     assert capsys.readouterr().err.count("already stored (1 runs)") == 3
