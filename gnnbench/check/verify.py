@@ -14,7 +14,7 @@ Three parts, all against ``reference``:
 
 The outcome is stored with the system's version and hash
 (``ResultsStore.record_verification``); ``gnnbench run`` and ``compare`` mark
-rows by it (:mod:`gnnbench.check.status`). A partial run (``operator=...``)
+rows by it (:mod:`gnnbench.results.status`). A partial run (``operator=...``)
 is recorded only when it fails: passing one operator does not verify a system.
 """
 from __future__ import annotations

@@ -28,7 +28,7 @@ Note [marks]
     :mod:`gnnbench.results.frame`): the speedup sets a model beside
     measurements, one figure without a confidence interval, and a run whose
     times are a simulation's wall time shows no time and no speedup at all. A time cell gets ``(! XX%)`` when the measurement is
-    noisy (Note [noise threshold] in :mod:`gnnbench.run.measurement`).
+    noisy (Note [noise threshold] in :mod:`gnnbench.core.measurement`).
 
 Note [comparable runs]
     A ratio of two epoch times means something only when both runs had the same
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.run.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.results.tables import FORMATS, Table, fmt_number
 
 __all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
@@ -118,7 +118,7 @@ class SystemResult:
     Attributes:
         group: the ``group_by`` fields and their values.
         median_s, iqr_s: epoch time statistics in seconds, from the run's
-            :class:`~gnnbench.run.measurement.Measurement` (``samples`` counts them).
+            :class:`~gnnbench.core.measurement.Measurement` (``samples`` counts them).
         noisy: IQR / median passes the noise threshold.
         speedup, ci_low, ci_high: baseline median / this median and its CI;
             ``None`` when no claim is made (``note`` says why).
@@ -255,7 +255,7 @@ def compare(data: Any, baseline: str = REFERENCE,
     is used (:func:`latest_runs`). Training epochs and inference passes are
     never compared: when the data holds an inference run, ``mode`` joins the
     group fields. Its median epoch time comes from its raw
-    ``epoch_times`` (:class:`~gnnbench.run.measurement.Measurement`); the speedup is
+    ``epoch_times`` (:class:`~gnnbench.core.measurement.Measurement`); the speedup is
     ``baseline median / system median`` with a percentile bootstrap CI of that
     ratio of medians (:func:`bootstrap_speedup`, seeded). Speedups are claimed
     only for verified systems (Note [claims need verification]) whose run is

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from gnnbench.errors import UserError
-from gnnbench.run.measurement import Measurement
+from gnnbench.core.measurement import Measurement
 
 __all__ = ["plot", "FIGURES"]
 
@@ -68,7 +68,7 @@ def _latest_ok(data: Any) -> dict[tuple, dict[str, Mapping[str, Any]]]:
 
 
 def _quartiles(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """(q1, median, q3) of the epoch times (:class:`~gnnbench.run.measurement.Measurement`), the modeled
+    """(q1, median, q3) of the epoch times (:class:`~gnnbench.core.measurement.Measurement`), the modeled
     figure three times for a modeled run, or None."""
     if (row.get("timing") or "measured") == "modeled":
         return (float(row["modeled_time_s"]),) * 3

@@ -125,7 +125,7 @@ from gnnbench.run.events import RunEvent, stderr_lines
 from gnnbench.errors import UserError
 from gnnbench.runtime.kernel_clock import measuring
 from gnnbench.run.jit_clock import CompileClock
-from gnnbench.run.measurement import Measurement
+from gnnbench.core.measurement import Measurement
 from gnnbench.run.record import run_record
 from gnnbench.results.store import utc_now
 

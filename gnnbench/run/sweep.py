@@ -540,7 +540,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
     from gnnbench.run.executors import get_executor
     from gnnbench.run.runner import failure_row
     from gnnbench.results.store import ResultsStore, default_results_path
-    from gnnbench.check.status import verification_status
+    from gnnbench.results.status import verification_status
 
     path = store_path or campaign.results or default_results_path()
     if dry_run and not Path(path).exists():
