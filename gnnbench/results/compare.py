@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.results.row import COMPARABLE_FIELDS
 from gnnbench.results.tables import FORMATS, Table, fmt_number
 
 __all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
@@ -54,7 +55,6 @@ __all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERE
 
 REFERENCE = "reference"
 MIN_SAMPLES = 3  # below this a bootstrap interval is degenerate; no significance is claimed
-COMPARABLE_FIELDS = ("device", "cpu_model", "threads", "allocator", "dataset_nodes", "dataset_edges")
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
 
 

@@ -120,13 +120,14 @@ import numpy as np
 
 from gnnbench.run.allocator import huge_page_bytes, loaded_allocator, numpy_hugepage_advice
 from gnnbench.run.config import MODES, SELECTIONS, RunConfig
-from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
+from gnnbench.run.environment import PeakMemory, cpu_model, machine_info
 from gnnbench.run.events import RunEvent, stderr_lines
 from gnnbench.errors import UserError
 from gnnbench.runtime.kernel_clock import measuring
 from gnnbench.run.jit_clock import CompileClock
 from gnnbench.core.measurement import Measurement
 from gnnbench.run.record import run_record
+from gnnbench.results.row import PHASES
 from gnnbench.results.store import utc_now
 
 __all__ = ["TaskSpec", "RunConfig", "train", "resolve_hyperparameters", "stored_hyperparameters", "MODES",
@@ -182,6 +183,20 @@ class _Phases:
     lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
     losses: list[float] = field(default_factory=list)
 
+    def columns(self) -> dict[str, Any]:
+        """Each timed phase's columns (:data:`~gnnbench.results.row.PHASES`): median, spread, raw samples."""
+        out: dict[str, Any] = {}
+        for name, cols in PHASES.items():
+            samples = getattr(self, name)
+            if not samples:
+                continue  # a phase this run does not time stays null
+            m = Measurement(tuple(samples))
+            out[cols["samples"]] = samples
+            out[cols["median"]] = m.median
+            if "iqr" in cols:
+                out[cols["iqr"]] = m.iqr
+        return out
+
     def kernel_breakdown(self) -> dict[str, float]:
         """Median seconds per epoch of each kernel (0 in epochs that did not call it)."""
         names = sorted({name for epoch in self.kernel_by_name for name in epoch})
@@ -209,7 +224,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.datasets import load_dataset
     from gnnbench.datasets.objective import Objective
     from gnnbench.frameworks import get_frontend
-    from gnnbench.runtime.registry import system_hash, system_info
+    from gnnbench.runtime.registry import system_info
 
     started = utc_now()
     info = system_info(spec.system)
@@ -321,32 +336,15 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
         from gnnbench.runtime.fallback import fallback_summary
 
         extra["fallback"] = fallback_summary(bound, phases.lent, phases.kernel)
-    epoch_m = Measurement(tuple(phases.epoch))
     described = dataset.describe()
+    # identity columns (system, model, hyperparameters, ...) come from the configuration (run_record)
     return run_record(spec, "ok", timestamp=started, measured={
-        "system": spec.system,
-        "system_version": info.version,
-        "system_hash": system_hash(spec.system),
-        "model": spec.model,
-        "hyperparameters": stored_hyperparameters(spec, hyper),
-        "dataset": dataset.name,
+        **phases.columns(),
         "dataset_nodes": described["nodes"],
         "dataset_edges": graph.num_edges,
         "dataset_features": described["features"],
-        "framework": spec.framework,
         "framework_version": F.version,
-        "device": spec.device,
-        "seed": spec.seed,
-        "threads": spec.threads,
-        "allocator": loaded_allocator(),
-        "epochs": hyper.epochs,
-        "warmup": spec.warmup,
-        "epoch_time_median_s": epoch_m.median,
-        "epoch_time_iqr_s": epoch_m.iqr,
-        "forward_median_s": Measurement(tuple(phases.forward)).median,
-        "backward_median_s": Measurement(tuple(phases.backward)).median if phases.backward else None,
-        "optimizer_median_s": Measurement(tuple(phases.optimizer)).median if phases.optimizer else None,
-        "kernel_median_s": Measurement(tuple(phases.kernel)).median if phases.kernel else None,
+        "allocator": loaded_allocator(),  # the one the process loaded, which the identity can only predict
         "prepare_time_s": prepare_s,
         "tune_time_s": tuning.seconds,
         "peak_memory_bytes": peak,
@@ -355,14 +353,8 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
         "test_accuracy": accuracy["test"],
         "first_loss": phases.losses[0] if phases.losses else None,
         "final_loss": phases.losses[-1] if phases.losses else None,
-        "epoch_times": phases.epoch,
-        "forward_times": phases.forward,
-        "backward_times": phases.backward or None,
-        "optimizer_times": phases.optimizer or None,
-        "kernel_times": phases.kernel or None,
         "cpu_model": cpu_model(),
         "machine": machine_info(spec.device),
-        "git_commit": git_commit(),
         "extra": extra,
     })
 

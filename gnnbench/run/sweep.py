@@ -65,6 +65,7 @@ from typing import Any
 
 from gnnbench.run.config import RunConfig, config_fields, make_config, parse_memory
 from gnnbench.errors import UserError
+from gnnbench.results.row import PROVENANCE_FIELDS
 
 __all__ = [
     "Matrix", "Campaign", "Task", "Plan", "SweepEvent", "SweepReport", "PROVENANCE_FIELDS",
@@ -72,8 +73,6 @@ __all__ = [
     "split_datasets", "plan", "run_sweep",
 ]
 
-PROVENANCE_FIELDS = ("system", "system_hash", "model", "dataset", "framework", "device", "seed", "threads",
-                     "allocator", "hyperparameters", "epochs", "git_commit")
 _FAILED = ("failed", "timeout", "oom", "crashed")
 #: the interleaving order of sweep axes, outermost first (Note [sweep order]); other sweepable fields
 #: go before ``system``, which is innermost
