@@ -209,10 +209,10 @@ def _fallback_settings(system, profile, framework, device, guard) -> dict[str, A
 # ----------------------------------------------------------------- end-to-end parity
 @lru_cache(maxsize=None)
 def _reference_row(model: str, dataset: str, epochs: int, dtype: str, framework: str) -> tuple[float, float]:
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
 
     with _torch_threads(1):
-        row = train(TaskSpec("reference", model, dataset, framework=framework, epochs=epochs, warmup=1, dtype=dtype))
+        row = train(RunConfig("reference", model, dataset, framework=framework, epochs=epochs, warmup=1, dtype=dtype))
     return row["first_loss"], row["test_accuracy"]
 
 
@@ -225,7 +225,7 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
     depends on. A model needing an operator the system lacks is skipped with
     that reason, unless ``fallback`` lends it (the row then names what was borrowed).
     """
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
     from gnnbench.runtime.registry import load_system, system_info
 
     tol = E2E_TOLERANCE[dtype]
@@ -239,7 +239,7 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
         begin = time.perf_counter()
         try:
             with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or _current_threads()):
-                got = train(TaskSpec(system, model, dataset, framework=framework, device=device, epochs=epochs,
+                got = train(RunConfig(system, model, dataset, framework=framework, device=device, epochs=epochs,
                                      warmup=1, dtype=dtype, fallback=fallback))
         except UnavailableError as err:
             row.status, row.reason = "skipped", str(err).split(";")[0]
