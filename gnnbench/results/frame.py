@@ -131,7 +131,7 @@ def load_results(path: str | os.PathLike | None = None, **filters: Any) -> "pd.D
             ``$GNNBENCH_RESULTS`` or ``results/gnnbench.sqlite``).
         **filters: as :meth:`gnnbench.results.store.ResultsStore.rows`: ``field=value``,
             ``field=None`` for null, or a list of values, e.g.
-            ``load_results(dataset="cora", system=["reference", "isplib"])``.
+            ``load_results(dataset="cora", system=["reference", "dgl"])``.
 
     Returns:
         A ``pandas.DataFrame`` with the columns of ``docs/results-schema.md``
