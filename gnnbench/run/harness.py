@@ -191,6 +191,13 @@ class _Phases:
                 out[cols["iqr"]] = m.iqr
         return out
 
+    def add_kernels(self, kernels) -> None:
+        """Record one timed epoch's kernel clock (Note [kernel time]); nothing when kernels are not timed."""
+        if kernels is not None:
+            self.kernel.append(kernels.total)
+            self.kernel_by_name.append(dict(kernels.seconds))
+            self.lent.append(kernels.lent_total)
+
     def kernel_breakdown(self) -> dict[str, float]:
         """Median seconds per epoch of each kernel (0 in epochs that did not call it)."""
         names = sorted({name for epoch in self.kernel_by_name for name in epoch})
@@ -310,10 +317,7 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
             phases.backward.append(t2 - t1)
             phases.optimizer.append(t3 - t2)
             phases.epoch.append(t3 - t0)
-            if kernels is not None:
-                phases.kernel.append(kernels.total)
-                phases.kernel_by_name.append(dict(kernels.seconds))
-                phases.lent.append(kernels.lent_total)
+            phases.add_kernels(kernels)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         tuning.after_epoch(epoch, t3 - t0)
         if spec.selection == "best_val" and epoch < hyper.epochs - 1:
@@ -340,10 +344,7 @@ def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phas
         if step >= spec.warmup:
             phases.forward.append(t1 - t0)
             phases.epoch.append(t1 - t0)
-            if kernels is not None:
-                phases.kernel.append(kernels.total)
-                phases.kernel_by_name.append(dict(kernels.seconds))
-                phases.lent.append(kernels.lent_total)
+            phases.add_kernels(kernels)
         report(RunEvent("epoch", step + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         tuning.after_epoch(step, t1 - t0)
     final = evaluate()
