@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench.core.oracle import REFERENCE
 from gnnbench.check.conformance import E2E_TOLERANCE, TOLERANCES, CaseResult, _nullcontext, _torch_threads, compare, guarded
 from gnnbench.errors import UnavailableError, UserError
 from gnnbench.check.isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
@@ -212,7 +213,7 @@ def _reference_row(model: str, dataset: str, epochs: int, dtype: str, framework:
     from gnnbench.run.harness import RunConfig, train
 
     with _torch_threads(1):
-        row = train(RunConfig("reference", model, dataset, framework=framework, epochs=epochs, warmup=1, dtype=dtype))
+        row = train(RunConfig(REFERENCE, model, dataset, framework=framework, epochs=epochs, warmup=1, dtype=dtype))
     return row["first_loss"], row["test_accuracy"]
 
 
@@ -230,7 +231,7 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
 
     tol = E2E_TOLERANCE[dtype]
     glue = load_system(system, framework, device)
-    if framework not in system_info("reference").frameworks:
+    if framework not in system_info(REFERENCE).frameworks:
         return [CaseResult("end-to-end", "skipped", reason=f"reference has no {framework} glue to compare with")]
     rows = []
     for model in models:

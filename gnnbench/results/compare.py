@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench.core.oracle import REFERENCE
 from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.results.row import COMPARABLE_FIELDS
 from gnnbench.results.tables import FORMATS, Table, fmt_number
@@ -53,7 +54,6 @@ from gnnbench.results.tables import FORMATS, Table, fmt_number
 __all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
            "latest_runs"]
 
-REFERENCE = "reference"
 MIN_SAMPLES = 3  # below this a bootstrap interval is degenerate; no significance is claimed
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
 
