@@ -58,8 +58,13 @@ MIN_SAMPLES = 3  # below this a bootstrap interval is degenerate; no significanc
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
 
 
-def bootstrap_speedup(baseline: Sequence[float], samples: Sequence[float], *, resamples: int = 2000,
-                      confidence: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+#: compare's defaults, stated once: the factor beyond which a speedup is marked, the bootstrap's resamples
+#: and confidence level, its seed (Note [marks])
+FACTOR, RESAMPLES, CONFIDENCE, SEED = 1.1, 2000, 0.95, 0
+
+
+def bootstrap_speedup(baseline: Sequence[float], samples: Sequence[float], *, resamples: int = RESAMPLES,
+                      confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float, float]:
     """Speedup ``median(baseline) / median(samples)`` and its percentile bootstrap CI.
 
     ``scipy.stats.bootstrap`` resamples the two samples independently (unpaired)
@@ -169,9 +174,9 @@ class Comparison:
     baseline: str
     group_by: tuple[str, ...]
     include_unverified: bool = False
-    factor: float = 1.1
-    resamples: int = 2000
-    confidence: float = 0.95
+    factor: float = FACTOR
+    resamples: int = RESAMPLES
+    confidence: float = CONFIDENCE
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -247,8 +252,8 @@ class Comparison:
 
 def compare(data: Any, baseline: str = REFERENCE,
             group_by: Sequence[str] = ("dataset", "model", "framework"), include_unverified: bool = False,
-            *, factor: float = 1.1, resamples: int = 2000, confidence: float = 0.95,
-            seed: int = 0) -> Comparison:
+            *, factor: float = FACTOR, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+            seed: int = SEED) -> Comparison:
     """Pivots stored runs into a :class:`Comparison` against ``baseline``.
 
     Per group of ``group_by`` and system, the latest run (by timestamp, then id)
