@@ -30,7 +30,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from gnnbench.run.environment import cpu_model  # noqa: F401  (re-exported for the scripts)
-from gnnbench.run.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
@@ -104,7 +104,7 @@ def ok(row: Mapping[str, Any] | None) -> bool:
 
 
 def epoch_ms(row: Mapping[str, Any] | None, digits: int = 1) -> str:
-    """The median epoch time in ms with its noise mark (:class:`~gnnbench.run.measurement.Measurement`);
+    """The median epoch time in ms with its noise mark (:class:`~gnnbench.core.measurement.Measurement`);
     the status for a failed run, ``-`` for none."""
     if row is None:
         return "-"
@@ -245,7 +245,7 @@ def pool_rounds(frame):
         benchmarks/probe_noise.py), so a campaign repeats its configurations
         in interleaved rounds. A configuration's row then holds the timed
         epochs of all its successful rounds, so its median and IQR
-        (:class:`~gnnbench.run.measurement.Measurement`) are over every epoch
+        (:class:`~gnnbench.core.measurement.Measurement`) are over every epoch
         of every round: the spread between rounds shows as spread, not as
         a difference between systems. Per-run figures (prepare, tuning, peak
         memory and what the loop held, ``extra.held_bytes``) are the median
@@ -255,7 +255,7 @@ def pool_rounds(frame):
     import numpy as np
     import pandas as pd
 
-    from gnnbench.run.measurement import Measurement
+    from gnnbench.core.measurement import Measurement
 
     pooled = []
     for _, group in frame.groupby("provenance", sort=False):

@@ -14,7 +14,7 @@ is the framework's: its dense ops, its autograd, its allocator and its
 per-op overhead.
 
 Columns: median epoch time (forward + backward + optimizer, warm-up epochs
-excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.run.measurement`), the
+excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.core.measurement`), the
 TensorFlow/PyTorch ratio, peak resident memory above the pre-training
 baseline (see Note [peak memory] in :mod:`gnnbench.run.environment`) and final
 test accuracy. A system that does not implement an operator the model needs

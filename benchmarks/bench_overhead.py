@@ -22,7 +22,7 @@ system), or the library's layers and autograd Functions (native). Their
 ratio is the framework's own overhead, in time and in peak memory.
 
 Columns: median epoch time (forward + backward + optimizer, warm-up epochs
-excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.run.measurement`), peak resident
+excluded; ``(! XX%)`` flags a noisy measurement, see :mod:`gnnbench.core.measurement`), peak resident
 memory above the pre-training baseline (Note [peak memory] in
 :mod:`gnnbench.run.environment`), and final test accuracy. The default graph is
 ``rmat`` with 2^15 nodes and 1M edges (the issue's 2^17 nodes / 4M edges with

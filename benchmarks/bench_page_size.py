@@ -120,7 +120,7 @@ def measure(dataset: str, rounds: int, width: int = 64) -> dict:
             t0 = time.perf_counter()
             call(x, i)
             samples[key].append(time.perf_counter() - t0)
-    from gnnbench.run.measurement import Measurement
+    from gnnbench.core.measurement import Measurement
 
     rows = []
     for (xk, ik), ts in samples.items():

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 import torch
 
-from gnnbench.run.measurement import Measurement
+from gnnbench.core.measurement import Measurement
 from gnnbench.runtime.graph import Graph
 from gnnbench.systems.pim.costmodel import estimate
 from gnnbench.systems.pim.execute import aggregate, quantize_weights, x_levels

@@ -96,7 +96,7 @@ import scipy.sparse as sp
 import torch
 from numba import njit, prange
 
-from gnnbench.run.measurement import Measurement
+from gnnbench.core.measurement import Measurement
 from gnnbench.runtime.graph import Graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path

@@ -40,7 +40,7 @@ from numba import njit, prange
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import ROOT, Table, out_path, provenance, write_results  # noqa: E402
 
-from gnnbench.run.measurement import Measurement  # noqa: E402
+from gnnbench.core.measurement import Measurement  # noqa: E402
 
 DEGREE = 32  # gathers summed into one output row
 

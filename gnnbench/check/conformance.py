@@ -51,6 +51,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
+from gnnbench.core.oracle import REFERENCE
 from gnnbench.frameworks import torch_runtime
 from gnnbench.runtime.graph import Graph
 
@@ -571,7 +572,7 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
     from gnnbench.runtime.registry import load_system, system_info
 
     info = system_info(system)
-    sys_glue, ref_glue = load_system(system, framework, device), load_system("reference")
+    sys_glue, ref_glue = load_system(system, framework, device), load_system(REFERENCE)
     options = verification_options(sys_glue)
     dtype = dtype or system_float_dtype(info.spec_path)
     guard = guard and guard_supported(sys_glue)

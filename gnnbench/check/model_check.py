@@ -320,7 +320,8 @@ def _native_problems(label, name, model, graph, initial, x, ref_logits, where) -
         except Exception as err:  # noqa: BLE001 - a peer that cannot build the layer is reported
             problems.append(f"{label} logits on {where} vs {native}: raised {type(err).__name__}: {err}")
             continue
-        scaled = Tolerance(1e-6, 1e-7 * max(1.0, float(np.abs(want).max(initial=0.0))))
+        tol = MODEL_TOLERANCES["float64"]  # the natives run in float64; atol scales with the logits
+        scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want).max(initial=0.0))))
         bad = compare(got, want, scaled)
         if bad:
             problems.append(f"{label} dense formulation vs {native} logits on {where}: {bad}")

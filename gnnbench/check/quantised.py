@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from gnnbench.core.oracle import REFERENCE
 from gnnbench.check.conformance import (TOLERANCES, CaseResult, OpCase, _run_one, _torch_threads, adversarial_graphs,
                           compare, longest_row)
 
@@ -57,7 +58,7 @@ def check_quantised(system: str, label: str, *, threads: int | None = None, on_c
     from gnnbench.runtime.glue import BoundGraph
     from gnnbench.runtime.registry import load_system
 
-    glue, ref = load_system(system), load_system("reference")
+    glue, ref = load_system(system), load_system(REFERENCE)
     declared = glue.module.VERIFY_QUANTISED
     case = _CASES[quantised_labels(system).index(label)]
     row = CaseResult(label)

@@ -14,7 +14,7 @@ Three parts, all against ``reference``:
 
 The outcome is stored with the system's version and hash
 (``ResultsStore.record_verification``); ``gnnbench run`` and ``compare`` mark
-rows by it (:mod:`gnnbench.check.status`). A partial run (``operator=...``)
+rows by it (:mod:`gnnbench.results.status`). A partial run (``operator=...``)
 is recorded only when it fails: passing one operator does not verify a system.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench.core.oracle import REFERENCE
 from gnnbench.check.conformance import E2E_TOLERANCE, TOLERANCES, CaseResult, _nullcontext, _torch_threads, compare, guarded
 from gnnbench.errors import UnavailableError, UserError
 from gnnbench.check.isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
@@ -209,10 +210,10 @@ def _fallback_settings(system, profile, framework, device, guard) -> dict[str, A
 # ----------------------------------------------------------------- end-to-end parity
 @lru_cache(maxsize=None)
 def _reference_row(model: str, dataset: str, epochs: int, dtype: str, framework: str) -> tuple[float, float]:
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
 
     with _torch_threads(1):
-        row = train(TaskSpec("reference", model, dataset, framework=framework, epochs=epochs, warmup=1, dtype=dtype))
+        row = train(RunConfig(REFERENCE, model, dataset, framework=framework, epochs=epochs, warmup=1, dtype=dtype))
     return row["first_loss"], row["test_accuracy"]
 
 
@@ -225,12 +226,12 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
     depends on. A model needing an operator the system lacks is skipped with
     that reason, unless ``fallback`` lends it (the row then names what was borrowed).
     """
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
     from gnnbench.runtime.registry import load_system, system_info
 
     tol = E2E_TOLERANCE[dtype]
     glue = load_system(system, framework, device)
-    if framework not in system_info("reference").frameworks:
+    if framework not in system_info(REFERENCE).frameworks:
         return [CaseResult("end-to-end", "skipped", reason=f"reference has no {framework} glue to compare with")]
     rows = []
     for model in models:
@@ -239,7 +240,7 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
         begin = time.perf_counter()
         try:
             with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or _current_threads()):
-                got = train(TaskSpec(system, model, dataset, framework=framework, device=device, epochs=epochs,
+                got = train(RunConfig(system, model, dataset, framework=framework, device=device, epochs=epochs,
                                      warmup=1, dtype=dtype, fallback=fallback))
         except UnavailableError as err:
             row.status, row.reason = "skipped", str(err).split(";")[0]

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from gnnbench.core.oracle import REFERENCE
+
 from ._common import add_results_option
 
 HELP = "compare stored runs: median epoch time, speedup with 95% CI, memory, accuracy, correctness"
@@ -14,7 +16,7 @@ EPILOG = """exit status:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--baseline", default="reference", help="system the speedups are against (default: reference)")
+    p.add_argument("--baseline", default=REFERENCE, help="system the speedups are against (default: reference)")
     p.add_argument("--format", default="text", choices=("text", "markdown", "csv", "html"))
     p.add_argument("--system", action="append", help="only these systems (repeatable)")
     p.add_argument("--model", action="append")
@@ -30,7 +32,7 @@ def add_arguments(p) -> None:
     add_build_arguments(p)  # --by build, --baseline-build, --baseline-results (gnnbench/cli/_by_build.py)
 
 
-def run(store_path=None, baseline="reference", systems=None, models=None, datasets=None,
+def run(store_path=None, baseline=REFERENCE, systems=None, models=None, datasets=None,
         include_unverified=False):
     from gnnbench.results.compare import compare
     from gnnbench.errors import UserError

@@ -1,6 +1,8 @@
 """``gnnbench report``: a static HTML report of stored runs (opens from file://, no server)."""
 from __future__ import annotations
 
+from gnnbench.core.oracle import REFERENCE
+
 from ._common import add_results_option
 
 HELP = "write a static HTML report: comparison tables, figures, systems, provenance of every run"
@@ -8,7 +10,7 @@ HELP = "write a static HTML report: comparison tables, figures, systems, provena
 
 def add_arguments(p) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="folder for index.html and figures/")
-    p.add_argument("--baseline", default="reference", help="system the speedups are against (default: reference)")
+    p.add_argument("--baseline", default=REFERENCE, help="system the speedups are against (default: reference)")
     p.add_argument("--system", action="append", help="only these systems (repeatable)")
     p.add_argument("--model", action="append")
     p.add_argument("--dataset", action="append")
@@ -18,7 +20,7 @@ def add_arguments(p) -> None:
     add_results_option(p)
 
 
-def run(store_path=None, out_dir="report", baseline="reference", systems=None, models=None, datasets=None,
+def run(store_path=None, out_dir="report", baseline=REFERENCE, systems=None, models=None, datasets=None,
         include_unverified=False, title="gnnbench report"):
     """Builds the report and returns the path of its ``index.html``."""
     from gnnbench.results.frame import load_results

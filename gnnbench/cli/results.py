@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
 
 
 def run(store_path=None, **filters) -> list[dict]:
-    from gnnbench.check.status import with_current_status
+    from gnnbench.results.status import with_current_status
 
     with open_store(store_path, create=False) as db:   # Note [status by build hash]
         return with_current_status(db, db.rows(**{k: v for k, v in filters.items() if v is not None}))

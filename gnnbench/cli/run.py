@@ -67,7 +67,7 @@ def _store(db, row: dict) -> None:
     import sqlite3
 
     from gnnbench.results.store import save_unsaved
-    from gnnbench.check.status import verification_status
+    from gnnbench.results.status import verification_status
 
     try:
         row["verified"] = verification_status(db, row.get("system"), row.get("system_hash"))

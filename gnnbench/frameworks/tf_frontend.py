@@ -33,6 +33,7 @@ from tensorflow.python.eager import context as _eager_context  # noqa: E402
 from tensorflow.python.eager import record as _record  # noqa: E402
 
 from ..errors import UnavailableError, UserError  # noqa: E402
+from . import composed  # noqa: E402
 from gnnbench.runtime.fallback import find_operator  # noqa: E402
 from gnnbench.runtime.glue import BoundGraph  # noqa: E402
 
@@ -323,11 +324,5 @@ class TensorFlowFrontend:
         return self._call(graph, "edge_softmax", {}, scores)
 
     def gat_aggregate(self, graph: BoundGraph, x, score_src, score_dst, negative_slope: float = 0.2):
-        """Softmax-attention aggregation; composed from sddmm/edge_softmax/spmm unless the system fuses it."""
-        attrs = {"negative_slope": float(negative_slope)}
-        impl = graph.system.find("gat_aggregate", attrs)
-        if impl is not None:
-            return impl.apply(graph, attrs, x, score_src, score_dst)
-        scores = self.leaky_relu(self.sddmm(graph, score_src, score_dst, op="add"), negative_slope)
-        alpha = self.edge_softmax(graph, scores)
-        return self.spmm(graph, x, alpha, reduce="sum")
+        """Softmax-attention aggregation (:func:`gnnbench.frameworks.composed.gat_aggregate`)."""
+        return composed.gat_aggregate(self, graph, x, score_src, score_dst, negative_slope)

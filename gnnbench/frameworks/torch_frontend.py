@@ -38,6 +38,7 @@ import torch.nn.functional as TF
 
 from gnnbench.runtime.fallback import find_operator
 from gnnbench.runtime.glue import BoundGraph
+from . import composed
 from .dropout import dropout_apply, dropout_mask
 
 __all__ = ["TorchFrontend"]
@@ -219,11 +220,6 @@ class TorchFrontend:
         return self._call(graph, "edge_softmax", {}, scores.contiguous())
 
     def gat_aggregate(self, graph: BoundGraph, x, score_src, score_dst, negative_slope: float = 0.2):
-        """Softmax-attention aggregation; composed from sddmm/edge_softmax/spmm unless the system fuses it."""
-        attrs = {"negative_slope": float(negative_slope)}
-        impl = graph.system.find("gat_aggregate", attrs)
-        if impl is not None:
-            return impl.apply(graph, attrs, x.contiguous(), score_src.contiguous(), score_dst.contiguous())
-        scores = self.leaky_relu(self.sddmm(graph, score_src, score_dst, op="add"), negative_slope)
-        alpha = self.edge_softmax(graph, scores)
-        return self.spmm(graph, x, alpha, reduce="sum")
+        """Softmax-attention aggregation (:func:`gnnbench.frameworks.composed.gat_aggregate`)."""
+        return composed.gat_aggregate(self, graph, x, score_src, score_dst, negative_slope,
+                                      as_input=torch.Tensor.contiguous)

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from ..errors import UnavailableError, UserError
 
-__all__ = ["build_native"]
+__all__ = ["build_native", "NativeBaseline"]
 
 
 def build_native(system: str, model, graph, initial_params: dict, F, x: Any = None
@@ -67,3 +67,36 @@ def build_native(system: str, model, graph, initial_params: dict, F, x: Any = No
         raise UnavailableError(f"'{system}' runs under the torch framework only (got {F.name})")
     module = importlib.import_module(NATIVE_SYSTEMS[system]["module"])
     return module.build(model, graph, initial_params, F, x)
+
+
+class NativeBaseline:
+    """A native baseline as a :class:`~gnnbench.runtime.sut.SystemUnderTest`: the peer library's own model.
+
+    Its preparation is the model's construction on the graph (timed); it has no kernels of its own to time,
+    no tuner and no sections of its own.
+    """
+
+    times_kernels = False
+
+    def __init__(self, config):
+        self.config = config
+        self._built: tuple[dict[str, Any], Callable[[bool], Any]] | None = None
+
+    def load(self) -> None:
+        from gnnbench.runtime.registry import NATIVE_SYSTEMS, native_configure
+        from gnnbench.runtime.sut import configure_options
+
+        importlib.import_module(NATIVE_SYSTEMS[self.config.system]["module"])
+        configure_options(native_configure(self.config.system), self.config.system, self.config.system_options)
+
+    def prepare(self, model, graph, initial, F, x) -> None:
+        self._built = build_native(self.config.system, model, graph, initial, F, x)
+
+    def model(self, model, initial, F, x):
+        return self._built
+
+    def tuner(self):
+        return None
+
+    def sections(self, **_: Any) -> dict[str, Any]:
+        return {}

@@ -45,6 +45,7 @@ Differences that remain:
 """
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any, Callable
 
@@ -118,10 +119,8 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
     check_model(model, "pyg-native")
     src, dst = graph.edges()
     edge_index = _adjacency(graph, torch.from_numpy(np.stack([src, dst])).to(F.device), F.dtype)
-    if _OPTIONS["patch"] == "isplib":
-        from gnnbench.systems import isplib
-
-        isplib.patch_pyg()
+    if _OPTIONS["patch"] != "none":  # the patching system's own package, by the option's name, as glue is found
+        importlib.import_module(f"gnnbench.systems.{_OPTIONS['patch']}").patch_pyg()
     convs = []
     for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
         values = layer_values(initial_params, i)

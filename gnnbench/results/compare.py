@@ -28,7 +28,7 @@ Note [marks]
     :mod:`gnnbench.results.frame`): the speedup sets a model beside
     measurements, one figure without a confidence interval, and a run whose
     times are a simulation's wall time shows no time and no speedup at all. A time cell gets ``(! XX%)`` when the measurement is
-    noisy (Note [noise threshold] in :mod:`gnnbench.run.measurement`).
+    noisy (Note [noise threshold] in :mod:`gnnbench.core.measurement`).
 
 Note [comparable runs]
     A ratio of two epoch times means something only when both runs had the same
@@ -46,20 +46,25 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.run.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.core.oracle import REFERENCE
+from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.results.row import COMPARABLE_FIELDS
 from gnnbench.results.tables import FORMATS, Table, fmt_number
 
 __all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
            "latest_runs"]
 
-REFERENCE = "reference"
 MIN_SAMPLES = 3  # below this a bootstrap interval is degenerate; no significance is claimed
-COMPARABLE_FIELDS = ("device", "cpu_model", "threads", "allocator", "dataset_nodes", "dataset_edges")
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
 
 
-def bootstrap_speedup(baseline: Sequence[float], samples: Sequence[float], *, resamples: int = 2000,
-                      confidence: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+#: compare's defaults, stated once: the factor beyond which a speedup is marked, the bootstrap's resamples
+#: and confidence level, its seed (Note [marks])
+FACTOR, RESAMPLES, CONFIDENCE, SEED = 1.1, 2000, 0.95, 0
+
+
+def bootstrap_speedup(baseline: Sequence[float], samples: Sequence[float], *, resamples: int = RESAMPLES,
+                      confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float, float]:
     """Speedup ``median(baseline) / median(samples)`` and its percentile bootstrap CI.
 
     ``scipy.stats.bootstrap`` resamples the two samples independently (unpaired)
@@ -118,7 +123,7 @@ class SystemResult:
     Attributes:
         group: the ``group_by`` fields and their values.
         median_s, iqr_s: epoch time statistics in seconds, from the run's
-            :class:`~gnnbench.run.measurement.Measurement` (``samples`` counts them).
+            :class:`~gnnbench.core.measurement.Measurement` (``samples`` counts them).
         noisy: IQR / median passes the noise threshold.
         speedup, ci_low, ci_high: baseline median / this median and its CI;
             ``None`` when no claim is made (``note`` says why).
@@ -169,9 +174,9 @@ class Comparison:
     baseline: str
     group_by: tuple[str, ...]
     include_unverified: bool = False
-    factor: float = 1.1
-    resamples: int = 2000
-    confidence: float = 0.95
+    factor: float = FACTOR
+    resamples: int = RESAMPLES
+    confidence: float = CONFIDENCE
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -247,15 +252,15 @@ class Comparison:
 
 def compare(data: Any, baseline: str = REFERENCE,
             group_by: Sequence[str] = ("dataset", "model", "framework"), include_unverified: bool = False,
-            *, factor: float = 1.1, resamples: int = 2000, confidence: float = 0.95,
-            seed: int = 0) -> Comparison:
+            *, factor: float = FACTOR, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+            seed: int = SEED) -> Comparison:
     """Pivots stored runs into a :class:`Comparison` against ``baseline``.
 
     Per group of ``group_by`` and system, the latest run (by timestamp, then id)
     is used (:func:`latest_runs`). Training epochs and inference passes are
     never compared: when the data holds an inference run, ``mode`` joins the
     group fields. Its median epoch time comes from its raw
-    ``epoch_times`` (:class:`~gnnbench.run.measurement.Measurement`); the speedup is
+    ``epoch_times`` (:class:`~gnnbench.core.measurement.Measurement`); the speedup is
     ``baseline median / system median`` with a percentile bootstrap CI of that
     ratio of medians (:func:`bootstrap_speedup`, seeded). Speedups are claimed
     only for verified systems (Note [claims need verification]) whose run is

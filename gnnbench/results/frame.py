@@ -11,7 +11,7 @@ Note [verification join]
     is the status of that exact build *now*: a system verified (or found wrong)
     after the run changes what the run proves. So the frame's ``verified`` is
     looked up when the frame is built, by system and ``system_hash``, in the
-    store's ``verifications`` table (:func:`gnnbench.check.status.verification_status`);
+    store's ``verifications`` table (:func:`gnnbench.results.status.verification_status`);
     a build that was never verified keeps the status stored with the run, and
     that stored value stays in ``verified_at_run``. The lookup lives in
     :func:`join_verification` alone, so a faster or richer lookup swaps in there.
@@ -107,7 +107,7 @@ def join_verification(frame: "pd.DataFrame", store: Any) -> "pd.DataFrame":
         frame: a frame from :func:`frame_from_rows`; modified in place and returned.
         store: an open :class:`~gnnbench.results.store.ResultsStore`.
     """
-    from gnnbench.check.status import verification_status
+    from gnnbench.results.status import verification_status
 
     pairs = {(s, h) for s, h in zip(frame["system"], frame["system_hash"]) if isinstance(s, str)}
     known = {}
@@ -131,7 +131,7 @@ def load_results(path: str | os.PathLike | None = None, **filters: Any) -> "pd.D
             ``$GNNBENCH_RESULTS`` or ``results/gnnbench.sqlite``).
         **filters: as :meth:`gnnbench.results.store.ResultsStore.rows`: ``field=value``,
             ``field=None`` for null, or a list of values, e.g.
-            ``load_results(dataset="cora", system=["reference", "isplib"])``.
+            ``load_results(dataset="cora", system=["reference", "dgl"])``.
 
     Returns:
         A ``pandas.DataFrame`` with the columns of ``docs/results-schema.md``

@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench.core.oracle import REFERENCE
 from gnnbench.errors import UserError
-from gnnbench.run.measurement import Measurement
+from gnnbench.core.measurement import Measurement
 
 __all__ = ["plot", "FIGURES"]
 
@@ -68,7 +69,7 @@ def _latest_ok(data: Any) -> dict[tuple, dict[str, Mapping[str, Any]]]:
 
 
 def _quartiles(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """(q1, median, q3) of the epoch times (:class:`~gnnbench.run.measurement.Measurement`), the modeled
+    """(q1, median, q3) of the epoch times (:class:`~gnnbench.core.measurement.Measurement`), the modeled
     figure three times for a modeled run, or None."""
     if (row.get("timing") or "measured") == "modeled":
         return (float(row["modeled_time_s"]),) * 3
@@ -120,7 +121,7 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], system
         for j, system in enumerate(present):
             row = groups[key][system]
             low, h, high = value(row)
-            unverified = system != "reference" and row.get("verified") != "passed"
+            unverified = system != REFERENCE and row.get("verified") != "passed"
             ax.bar(x - 0.4 + width * (j + 0.5), h, width, color=f"C{systems.index(system) % 10}",
                    yerr=[[h - low], [high - h]] if high > low else None, capsize=3,
                    hatch="//" if unverified else None, label=None if system in drawn else system)
@@ -131,7 +132,7 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], system
     ax.set_xticks(np.arange(len(keys)), [_label(k) for k in keys])
     ax.set_ylabel(ylabel)
     ax.set_title(title + ("; hatched: not verified" if any(
-        s != "reference" and r.get("verified") != "passed" for g in groups.values() for s, r in g.items())
+        s != REFERENCE and r.get("verified") != "passed" for g in groups.values() for s, r in g.items())
         else ""))
     handles, labels = ax.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: systems.index(labels[i]))
@@ -188,7 +189,7 @@ def plot(data: Any, out_dir: str | os.PathLike) -> list[Path]:
 
     latest = _latest_ok(data)
     groups = {k: latest[k] for k in sorted(latest, key=lambda k: tuple(map(str, k)))}
-    systems = sorted({s for g in groups.values() for s in g}, key=lambda s: (s != "reference", s))
+    systems = sorted({s for g in groups.values() for s in g}, key=lambda s: (s != REFERENCE, s))
     if not systems:
         raise UserError("nothing to plot: none of the selected runs succeeded (status 'ok')")
     out = Path(out_dir)

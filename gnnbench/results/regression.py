@@ -30,7 +30,7 @@ from typing import Any
 
 from gnnbench.results.by_build import Build, _key_of, build_key, builds_of
 from gnnbench.results.compare import MIN_SAMPLES, _difference, bootstrap_speedup
-from gnnbench.run.measurement import Measurement
+from gnnbench.core.measurement import Measurement
 
 __all__ = ["Point", "Series", "Step", "series_of", "find_regressions", "KEY"]
 

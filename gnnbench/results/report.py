@@ -6,8 +6,8 @@
   :func:`gnnbench.results.compare.compare` (median epoch time, speedup with its
   confidence interval, asv marks, verification status, memory, accuracy);
 * the figures of :func:`gnnbench.results.plot.plot` (SVG shown, PNG linked);
-* each system's summary and spec, and for ``pim`` the modeled time breakdown
-  its runs stored (``extra.system_report``);
+* each system's summary and spec, and for a system that models its
+  aggregation the modeled time breakdown its runs stored (``extra.system_report``);
 * every run's provenance: machine, CPU, commit, framework and library versions,
   allocator, threads, and the error of a run that failed.
 
@@ -35,7 +35,7 @@ __all__ = ["build_report", "TEMPLATE"]
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 _MIB = float(1 << 20)
-_PIM_PHASES = ("transfer_s", "kernel_s", "retrieve_s", "merge_s", "total_s")
+_MODELED_PHASES = ("transfer_s", "kernel_s", "retrieve_s", "merge_s", "total_s")
 
 
 def _cell(text: Any, sort: Any = None, cls: str = "") -> dict[str, Any]:
@@ -149,25 +149,29 @@ def _systems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _pim(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The modeled PIM breakdown of every pim run that stored one (``extra.system_report``)."""
+def _modeled(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The modeled breakdown of every run whose system models its aggregation (its ``extra.system_report``
+    holds ``modeled_aggregation_s``, Note [inference mode]); the section is named after that system."""
     header = ["run", "dataset", "model", "direction", "calls", "transfer (ms)", "kernel (ms)", "retrieve (ms)",
               "merge (ms)", "total (ms)", "per call (ms)"]
     numeric = [True, False, False, False] + [True] * 7
-    rows, notes = [], []
+    rows, notes, systems = [], [], []
     for r in records:
         report = (r.get("extra") or {}).get("system_report") or {}
-        if r.get("system") != "pim" or not report:
+        if not isinstance(report, dict) or "modeled_aggregation_s" not in report:
             continue
+        systems += [r.get("system")] if r.get("system") not in systems else []
         for direction, figures in (report.get("modeled_aggregation_s") or {}).items():
-            ms = [figures.get(p) for p in _PIM_PHASES] + [figures.get("per_call_s")]
+            ms = [figures.get(p) for p in _MODELED_PHASES] + [figures.get("per_call_s")]
             rows.append([_cell(r.get("id"), r.get("id")), _cell(r.get("dataset")), _cell(r.get("model")),
                          _cell(direction), _cell(figures.get("calls"), figures.get("calls")),
                          *(_cell("" if v is None else f"{v * 1e3:.3f}", v) for v in ms)])
         notes += [f"run {r.get('id')}: {line}" for line in report.get("summary") or []]
     if not rows:
         return None
-    return {"table": _table("pim", header, numeric, rows, "Modeled UPMEM time per aggregation direction"),
+    name = str(systems[0])
+    return {"id": name, "title": f"{name.upper()}: modeled breakdown",
+            "table": _table(name, header, numeric, rows, "Modeled UPMEM time per aggregation direction"),
             "notes": notes}
 
 
@@ -237,7 +241,7 @@ def build_report(data: Any, out_dir: str | os.PathLike, *, baseline: str = REFER
         "ok_count": sum(r.get("status") == "ok" for r in records),
         "groups": _comparison_tables(comparison), "notes": comparison.table(warnings=False).notes,
         "warnings": comparison.warnings, "comparable_fields": ", ".join(COMPARABLE_FIELDS),
-        "figures": figures, "no_figures": no_figures, "systems": _systems(records), "pim": _pim(records),
+        "figures": figures, "no_figures": no_figures, "systems": _systems(records), "modeled": _modeled(records),
         "runs": _provenance(records), "history": history, "no_history": no_history,
     }
     html = _render(context)

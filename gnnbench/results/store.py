@@ -1,6 +1,6 @@
 """The results store: every benchmark run as one row of an embedded SQLite file.
 
-One tuple, :data:`RUN_FIELDS`, drives the ``runs`` table, :meth:`ResultsStore.rows`,
+One tuple, :data:`RUN_FIELDS` (derived from :class:`~gnnbench.results.row.RunResult`), drives the ``runs`` table, :meth:`ResultsStore.rows`,
 the CSV columns and ``docs/results-schema.md`` (:func:`schema_markdown`), as
 pytest-benchmark's ``Stats.fields`` drives its tables. Raw per-epoch samples are
 kept (``epoch_times`` ...) so statistics can be recomputed later.
@@ -53,9 +53,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from gnnbench.errors import UserError
+from gnnbench.results.row import RUN_COLUMNS, Field
 
 __all__ = [
     "Field", "RUN_FIELDS", "VERIFICATION_FIELDS", "SCHEMA_VERSION", "STATUSES",
@@ -71,98 +72,9 @@ _BUSY_TIMEOUT_S = 60.0   # a write waits this long for another writer's lock
 _OPEN_TIMEOUT_S = 5.0    # opening (create, upgrade, write test) fails after this (Note [store first])
 
 
-class Field(NamedTuple):
-    """One column. ``sqltype`` is INTEGER, REAL, TEXT or JSON (TEXT holding JSON,
-    decoded back to Python objects when read)."""
-
-    name: str
-    sqltype: str
-    description: str
-
-
 _F = Field
-RUN_FIELDS: tuple[Field, ...] = (
-    _F("id", "INTEGER", "Row id, assigned on insert; increases with insertion order."),
-    _F("timestamp", "TEXT", "When the run started, UTC ISO 8601 (`2024-05-01T12:00:00+00:00`); set once, by "
-                           "`gnnbench.run.record.run_record`."),
-    _F("status", "TEXT", "Outcome: `ok`, `failed`, `skipped`, `timeout`, `oom` or `crashed`."),
-    _F("error", "TEXT", "One-line reason when the status is not `ok` (a signal is named, e.g. `worker killed by "
-                       "SIGKILL`); null when ok."),
-    _F("system", "TEXT", "Kernel system name (`reference`, ...)."),
-    _F("system_version", "TEXT", "The system's declared version."),
-    _F("system_hash", "TEXT", "Hash of spec + generated glue + kernels; rows of one system with "
-                              "different hashes are not comparable."),
-    _F("verified", "TEXT", "Correctness against `reference`: `passed`, `failed` or `unverified`."),
-    _F("model", "TEXT", "Model name (`gcn`, `gat`, `gin`, `sage`)."),
-    _F("hyperparameters", "JSON", "Object: the model's resolved hyperparameters (hidden, layers, heads, lr, epochs, "
-                                  "...) with warmup, dtype, index_dtype, selection and system_options; the same "
-                                  "shape for every outcome; `fallback` (a system name) only for a run with "
-                                  "`--fallback`; `normalisation` (`node` or `edge`, Note [GCN as node scales] in "
-                                  "models/gcn.py) only for GCN rows, so a GCN row stored without it ran the edge "
-                                  "form."),
-    _F("dataset", "TEXT", "Canonical dataset name, every parameter spelled out "
-                          "(`sbm:classes=4,degree=12,...`), whatever the outcome."),
-    _F("dataset_nodes", "INTEGER", "Number of nodes."),
-    _F("dataset_edges", "INTEGER", "Number of edges (after preprocessing, e.g. self loops)."),
-    _F("dataset_features", "INTEGER", "Input feature width."),
-    _F("framework", "TEXT", "Framework that ran the model (`torch`, ...)."),
-    _F("framework_version", "TEXT", "Framework version string."),
-    _F("device", "TEXT", "Device (`cpu`, `cuda:0`, ...)."),
-    _F("seed", "INTEGER", "Random seed."),
-    _F("threads", "INTEGER", "Intra-op threads the run was pinned to."),
-    _F("epochs", "INTEGER", "Epochs trained, warm-ups included (`len(epoch_times)` are timed)."),
-    _F("warmup", "INTEGER", "Untimed warmup epochs."),
-    _F("epoch_time_median_s", "REAL", "Median epoch time in seconds."),
-    _F("epoch_time_iqr_s", "REAL", "Interquartile range of the epoch times in seconds."),
-    _F("forward_median_s", "REAL", "Median forward-pass time per epoch in seconds."),
-    _F("backward_median_s", "REAL", "Median backward-pass time per epoch in seconds."),
-    _F("optimizer_median_s", "REAL", "Median optimizer-step time per epoch in seconds."),
-    _F("prepare_time_s", "REAL", "Time of the system's one-off `prepare` step in seconds, less any JIT "
-                              "compilation in it (`extra.compile_time_s`)."),
-    _F("tune_time_s", "REAL", "Seconds spent autotuning the system's kernels for this run before training, apart "
-                           "from `prepare_time_s` and from epochs; null when the run did not tune."),
-    _F("peak_memory_bytes", "INTEGER", "Peak memory of the timed loop above its start, in bytes: the host's resident set on "
-       "the CPU, the framework's CUDA allocator on a GPU (extra.memory_method names which; Note [peak memory])."),
-    _F("train_accuracy", "REAL", "Training accuracy, a fraction in [0, 1], of the epoch the selection rule picks: "
-                                "the best-validation epoch by default (`hyperparameters.selection` = `best_val`), "
-                                "else the last; the last epoch's are in `extra.final_accuracy`."),
-    _F("val_accuracy", "REAL", "Validation accuracy of the selected epoch (see `train_accuracy`)."),
-    _F("test_accuracy", "REAL", "Test accuracy of the selected epoch (see `train_accuracy`)."),
-    _F("first_loss", "REAL", "Training loss of epoch 0 (the first epoch, a warm-up when `warmup` > 0)."),
-    _F("final_loss", "REAL", "Training loss of the last epoch."),
-    _F("epoch_times", "JSON", "List of floats: every timed epoch in seconds (raw samples)."),
-    _F("forward_times", "JSON", "List of floats: forward time of every timed epoch in seconds."),
-    _F("backward_times", "JSON", "List of floats: backward time of every timed epoch in seconds."),
-    _F("optimizer_times", "JSON", "List of floats: optimizer time of every timed epoch in seconds."),
-    _F("cpu_model", "TEXT", "CPU model name."),
-    _F("machine", "JSON", "Object: hostname, platform, cpu count, GPU, library versions."),
-    _F("git_commit", "TEXT", "gnnbench git commit the run was made from."),
-    _F("extra", "JSON", "Object of system-specific figures (tuned parameters, counters). A run with `--fallback` "
-                        "adds `fallback`: the lender's `system`, `system_version` and `system_hash`, the "
-                        "`operators` it ran (e.g. `[\"edge_softmax\", \"sddmm(op=add)\"]`), `kernel_time_s` (its "
-                        "median kernel seconds per epoch), `kernel_share` (its share of all kernel time) and "
-                        "`prepare_time_s`. See Note [fallback accounting]. A `failed` run whose worker refused "
-                        "its input (a dataset that could not be downloaded) has `bad_input: true`; see Note [bad "
-                        "input in a worker]. A run whose `prepare` JIT-compiled kernels (numba, on a cold "
-                        "cache) has `compile_time_s`, apart from `prepare_time_s`; see Note [compile time "
-                        "apart]. A successful run has `huge_page_bytes`: how much of its process's anonymous "
-                        "memory was on transparent huge pages after the epochs (`AnonHugePages`; null off "
-                        "Linux), which moves epoch times by 10 %; see Note [allocator]. It also has `held_bytes`: "
-                        "how much of `peak_memory_bytes` was still resident after the epochs (one-time start-up "
-                        "of the libraries, optimizer state; null where not measured), nearly all of the peak on "
-                        "a small graph; see Note [peak memory]."),
-    _F("stderr", "TEXT", "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for "
-                         "bad input, whose `error` line says it all); the whole of it is in the file "
-                         "`extra.stderr_path`."),
-    # added in schema 3 (appended, so an upgraded table has the columns of a new one)
-    _F("kernel_median_s", "REAL", "Median seconds per epoch spent inside the system's own kernels (forward, "
-                                  "backward and optimizer phases; a fallback's are in `extra.fallback`); null for native baselines and non-CPU devices. "
-                                  "See Note [kernel time]."),
-    _F("kernel_times", "JSON", "List of floats: kernel seconds of every timed epoch (null when not measured)."),
-    _F("allocator", "TEXT", "Memory allocator the run's process used: `tcmalloc`, `jemalloc`, `jemalloc-thp` "
-                            "(jemalloc on transparent huge pages) or `system` (the C library's malloc); null for runs "
-                            "stored before schema 3. See Note [allocator]."),
-)
+#: The ``runs`` table, derived from :class:`~gnnbench.results.row.RunResult` (each column declared there, once).
+RUN_FIELDS: tuple[Field, ...] = RUN_COLUMNS
 VERIFICATION_FIELDS: tuple[Field, ...] = (
     _F("id", "INTEGER", "Row id, assigned on insert."),
     _F("timestamp", "TEXT", "When the verification ran, UTC ISO 8601."),

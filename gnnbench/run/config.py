@@ -184,7 +184,7 @@ class RunConfig:
     def _options(cls, value: Any) -> Any:
         return parse_options(value)
 
-    # ---- the older TaskSpec interface
+    # ---- the older RunConfig interface
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

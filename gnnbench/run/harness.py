@@ -1,6 +1,6 @@
 """The one training loop every (system, model, dataset) runs through.
 
-A :class:`TaskSpec` names a run; :func:`train` executes it in this process and
+A :class:`RunConfig` names a run; :func:`train` executes it in this process and
 returns the results row (see ``docs/results-schema.md``). Isolation in a
 fresh process is :mod:`gnnbench.run.runner`'s job.
 
@@ -45,7 +45,7 @@ Note [tune on first use]
     tune hook does: isplib, SAGE on the 16M-edge R-MAT graph, cache hit,
     first timed epoch 926 and 940 ms against 809-841 for the other five
     (dgl-native: 849-890 ms, flat). Nor may tuning change the pages the
-    epochs run on (Note [huge pages outside the epochs]). ``TaskSpec.tune=False``
+    epochs run on (Note [huge pages outside the epochs]). ``RunConfig.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
     epoch is timed and ran untuned; the row says so
@@ -73,7 +73,7 @@ Note [huge pages outside the epochs]
     two runs each, epochs 836-844 against 823-825 ms.
 
 Note [inference mode]
-    ``TaskSpec.mode="inference"`` times forward passes only, in evaluation
+    ``RunConfig.mode="inference"`` times forward passes only, in evaluation
     mode (no dropout) under the frontend's ``no_grad`` (``torch.no_grad``; no
     ``GradientTape`` is open in TensorFlow), each closed by a device sync.
     ``epochs`` counts passes, warm-ups included; a pass's time is stored as
@@ -119,28 +119,25 @@ from typing import Any, Callable
 import numpy as np
 
 from gnnbench.run.allocator import huge_page_bytes, loaded_allocator, numpy_hugepage_advice
-from gnnbench.run.config import MODES, SELECTIONS, RunConfig
-from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
+from gnnbench.run.config import MODES, RunConfig
+from gnnbench.run.environment import PeakMemory, cpu_model, machine_info
 from gnnbench.run.events import RunEvent, stderr_lines
 from gnnbench.errors import UserError
 from gnnbench.runtime.kernel_clock import measuring
 from gnnbench.run.jit_clock import CompileClock
-from gnnbench.run.measurement import Measurement
+from gnnbench.core.measurement import Measurement
 from gnnbench.run.record import run_record
+from gnnbench.results.row import PHASES
 from gnnbench.results.store import utc_now
 
-__all__ = ["TaskSpec", "RunConfig", "train", "resolve_hyperparameters", "stored_hyperparameters", "MODES",
+__all__ = ["RunConfig", "train", "resolve_hyperparameters", "stored_hyperparameters", "MODES",
            "tune_budget_s", "TUNE_BUDGET_MIN_S", "TUNE_BUDGET_MAX_S"]
 
 #: Bounds of the first-use tuning budget in seconds (Note [tune on first use]).
 TUNE_BUDGET_MIN_S = 1.0
 TUNE_BUDGET_MAX_S = 120.0
 
-#: A run's configuration: one validated object shared by the CLI, sweeps and the worker (gnnbench.run.config).
-TaskSpec = RunConfig
-
-
-def resolve_hyperparameters(spec: TaskSpec):
+def resolve_hyperparameters(spec: RunConfig):
     from gnnbench.models import get_model
 
     model_cls = get_model(spec.model)
@@ -150,14 +147,12 @@ def resolve_hyperparameters(spec: TaskSpec):
     if spec.normalisation is not None and hyper.normalisation is None:
         raise UserError(f"--normalisation applies to GCN only; model '{spec.model}' has no normalisation option")
     hyper = replace(hyper, **overrides)
-    if spec.mode not in MODES:
-        raise UserError(f"unknown mode '{spec.mode}'; choose one of: {', '.join(MODES)}")
     if hyper.epochs <= spec.warmup:
         raise UserError(f"--epochs ({hyper.epochs}) must exceed --warmup ({spec.warmup}) so that some epochs are timed")
     return model_cls, hyper
 
 
-def stored_hyperparameters(spec: TaskSpec, hyper) -> dict[str, Any]:
+def stored_hyperparameters(spec: RunConfig, hyper) -> dict[str, Any]:
     """The ``hyperparameters`` column of a run of ``spec``: the one place that builds it."""
     stored = {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype, "index_dtype": spec.index_dtype,
               "selection": spec.selection, "system_options": dict(spec.system_options)}
@@ -182,23 +177,39 @@ class _Phases:
     lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
     losses: list[float] = field(default_factory=list)
 
+    def columns(self) -> dict[str, Any]:
+        """Each timed phase's columns (:data:`~gnnbench.results.row.PHASES`): median, spread, raw samples."""
+        out: dict[str, Any] = {}
+        for name, cols in PHASES.items():
+            samples = getattr(self, name)
+            if not samples:
+                continue  # a phase this run does not time stays null
+            m = Measurement(tuple(samples))
+            out[cols["samples"]] = samples
+            out[cols["median"]] = m.median
+            if "iqr" in cols:
+                out[cols["iqr"]] = m.iqr
+        return out
+
+    def add_kernels(self, kernels) -> None:
+        """Record one timed epoch's kernel clock (Note [kernel time]); nothing when kernels are not timed."""
+        if kernels is not None:
+            self.kernel.append(kernels.total)
+            self.kernel_by_name.append(dict(kernels.seconds))
+            self.lent.append(kernels.lent_total)
+
     def kernel_breakdown(self) -> dict[str, float]:
         """Median seconds per epoch of each kernel (0 in epochs that did not call it)."""
         names = sorted({name for epoch in self.kernel_by_name for name in epoch})
         return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
 
 
-def _configure(configure: Callable[..., None] | None, spec: TaskSpec) -> None:
-    options = dict(spec.system_options)
-    if configure is not None:
-        configure(**options)
-    elif options:
-        raise UserError(f"system '{spec.system}' takes no options (got {', '.join(options)})")
-
-
-def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
+def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
           on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run one training task in this process; return its results row.
+
+    The same steps for every system (:class:`~gnnbench.runtime.sut.SystemUnderTest`): load it, prepare it
+    (timed apart), run the epochs or passes, then store what they measured and what the system adds.
 
     Args:
         spec (RunConfig): the run.
@@ -209,10 +220,9 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.datasets import load_dataset
     from gnnbench.datasets.objective import Objective
     from gnnbench.frameworks import get_frontend
-    from gnnbench.runtime.registry import system_hash, system_info
+    from gnnbench.runtime.sut import system_under_test
 
     started = utc_now()
-    info = system_info(spec.system)
     model_cls, hyper = resolve_hyperparameters(spec)
     F = get_frontend(spec.framework, spec.device, spec.dtype)
     if spec.threads:
@@ -222,152 +232,67 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
     model = model_cls(dataset.features.shape[1], dataset.num_classes, hyper)
     F.seed(spec.seed)
     initial = model.init_params(spec.seed)
-
     x = F.tensor(dataset.features)
     objective = Objective(F, dataset)  # loss and score; multi-label datasets too (Note [multi-label task])
 
     extra: dict[str, Any] = {}
-    # Imports (a library's own start-up) happen before the clock: preparation is graph work only.
-    if info.kind == "native":
-        import importlib
-
-        from gnnbench.peers import build_native
-        from gnnbench.runtime.registry import NATIVE_SYSTEMS, native_configure
-
-        importlib.import_module(NATIVE_SYSTEMS[spec.system]["module"])
-        _configure(native_configure(spec.system), spec)
-    else:
-        from gnnbench.runtime.glue import BoundGraph
-        from gnnbench.runtime.registry import load_system
-
-        system = load_system(spec.system, spec.framework, spec.device)
-        system.module  # noqa: B018 -- import the kernels now, not inside prepare
-        _configure(system.hook("configure"), spec)
-        lender = None
-        if spec.fallback:  # Note [fallback accounting] in gnnbench/runtime/fallback.py
-            from gnnbench.runtime.fallback import check_fallback
-
-            check_fallback(spec.system, spec.fallback, spec.framework, spec.device)
-            lender = load_system(spec.fallback, spec.framework, spec.device)
-            lender.module  # noqa: B018
+    system = system_under_test(spec)
+    system.load()  # imports (a library's own start-up) happen before the clock: preparation is graph work only
     report = on_event or stderr_lines
     report(RunEvent("prepare"))  # before the clock (Note [progress outside the timer])
     start = clock()
-    if info.kind == "native":
-        with numpy_hugepage_advice(False):  # Note [huge pages outside the epochs]
-            params, forward = build_native(spec.system, model, graph, initial, F, x)
-        prepare_s = clock() - start
-    else:
-        if lender is not None:
-            from gnnbench.runtime.fallback import FallbackGraph
-
-            bound = FallbackGraph(graph, system, lender)
-        else:
-            bound = BoundGraph(graph, system)
-        with CompileClock(clock) as jit, numpy_hugepage_advice(False):  # Note [compile time apart], [huge pages
-            bound.prepare()                                               # outside the epochs]
-        prepare_s = max(clock() - start - jit.seconds, 0.0)
-        if jit.seconds:
-            extra["compile_time_s"] = jit.seconds
-        params = {name: F.parameter(value) for name, value in initial.items()}
-
-        def forward(training: bool):
-            return model.forward(F, params, bound, x, training)
-
-    if spec.selection not in SELECTIONS:
-        raise UserError(f"unknown selection '{spec.selection}'; choose one of: {', '.join(SELECTIONS)}")
+    with CompileClock(clock) as jit, numpy_hugepage_advice(False):  # Note [compile time apart], [huge pages
+        system.prepare(model, graph, initial, F, x)                   # outside the epochs]
+    prepare_s = max(clock() - start - jit.seconds, 0.0)
+    if jit.seconds:
+        extra["compile_time_s"] = jit.seconds
+    params, forward = system.model(model, initial, F, x)
 
     def evaluate() -> dict[str, float]:
         with F.no_grad():
-            logits = forward(False)
-            return objective.scores(logits)
+            return objective.scores(forward(False))
 
     phases = _Phases()
-    time_kernels = info.kind == "kernel" and spec.device == "cpu"  # Note [kernel time]
-    tuner = None if info.kind == "native" or not spec.tune else system.hook("tune")
-    tuning = _FirstUseTuning(tuner, bound if tuner is not None else None, hyper.epochs, extra, report,
+    tuning = _FirstUseTuning(*((spec.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
                              warmup=spec.warmup)
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tuning.watch(memory)
-    if spec.mode == "inference":
-        final = _infer(spec, hyper, F, forward, evaluate, phases, time_kernels, tuning, clock, report)
-        best, best_epoch = final, hyper.epochs - 1
-    else:
-        best, best_epoch, final = _train_epochs(spec, hyper, F, forward, evaluate, params, objective, phases,
-                                                time_kernels, tuning, clock, report)
+    loop = _infer if spec.mode == "inference" else _train_epochs
+    best, best_epoch, final = loop(spec, hyper, F, forward, evaluate, params, objective, phases,
+                                   system.times_kernels, tuning, clock, report)
+    peak = _memory_figures(memory, tuning, extra)
+    extra.update(final_accuracy=final, metric=objective.metric, memory_method=memory.method,
+                 selected_epoch=best_epoch if spec.selection == "best_val" else hyper.epochs - 1)
+    if phases.kernel_by_name:
+        extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
+    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
+                                 kernel_times=phases.kernel, kernel_by_name=phases.kernel_by_name,
+                                 lent_times=phases.lent))
+    described, accuracy = dataset.describe(), best if spec.selection == "best_val" else final
+    # identity columns (system, model, hyperparameters, ...) come from the configuration (run_record)
+    measured = dict(dataset_nodes=described["nodes"], dataset_edges=graph.num_edges,
+                    dataset_features=described["features"], framework_version=F.version,
+                    allocator=loaded_allocator(),  # the one the process loaded, which the identity only predicts
+                    prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak,
+                    train_accuracy=accuracy["train"], val_accuracy=accuracy["val"], test_accuracy=accuracy["test"],
+                    first_loss=phases.losses[0] if phases.losses else None,
+                    final_loss=phases.losses[-1] if phases.losses else None,
+                    cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra)
+    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **measured})
+
+
+def _memory_figures(memory: PeakMemory, tuning: "_FirstUseTuning", extra: dict[str, Any]) -> int:
+    """The loop's peak memory less tuning's (Note [tune on first use]); records pages and held bytes in ``extra``."""
     peak = max(memory.peak_above_baseline() - tuning.residue, tuning.peak_before)
     extra["huge_page_bytes"] = huge_page_bytes()  # the pages the epochs ran on (Note [allocator])
     held = memory.held_above_baseline()  # Note [peak memory]; it releases, so after the huge pages
     # at most the peak: reading the peak and the pages may itself have grown the resident set by a few pages
     extra["held_bytes"] = None if held is None else min(max(held - tuning.residue, 0), peak)
-    accuracy = best if spec.selection == "best_val" else final
-    extra["final_accuracy"] = final
-    extra["metric"] = objective.metric
-    extra["selected_epoch"] = best_epoch if spec.selection == "best_val" else hyper.epochs - 1
-
-    if info.kind == "kernel":
-        report = system.hook("report")
-        if report is not None:
-            extra["system_report"] = report()
-    if spec.mode == "inference" and phases.kernel_by_name:
-        modeled = _modeled_inference(extra.get("system_report"), phases, hyper.epochs + 1)
-        if modeled is not None:
-            extra["modeled_inference"] = modeled
-    extra["memory_method"] = memory.method
-    if phases.kernel_by_name:
-        extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
-    if info.kind == "kernel" and spec.fallback:
-        from gnnbench.runtime.fallback import fallback_summary
-
-        extra["fallback"] = fallback_summary(bound, phases.lent, phases.kernel)
-    epoch_m = Measurement(tuple(phases.epoch))
-    described = dataset.describe()
-    return run_record(spec, "ok", timestamp=started, measured={
-        "system": spec.system,
-        "system_version": info.version,
-        "system_hash": system_hash(spec.system),
-        "model": spec.model,
-        "hyperparameters": stored_hyperparameters(spec, hyper),
-        "dataset": dataset.name,
-        "dataset_nodes": described["nodes"],
-        "dataset_edges": graph.num_edges,
-        "dataset_features": described["features"],
-        "framework": spec.framework,
-        "framework_version": F.version,
-        "device": spec.device,
-        "seed": spec.seed,
-        "threads": spec.threads,
-        "allocator": loaded_allocator(),
-        "epochs": hyper.epochs,
-        "warmup": spec.warmup,
-        "epoch_time_median_s": epoch_m.median,
-        "epoch_time_iqr_s": epoch_m.iqr,
-        "forward_median_s": Measurement(tuple(phases.forward)).median,
-        "backward_median_s": Measurement(tuple(phases.backward)).median if phases.backward else None,
-        "optimizer_median_s": Measurement(tuple(phases.optimizer)).median if phases.optimizer else None,
-        "kernel_median_s": Measurement(tuple(phases.kernel)).median if phases.kernel else None,
-        "prepare_time_s": prepare_s,
-        "tune_time_s": tuning.seconds,
-        "peak_memory_bytes": peak,
-        "train_accuracy": accuracy["train"],
-        "val_accuracy": accuracy["val"],
-        "test_accuracy": accuracy["test"],
-        "first_loss": phases.losses[0] if phases.losses else None,
-        "final_loss": phases.losses[-1] if phases.losses else None,
-        "epoch_times": phases.epoch,
-        "forward_times": phases.forward,
-        "backward_times": phases.backward or None,
-        "optimizer_times": phases.optimizer or None,
-        "kernel_times": phases.kernel or None,
-        "cpu_model": cpu_model(),
-        "machine": machine_info(spec.device),
-        "git_commit": git_commit(),
-        "extra": extra,
-    })
+    return peak
 
 
-def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, objective, phases: _Phases,
+def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: _Phases,
                   time_kernels: bool, tuning: "_FirstUseTuning", clock, report):
     """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``."""
     optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
@@ -392,10 +317,7 @@ def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, objective
             phases.backward.append(t2 - t1)
             phases.optimizer.append(t3 - t2)
             phases.epoch.append(t3 - t0)
-            if kernels is not None:
-                phases.kernel.append(kernels.total)
-                phases.kernel_by_name.append(dict(kernels.seconds))
-                phases.lent.append(kernels.lent_total)
+            phases.add_kernels(kernels)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         tuning.after_epoch(epoch, t3 - t0)
         if spec.selection == "best_val" and epoch < hyper.epochs - 1:
@@ -408,9 +330,10 @@ def _train_epochs(spec: TaskSpec, hyper, F, forward, evaluate, params, objective
     return best, best_epoch, final
 
 
-def _infer(spec: TaskSpec, hyper, F, forward, evaluate, phases: _Phases, time_kernels: bool,
-           tuning: "_FirstUseTuning", clock, report) -> dict[str, float]:
-    """Forward passes only, without autograd (Note [inference mode]); returns the accuracies of the last."""
+def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: _Phases, time_kernels: bool,
+           tuning: "_FirstUseTuning", clock, report):
+    """Forward passes only, without autograd (Note [inference mode]); returns ``(last, last epoch, last)``:
+    the untrained model's accuracies are both the selected and the final ones."""
     for step in range(hyper.epochs):
         with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
             t0 = clock()
@@ -421,13 +344,11 @@ def _infer(spec: TaskSpec, hyper, F, forward, evaluate, phases: _Phases, time_ke
         if step >= spec.warmup:
             phases.forward.append(t1 - t0)
             phases.epoch.append(t1 - t0)
-            if kernels is not None:
-                phases.kernel.append(kernels.total)
-                phases.kernel_by_name.append(dict(kernels.seconds))
-                phases.lent.append(kernels.lent_total)
+            phases.add_kernels(kernels)
         report(RunEvent("epoch", step + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         tuning.after_epoch(step, t1 - t0)
-    return evaluate()
+    final = evaluate()
+    return final, hyper.epochs - 1, final
 
 
 def tune_budget_s(first_epoch_s: float, epochs: int) -> float:
@@ -523,20 +444,3 @@ def _reset_peak() -> None:
             fh.write("5")
     except OSError:
         pass
-
-
-#: Kernels whose wall time a modeling system simulates (Note [inference mode]).
-_AGGREGATION_KERNELS = ("spmm_sum", "spmm_sum_backward")
-
-
-def _modeled_inference(report: dict | None, phases: _Phases, passes: int) -> dict[str, Any] | None:
-    """End-to-end pass time as modeled, for a system whose report models aggregation (Note [inference mode])."""
-    if not isinstance(report, dict) or "modeled_aggregation_s" not in report:
-        return None
-    forward = (report["modeled_aggregation_s"] or {}).get("forward") or {}
-    simulated = [sum(k.get(name, 0.0) for name in _AGGREGATION_KERNELS) for k in phases.kernel_by_name]
-    host = Measurement(tuple(e - s for e, s in zip(phases.epoch, simulated))).median
-    aggregation = float(forward.get("total_s", 0.0)) / passes  # every pass (warm-ups, timed, final) aggregates alike
-    return {"label": "modeled", "pass_time_s": host + aggregation, "host_measured_s": host,
-            "aggregation_modeled_s": aggregation, "simulation_wall_s": Measurement(tuple(simulated)).median,
-            "passes_modeled": passes}

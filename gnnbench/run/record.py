@@ -2,7 +2,7 @@
 
 A row of a run that succeeded, failed, crashed, ran out of memory, timed out
 or was skipped has the same columns (every one of
-:data:`~gnnbench.results.store.RUN_FIELDS` but ``id``), the canonical dataset name,
+:class:`~gnnbench.results.row.RunResult`'s columns but ``id``), the canonical dataset name,
 the ``hyperparameters`` object of the same shape, and a ``timestamp`` set
 here only: when the run started. Identity columns come from the
 configuration, so a crashed run's row has the provenance a successful run of
@@ -15,7 +15,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["run_record", "identity_columns", "bad_input_error", "STDERR_KEPT", "BAD_INPUT"]
+from gnnbench.results.row import IDENTITY_FIELDS, RUN_COLUMNS, RunResult
+
+__all__ = ["run_record", "run_result", "identity_columns", "bad_input_error", "STDERR_KEPT", "BAD_INPUT"]
 
 #: characters of a failed run's stderr kept in its row (the whole of it is in a log file)
 STDERR_KEPT = 20000
@@ -23,6 +25,8 @@ STDERR_KEPT = 20000
 #: the ``extra`` key, true on the ``failed`` row of a run whose worker refused its input
 #: (Note [bad input in a worker] in :mod:`gnnbench.run.runner`)
 BAD_INPUT = "bad_input"
+
+_COLUMNS = frozenset(f.name for f in RUN_COLUMNS if f.name != "id")
 
 
 def bad_input_error(row: Mapping[str, Any]) -> str | None:
@@ -60,11 +64,11 @@ def identity_columns(config, hashes: dict[str, str | None] | None = None) -> dic
         allocator = resolve_allocator(config.allocator).name
     except UserError:
         allocator = None
-    return {"system": config.system, "system_version": version, "system_hash": hashes[config.system],
-            "model": config.model, "hyperparameters": hyperparameters, "dataset": config.dataset,
-            "framework": config.framework, "device": config.device, "seed": config.seed,
-            "threads": config.threads, "allocator": allocator, "epochs": epochs, "warmup": config.warmup,
-            "git_commit": git_commit()}
+    # the columns a configuration does not name as they are stored; every other identity column is the
+    # configuration's field of the same name (a new RunConfig field tagged IDENTITY in RunResult needs nothing here)
+    derived = {"system_version": version, "system_hash": hashes[config.system], "hyperparameters": hyperparameters,
+               "epochs": epochs, "allocator": allocator, "git_commit": git_commit()}
+    return {name: derived[name] if name in derived else getattr(config, name, None) for name in IDENTITY_FIELDS}
 
 
 def run_record(config, status: str, measured: Mapping[str, Any] | None = None, *, error: str | None = None,
@@ -82,14 +86,21 @@ def run_record(config, status: str, measured: Mapping[str, Any] | None = None, *
         identity (dict, optional): precomputed :func:`identity_columns`.
         extra (dict, optional): merged into the ``extra`` column.
     """
-    from gnnbench.results.store import RUN_FIELDS, STATUSES, utc_now
+    return run_result(config, status, measured, error=error, stderr=stderr, timestamp=timestamp,
+                      identity=identity, extra=extra).to_row()
+
+
+def run_result(config, status: str, measured: Mapping[str, Any] | None = None, *, error: str | None = None,
+               stderr: str | None = None, timestamp: str | None = None, identity: Mapping[str, Any] | None = None,
+               extra: Mapping[str, Any] | None = None) -> RunResult:
+    """The :class:`~gnnbench.results.row.RunResult` of one run of ``config`` (arguments as :func:`run_record`)."""
+    from gnnbench.results.store import STATUSES, utc_now
 
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)} (got {status!r})")
-    row: dict[str, Any] = {f.name: None for f in RUN_FIELDS if f.name != "id"}
-    row.update(identity if identity is not None else identity_columns(config))
+    row: dict[str, Any] = dict(identity if identity is not None else identity_columns(config))
     if measured:
-        row.update({k: v for k, v in measured.items() if k in row and v is not None})
+        row.update({k: v for k, v in measured.items() if k in _COLUMNS and v is not None})
     row["status"] = status
     row["error"] = None if status == "ok" else (error or status)
     row["stderr"] = stderr[-STDERR_KEPT:] if stderr else None
@@ -97,4 +108,4 @@ def run_record(config, status: str, measured: Mapping[str, Any] | None = None, *
     row["timestamp"] = timestamp or utc_now()
     merged = {**(row.get("extra") or {}), **(extra or {})}
     row["extra"] = merged or None
-    return row
+    return RunResult.from_row(row)

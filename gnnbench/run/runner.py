@@ -53,7 +53,7 @@ from typing import Any
 
 from gnnbench.run.allocator import resolve_allocator
 from gnnbench.run.events import EVENTS_FD_ENV, EventReader, RunEvent
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 from gnnbench.run.record import bad_input_error, run_record
 from gnnbench.results.store import utc_now
 
@@ -87,7 +87,7 @@ def log_dir() -> Path:
     return cache_root() / "logs"
 
 
-def failure_row(spec: TaskSpec, status: str, error: str, stderr: str = "", timestamp: str | None = None,
+def failure_row(spec: RunConfig, status: str, error: str, stderr: str = "", timestamp: str | None = None,
                 extra: dict | None = None) -> dict[str, Any]:
     """The row of a run that produced no measurement (see :func:`~gnnbench.run.record.run_record`)."""
     return run_record(spec, status, error=error, stderr=stderr, timestamp=timestamp, extra=extra)
@@ -125,7 +125,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _keep_log(path: Path, spec: TaskSpec) -> str | None:
+def _keep_log(path: Path, spec: RunConfig) -> str | None:
     """Move a failed run's stderr file into :func:`log_dir`; return its path (None if that fails)."""
     try:
         folder = log_dir()
@@ -151,7 +151,7 @@ def worker_command(spec_path: Path, result_path: Path) -> list[str]:
     return [sys.executable, "-m", "gnnbench.run.worker", str(spec_path), str(result_path)]
 
 
-def run_task(spec: TaskSpec, isolate: bool = True, timeout_s: float | None = _UNSET,
+def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _UNSET,
              memory_limit_bytes: int | None = _UNSET,
              on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run ``spec`` and return its row (never raises for a failing system when isolated).

@@ -65,6 +65,7 @@ from typing import Any
 
 from gnnbench.run.config import RunConfig, config_fields, make_config, parse_memory
 from gnnbench.errors import UserError
+from gnnbench.results.row import PROVENANCE_FIELDS
 
 __all__ = [
     "Matrix", "Campaign", "Task", "Plan", "SweepEvent", "SweepReport", "PROVENANCE_FIELDS",
@@ -72,8 +73,6 @@ __all__ = [
     "split_datasets", "plan", "run_sweep",
 ]
 
-PROVENANCE_FIELDS = ("system", "system_hash", "model", "dataset", "framework", "device", "seed", "threads",
-                     "allocator", "hyperparameters", "epochs", "git_commit")
 _FAILED = ("failed", "timeout", "oom", "crashed")
 #: the interleaving order of sweep axes, outermost first (Note [sweep order]); other sweepable fields
 #: go before ``system``, which is innermost
@@ -552,7 +551,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
     from gnnbench.run.executors import get_executor
     from gnnbench.run.runner import failure_row
     from gnnbench.results.store import ResultsStore, default_results_path
-    from gnnbench.check.status import verification_status
+    from gnnbench.results.status import verification_status
 
     path = store_path or campaign.results or default_results_path()
     if dry_run and not Path(path).exists():

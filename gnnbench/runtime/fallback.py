@@ -134,7 +134,7 @@ def fallback_summary(graph: FallbackGraph, lent_seconds: list[float], own_second
         lent_seconds: the lender's kernel seconds in each timed epoch.
         own_seconds: the system's own kernel seconds in the same epochs.
     """
-    from gnnbench.run.measurement import Measurement
+    from gnnbench.core.measurement import Measurement
     from gnnbench.runtime.registry import system_hash
 
     lent = Measurement(tuple(lent_seconds)).median if lent_seconds else None

@@ -66,6 +66,15 @@ Note [gathered scales]
     It is prefetched with the rows, the same distance ahead, as the
     transposed view's weights are (Note [permuted weights]).
 
+Note [permuted weights]
+    The transposed view (the backward's SpMM) walks the edges in the order of
+    its own rows, but the edge weights are stored once, in the forward view's
+    edge order: the transposed view reaches the weight of its position ``q``
+    through ``eids[q]``, the forward id of that edge, so each weight read
+    ``w[eids[q]]`` lands at a scattered place of the ``E``-float weight
+    vector instead of the next one. The kernel prefetches those weights with
+    the gathered rows, the same distance ahead (``_prefetch_weights``).
+
 Note [backward against forward]
     Why the backward's SpMM (the transposed view) ran 1.18-1.25x the forward
     (issue 19 item 4; R-MAT, 2^17 nodes, 4M edges, F = 32, the same

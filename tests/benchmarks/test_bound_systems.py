@@ -25,9 +25,9 @@ def test_bound_systems_glue_is_up_to_date():
 
 
 def test_floor_trains_but_its_sums_ignore_weights(bound_path):
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
 
-    row = train(TaskSpec(system="floor", model="gcn", dataset=TINY, epochs=4, warmup=1))
+    row = train(RunConfig(system="floor", model="gcn", dataset=TINY, epochs=4, warmup=1))
     assert row["status"] == "ok" and row["kernel_median_s"] > 0
-    reference = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
+    reference = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
     assert not np.isclose(row["first_loss"], reference["first_loss"])  # wrong on purpose: a bound, not a result

@@ -9,7 +9,7 @@ import torch
 from gnnbench.cli import main as cli
 from gnnbench.frameworks.torch_frontend import TorchFrontend
 from gnnbench.runtime.glue import BoundGraph
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 from gnnbench.runtime.registry import load_system
 from tests.graphs import adversarial_graphs
 
@@ -69,13 +69,13 @@ def test_scaffold_creates_spec_kernels_glue_and_test(scaffolded, tmp_path, capsy
 
 def test_unfilled_kernels_say_what_to_write(scaffolded):
     with pytest.raises(NotImplementedError, match=f"{scaffolded.name}.spmm_sum: write me"):
-        train(TaskSpec(system=scaffolded.name, model="gcn", dataset="karate", epochs=3, warmup=1))
+        train(RunConfig(system=scaffolded.name, model="gcn", dataset="karate", epochs=3, warmup=1))
 
 
 def test_filled_kernels_train_and_match_reference(scaffolded):
     (scaffolded / "kernels.py").write_text(textwrap.dedent(KERNELS))
-    row = train(TaskSpec(system=scaffolded.name, model="sage", dataset="karate", epochs=4, warmup=1))
-    ref = train(TaskSpec(system="reference", model="sage", dataset="karate", epochs=4, warmup=1))
+    row = train(RunConfig(system=scaffolded.name, model="sage", dataset="karate", epochs=4, warmup=1))
+    ref = train(RunConfig(system="reference", model="sage", dataset="karate", epochs=4, warmup=1))
     assert row["first_loss"] == pytest.approx(ref["first_loss"], rel=1e-5)
     F = TorchFrontend(dtype="float64")
     for name, graph in adversarial_graphs().items():

@@ -40,10 +40,10 @@ def test_systems_lists_every_system_as_unavailable_and_why(no_tensorflow):
 
 def test_run_fails_fast_with_the_reason(no_tensorflow):
     from gnnbench.cli.run import validate
-    from gnnbench.run.harness import TaskSpec
+    from gnnbench.run.harness import RunConfig
 
     with pytest.raises(UserError, match=r"framework 'tensorflow' is not installed \(pip install 'gnnbench\[tf\]'\)"):
-        validate(TaskSpec(system="reference", model="gcn", dataset="karate", framework="tensorflow"))
+        validate(RunConfig(system="reference", model="gcn", dataset="karate", framework="tensorflow"))
 
 
 def test_framework_bound_systems_say_they_have_no_tensorflow_glue():

@@ -163,9 +163,9 @@ def _harness_cases():
 
 @pytest.mark.parametrize("system,name", _harness_cases())
 def test_harness_trains_under_tensorflow(system, name):
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
 
-    row = train(TaskSpec(system=system, model=name, dataset="karate", framework="tensorflow", epochs=20, warmup=2,
+    row = train(RunConfig(system=system, model=name, dataset="karate", framework="tensorflow", epochs=20, warmup=2,
                          lr=0.05))
     assert row["status"] == "ok" and row["framework"] == "tensorflow"
     assert row["framework_version"] == tf.__version__
@@ -193,7 +193,7 @@ def test_cora_accuracy_matches_torch_within_one_point(name):
     the difference of two five-seed means has a standard error of about 0.6
     points (seeds 0-4 alone gave 1.04 points, seeds 5-14 -0.27).
     """
-    from gnnbench.run.harness import TaskSpec
+    from gnnbench.run.harness import RunConfig
     from gnnbench.run.runner import run_task
 
     data_dir = planetoid_dir()
@@ -201,7 +201,7 @@ def test_cora_accuracy_matches_torch_within_one_point(name):
         pytest.skip("Cora is not in ../shared/data/planetoid")
     accuracy = {}
     for framework in ("torch", "tensorflow"):
-        rows = [run_task(TaskSpec(system="reference", model=name, dataset="cora", data_dir=str(data_dir),
+        rows = [run_task(RunConfig(system="reference", model=name, dataset="cora", data_dir=str(data_dir),
                                   framework=framework, seed=seed, threads=1)) for seed in SEEDS]
         assert all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
         accuracy[framework] = np.mean([r["test_accuracy"] for r in rows])

@@ -15,7 +15,7 @@ from gnnbench.datasets import load_dataset
 from gnnbench.errors import UserError
 from gnnbench.frameworks import get_frontend
 from gnnbench.runtime.glue import BoundGraph
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 from gnnbench.models import get_model
 from gnnbench.peers import build_native
 from gnnbench.runtime.registry import load_system
@@ -54,7 +54,7 @@ def test_initial_forward_equals_reference(system, model_name):
 @pytest.mark.parametrize("model_name", MODELS)
 def test_trains_through_the_harness_like_reference(system, model_name):
     spec = dict(model=model_name, dataset=DATASET, epochs=6, warmup=1, threads=1)
-    row, ref = train(TaskSpec(system, **spec)), train(TaskSpec("reference", **spec))
+    row, ref = train(RunConfig(system, **spec)), train(RunConfig("reference", **spec))
     assert row["status"] == "ok" and row["system"] == system
     assert len(row["epoch_times"]) == 5 and all(t > 0 for t in row["epoch_times"])
     # same parameters, same dropout masks (the layers' own init does not touch the RNG): same first loss

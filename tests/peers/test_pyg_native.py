@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("torch_geometric")
 
 from gnnbench.errors import UserError  # noqa: E402
-from gnnbench.run.harness import TaskSpec, train  # noqa: E402
+from gnnbench.run.harness import RunConfig, train  # noqa: E402
 
 TINY = "sbm:nodes=120,classes=2,features=8,degree=4"
 
@@ -25,7 +25,7 @@ def _unpatched():
 @pytest.mark.parametrize("model", ["gcn"])
 def test_every_adjacency_trains_the_same_function(model):
     def losses(options):
-        row = train(TaskSpec(system="pyg-native", model=model, dataset=TINY, epochs=2, warmup=1,
+        row = train(RunConfig(system="pyg-native", model=model, dataset=TINY, epochs=2, warmup=1,
                              system_options=options))
         assert row["status"] == "ok", row.get("error")
         assert row["hyperparameters"]["system_options"] == dict(options)

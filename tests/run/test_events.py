@@ -111,10 +111,10 @@ class _CountingClock:
 @pytest.mark.parametrize("mode", ["train", "inference"])
 def test_the_harness_reports_each_epoch_after_its_last_clock_reading(mode):
     """Note [progress outside the timer]: prepare's event before its clock starts, an epoch's after it stops."""
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
 
     clock, seen = _CountingClock(), []
-    row = train(TaskSpec(system="reference", model="gcn", dataset="sbm:nodes=200,classes=2,features=8,degree=4",
+    row = train(RunConfig(system="reference", model="gcn", dataset="sbm:nodes=200,classes=2,features=8,degree=4",
                          epochs=5, warmup=2, mode=mode), clock=clock, on_event=lambda e: seen.append((e, clock.reads)))
     per_epoch = 4 if mode == "train" else 2  # t0..t3 (forward, backward, step) or t0, t1 (a pass)
     assert seen == [(RunEvent("prepare"), 0)] + [(RunEvent("epoch", i, 5, 2), 2 + per_epoch * i) for i in range(1, 6)]

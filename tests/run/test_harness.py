@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gnnbench.cli.run import summary
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 from gnnbench.models import MODELS
 
 TINY = "sbm:nodes=400,classes=3,features=16,degree=8,seed=1"
@@ -28,7 +28,7 @@ class MockClock:
 
 
 def test_phases_come_from_the_clock_and_warmups_are_excluded():
-    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
+    row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
     assert len(row["epoch_times"]) == 9 and row["epochs"] == 12
     assert row["forward_times"] == pytest.approx([0.010, 0.011, 0.012] * 3)
     assert row["forward_median_s"] == pytest.approx(0.011)
@@ -45,7 +45,7 @@ def test_phases_come_from_the_clock_and_warmups_are_excluded():
 
 
 def test_the_row_records_how_much_of_the_process_ran_on_huge_pages():
-    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
+    row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
     assert isinstance(row["extra"]["huge_page_bytes"], int)  # Linux: /proc/self/smaps_rollup
     shown = {**row, "allocator": "tcmalloc", "peak_memory_bytes": 2**21,
              "extra": {**row["extra"], "huge_page_bytes": 545 * 2**20, "held_bytes": None}}
@@ -55,7 +55,7 @@ def test_the_row_records_how_much_of_the_process_ran_on_huge_pages():
 
 def test_the_row_says_how_much_of_its_peak_the_loop_still_held_after_the_epochs():
     """Note [peak memory]: on a small graph the peak is mostly one-time start-up, which the row shows."""
-    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
+    row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
     assert isinstance(row["extra"]["held_bytes"], int) and row["extra"]["held_bytes"] <= row["peak_memory_bytes"]
     shown = {**row, "allocator": "tcmalloc", "peak_memory_bytes": 106.3 * 2**20,
              "extra": {**row["extra"], "huge_page_bytes": 0, "held_bytes": 104.0 * 2**20}}
@@ -121,14 +121,14 @@ def test_preparation_runs_without_numpy_huge_page_advice(monkeypatch, system):
     monkeypatch.setattr(gnnbench.peers, "build_native", advice_inside(gnnbench.peers.build_native))
     before = switch(True)
     try:
-        train(TaskSpec(system=system, model="gcn", dataset=TINY, epochs=2, warmup=1))
+        train(RunConfig(system=system, model="gcn", dataset=TINY, epochs=2, warmup=1))
         assert seen == [False] and switch(True) is True  # off inside, restored after
     finally:
         switch(before)
 
 
 def test_an_inference_run_is_rendered_in_passes():
-    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
+    row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=12, warmup=3), clock=MockClock())
     inference = {**row, "verified": "passed", "hyperparameters": {**row["hyperparameters"], "mode": "inference"},
                  "backward_median_s": None}
     lines = summary(inference).splitlines()
@@ -152,7 +152,7 @@ def test_jit_compilation_in_prepare_is_reported_apart_from_it(monkeypatch):
             return None
 
     monkeypatch.setattr(harness, "CompileClock", Compiled)
-    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1), clock=MockClock())
+    row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1), clock=MockClock())
     assert row["prepare_time_s"] == pytest.approx(0.15) and row["extra"]["compile_time_s"] == 0.1
     lines = summary({**row, "verified": "passed"}).splitlines()
     assert lines[4] == "  prepare    150.0 ms (apart from epochs); JIT compilation 0.10 s, once per machine (apart)"
@@ -169,7 +169,7 @@ def test_initial_parameters_depend_only_on_the_seed(model):
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_every_model_learns_well_above_chance(model):
-    row = train(TaskSpec(system="reference", model=model, dataset=TINY, epochs=60, warmup=2))
+    row = train(RunConfig(system="reference", model=model, dataset=TINY, epochs=60, warmup=2))
     assert row["status"] == "ok"
     assert row["final_loss"] < row["first_loss"]
     assert row["test_accuracy"] > 0.6  # three classes: chance is 0.33
@@ -177,7 +177,7 @@ def test_every_model_learns_well_above_chance(model):
 
 
 def test_run_row_records_provenance():
-    row = train(TaskSpec(system="reference", model="sage", dataset=TINY, epochs=6, warmup=1, seed=3))
+    row = train(RunConfig(system="reference", model="sage", dataset=TINY, epochs=6, warmup=1, seed=3))
     assert row["system_hash"] and row["git_commit"] and row["cpu_model"]
     assert row["machine"]["libraries"]["torch"].startswith("2.13")
     assert row["hyperparameters"]["hidden"] == 64 and row["seed"] == 3
@@ -188,4 +188,4 @@ def test_epochs_must_exceed_warmup():
     from gnnbench.errors import UserError
 
     with pytest.raises(UserError, match=r"--epochs \(3\) must exceed --warmup \(5\)"):
-        train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=5))
+        train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=5))

@@ -5,7 +5,7 @@ import pytest
 
 from gnnbench.errors import UserError
 from gnnbench.frameworks import framework_available
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 from gnnbench.runtime.registry import list_systems
 
 TINY = "sbm:nodes=120,classes=3,features=8,degree=5,seed=4"
@@ -22,7 +22,7 @@ def _cases():
 @pytest.mark.parametrize("system,framework", list(_cases()))
 def test_inference_times_forward_passes_only(system, framework, tmp_path, monkeypatch):
     monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path))
-    row = train(TaskSpec(system=system, model="sage", dataset=TINY, framework=framework, epochs=3, warmup=1,
+    row = train(RunConfig(system=system, model="sage", dataset=TINY, framework=framework, epochs=3, warmup=1,
                          mode="inference", tune=False))
     assert row["status"] == "ok" and row["hyperparameters"]["mode"] == "inference"
     assert len(row["epoch_times"]) == 2 and row["forward_times"] == row["epoch_times"]
@@ -44,7 +44,7 @@ def test_inference_records_no_autograd_graph(monkeypatch):
         return original(self)
 
     monkeypatch.setattr(torch_frontend.TorchFrontend, "sync", sync)
-    train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
+    train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
     assert seen and not any(seen)  # every timed pass ran with autograd off
 
 
@@ -56,10 +56,10 @@ def test_unknown_mode_is_a_user_error():
 
 
 def test_pim_inference_is_reported_as_modeled():
-    row = train(TaskSpec(system="pim", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
+    row = train(RunConfig(system="pim", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
     modeled = row["extra"]["modeled_inference"]
     assert modeled["label"] == "modeled" and modeled["passes_modeled"] == 4
     assert modeled["pass_time_s"] == modeled["host_measured_s"] + modeled["aggregation_modeled_s"]
     assert modeled["aggregation_modeled_s"] > 0 and modeled["simulation_wall_s"] > 0
-    plain = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
+    plain = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, mode="inference"))
     assert "modeled_inference" not in plain["extra"]

@@ -19,7 +19,7 @@ import pytest
 from gnnbench.cli import main as cli_main
 from gnnbench.errors import UserError
 from gnnbench.run.executors import LocalExecutor
-from gnnbench.run.harness import TaskSpec
+from gnnbench.run.harness import RunConfig
 from gnnbench.run.runner import failure_row
 from gnnbench.results.store import ResultsStore
 from gnnbench.run.sweep import (Campaign, Matrix, campaign_from_mapping, identity, load_campaign, parse_memory, plan,
@@ -137,10 +137,10 @@ def test_provenance_of_a_plan_equals_that_of_the_row_the_harness_stores():
     from gnnbench.run.harness import train
 
     # in this process: the C library's malloc, which an isolated run asks for with allocator="system"
-    spec = TaskSpec(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3,
+    spec = RunConfig(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3,
                     allocator="system")
     assert provenance(train(spec)) == provenance(identity(spec))
-    assert provenance(identity(spec)) != provenance(identity(TaskSpec(**{**spec.as_dict(), "epochs": 7})))
+    assert provenance(identity(spec)) != provenance(identity(RunConfig(**{**spec.as_dict(), "epochs": 7})))
 
 
 def test_provenance_of_an_isolated_run_names_the_allocator_it_resolved():
@@ -148,7 +148,7 @@ def test_provenance_of_an_isolated_run_names_the_allocator_it_resolved():
     from gnnbench.datasets.registry import canonical_name
     from gnnbench.run.runner import run_task
 
-    spec = TaskSpec(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3)
+    spec = RunConfig(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3)
     row = run_task(spec, timeout_s=300)
     assert row["status"] == "ok", row.get("stderr")
     assert row["allocator"] == resolve_allocator("auto").name

@@ -11,7 +11,7 @@ import pytest
 from gnnbench.cli import main as cli
 from gnnbench.errors import UnavailableError, UserError
 from gnnbench.runtime.fallback import BorrowedView, check_fallback
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 from gnnbench.runtime.kernel_clock import call_kernel, measuring
 from tests.out_of_tree import installed_example
 
@@ -29,19 +29,19 @@ def extsp(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gat_with_fallback(extsp):
-    return train(TaskSpec(system=extsp, fallback="reference", **GAT))
+    return train(RunConfig(system=extsp, fallback="reference", **GAT))
 
 
 def test_without_fallback_gat_is_skipped_and_the_message_names_the_flag(extsp):
     with pytest.raises(UnavailableError) as err:
-        train(TaskSpec(system=extsp, **GAT))
+        train(RunConfig(system=extsp, **GAT))
     assert str(err.value).startswith("system 'extsp' does not implement sddmm(op=add) (add `--fallback reference` "
                                      "to borrow the operators it lacks); it implements: spmm(reduce=sum|mean)")
 
 
 def test_with_fallback_gat_trains_like_reference_and_records_what_was_borrowed(gat_with_fallback):
     row = gat_with_fallback
-    ref = train(TaskSpec(system="reference", **GAT))
+    ref = train(RunConfig(system="reference", **GAT))
     assert row["first_loss"] == pytest.approx(ref["first_loss"], rel=1e-5)
     assert row["hyperparameters"]["fallback"] == "reference"
     fallback = row["extra"]["fallback"]
@@ -61,7 +61,7 @@ def test_run_summary_prints_the_fallback_share(gat_with_fallback):
 
 
 def test_a_model_that_needs_nothing_borrows_nothing(extsp):
-    row = train(TaskSpec(system=extsp, model="gcn", dataset="karate", epochs=3, warmup=1, fallback="reference"))
+    row = train(RunConfig(system=extsp, model="gcn", dataset="karate", epochs=3, warmup=1, fallback="reference"))
     assert row["extra"]["fallback"]["operators"] == [] and row["extra"]["fallback"]["kernel_time_s"] == 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 from gnnbench.runtime.kernel_clock import call_kernel, measuring
 
 TINY = "sbm:nodes=200,classes=2,features=8,degree=4"
@@ -39,7 +39,7 @@ def test_clocks_do_not_nest():
 
 
 def test_a_kernel_system_row_splits_the_epoch_into_kernels_and_the_rest():
-    row = train(TaskSpec(system="reference", model="gcn", dataset=TINY, epochs=6, warmup=2))
+    row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=6, warmup=2))
     assert len(row["kernel_times"]) == len(row["epoch_times"]) == 4
     assert all(0 < k <= e for k, e in zip(row["kernel_times"], row["epoch_times"]))
     assert 0 < row["kernel_median_s"] <= row["epoch_time_median_s"]
@@ -49,6 +49,6 @@ def test_a_kernel_system_row_splits_the_epoch_into_kernels_and_the_rest():
 
 def test_native_baselines_have_no_kernel_share():
     pytest.importorskip("torch_geometric", reason="pyg-native needs torch_geometric (pip install -e '.[pyg]')")
-    row = train(TaskSpec(system="pyg-native", model="gcn", dataset=TINY, epochs=4, warmup=1))
+    row = train(RunConfig(system="pyg-native", model="gcn", dataset=TINY, epochs=4, warmup=1))
     assert row["kernel_median_s"] is None and row["kernel_times"] is None
     assert "kernel_median_s_by_kernel" not in row["extra"]

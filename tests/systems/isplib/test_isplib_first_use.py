@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gnnbench.runtime.graph import Graph
-from gnnbench.run.harness import TUNE_BUDGET_MAX_S, TUNE_BUDGET_MIN_S, TaskSpec, train, tune_budget_s
+from gnnbench.run.harness import TUNE_BUDGET_MAX_S, TUNE_BUDGET_MIN_S, RunConfig, train, tune_budget_s
 from gnnbench.systems.isplib import kernels as K
 from gnnbench.systems.isplib import tuning
 from gnnbench.systems.isplib.first_use import pending_tasks, tune_pending
@@ -123,7 +123,7 @@ def test_run_tunes_on_first_use_then_reuses_the_cache(cache_dir, monkeypatch):
     monkeypatch.setenv("GNNBENCH_TUNE_BUDGET_S", "8")
     # GCN's edge form (per-edge weights), whose two SpMM paths differ; the node form's are both unweighted.
     # 32 features into hidden 16: the first layer narrows, so it aggregates x W, which needs a backward SpMM
-    spec = TaskSpec(system="isplib", model="gcn", dataset=TINY.replace("features=16", "features=32"), epochs=2,
+    spec = RunConfig(system="isplib", model="gcn", dataset=TINY.replace("features=16", "features=32"), epochs=2,
                     warmup=1, normalisation="edge")
     row = train(spec)
     assert row["tune_time_s"] > 0 and row["prepare_time_s"] > 0
@@ -138,14 +138,14 @@ def test_run_tunes_on_first_use_then_reuses_the_cache(cache_dir, monkeypatch):
 
 def test_report_names_the_paths_a_run_used(cache_dir):
     """Inference never runs the transposed view: the report says so instead of offering to tune it."""
-    row = train(TaskSpec(system="isplib", model="gcn", dataset=TINY, epochs=2, warmup=1, mode="inference"))
+    row = train(RunConfig(system="isplib", model="gcn", dataset=TINY, epochs=2, warmup=1, mode="inference"))
     tuning = row["extra"]["system_report"]["tuning"]
     assert tuning["transposed"].startswith("no SpMM ran on the transposed graph")
     assert "unweighted:sum:" in tuning["forward"] and "(tuned)" in tuning["forward"]
 
 
 def test_no_tune_measures_the_default_variant(cache_dir):
-    row = train(TaskSpec(system="isplib", model="sage", dataset=TINY, epochs=2, warmup=1, tune=False))
+    row = train(RunConfig(system="isplib", model="sage", dataset=TINY, epochs=2, warmup=1, tune=False))
     assert row["tune_time_s"] is None and not (cache_dir / tuning.CACHE_NAME).exists()
     assert row["hyperparameters"]["tune"] is False
     forward = row["extra"]["system_report"]["tuning"]["forward"]

@@ -41,9 +41,9 @@ def test_options_are_checked(aggr):
 
 
 def test_run_takes_the_option_and_reports_it():
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
 
-    row = train(TaskSpec("pyg", "sage", "sbm:nodes=120,classes=3,features=8,degree=5", epochs=4, warmup=1,
+    row = train(RunConfig("pyg", "sage", "sbm:nodes=120,classes=3,features=8,degree=5", epochs=4, warmup=1,
                          system_options=(("aggr", "spmm"),)))
     assert row["extra"]["system_report"]["aggr"] == "spmm"
     load_system("pyg").hook("configure")()

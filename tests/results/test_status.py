@@ -1,7 +1,7 @@
-"""gnnbench/check/status.py: a row counts by its build's latest verification, looked up when shown."""
+"""gnnbench/results/status.py: a row counts by its build's latest verification, looked up when shown."""
 from __future__ import annotations
 
-from gnnbench.check.status import verification_status, with_current_status
+from gnnbench.results.status import verification_status, with_current_status
 from gnnbench.results.store import ResultsStore
 
 

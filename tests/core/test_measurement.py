@@ -1,11 +1,11 @@
-"""Tests of gnnbench.run.measurement: statistics from raw samples, the stored fallback, the one noise threshold."""
+"""Tests of gnnbench.core.measurement: statistics from raw samples, the stored fallback, the one noise threshold."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from gnnbench.run.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 
 
 def test_statistics_from_samples():

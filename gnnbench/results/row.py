@@ -1,0 +1,378 @@
+"""A run's result as typed data, declared once: :class:`RunResult`.
+
+Every column of the ``runs`` table is one field of :class:`RunResult`, and the
+field carries its column metadata once (:func:`column`): SQL type,
+description and roles. What other modules list is derived from it:
+
+* :data:`RUN_COLUMNS` is the store's ``RUN_FIELDS`` (the table, the CSV
+  columns, ``docs/results-schema.md``, the frame's columns);
+* :data:`IDENTITY_FIELDS`: what a run of a configuration stores whatever its
+  outcome, computed without running it (``gnnbench.run.record.identity_columns``);
+* :data:`PROVENANCE_FIELDS`: what makes two runs the same experiment (the
+  sweep's provenance key, Note [provenance] in :mod:`gnnbench.run.sweep`);
+* :data:`COMPARABLE_FIELDS`: what must agree for two epoch times to be set
+  side by side (Note [comparable runs] in :mod:`gnnbench.results.compare`), in
+  the order the comparison's footnote names them;
+* :data:`PHASES`: each timed phase's median, spread and raw-sample columns,
+  from which :meth:`RunResult.phase` rebuilds its
+  :class:`~gnnbench.core.measurement.Measurement`.
+
+Adding a column is one declaration here, appended after the last one (and an
+upgrade step in ``gnnbench.results.store``, Note [schema versions]); a new
+timed phase is its two columns tagged ``phase=(name, "median")`` and
+``phase=(name, "samples")``.
+
+The ``extra`` column is :class:`Extra`: typed records for what the harness
+and the runner add (:class:`FallbackUse`, :class:`Tuning`,
+:class:`ModeledInference`, compile time, huge pages, held memory), a system's
+own ``system_report`` (the one open mapping), and ``other`` for keys this
+version does not declare (a sweep's details, keys of a later version), kept
+as they came.
+
+:meth:`RunResult.to_row` and :meth:`RunResult.from_row` convert to and from
+the stored dict; ``from_row(to_row(r)) == r`` for every status.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, NamedTuple
+
+__all__ = ["RunResult", "Extra", "FallbackUse", "Tuning", "ModeledInference", "Field", "column",
+           "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
+           "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
+
+#: A column a run of a configuration stores whatever its outcome, known before it runs.
+IDENTITY = "identity"
+#: A column of the provenance key: runs that agree on all of them are the same experiment.
+PROVENANCE = "provenance"
+#: A figure the run measured (null for a run that did not finish).
+MEASURED = "measured"
+#: What became of the run: its status, error, stderr, row id, time and verification.
+OUTCOME = "outcome"
+
+
+class Field(NamedTuple):
+    """One column. ``sqltype`` is INTEGER, REAL, TEXT or JSON (TEXT holding JSON,
+    decoded back to Python objects when read)."""
+
+    name: str
+    sqltype: str
+    description: str
+
+
+def column(sqltype: str, roles: tuple[str, ...], description: str, *, comparable: int | None = None,
+           phase: tuple[str, str] | None = None) -> Any:
+    """A field of :class:`RunResult` with its column metadata (null by default).
+
+    Args:
+        sqltype (str): ``INTEGER``, ``REAL``, ``TEXT`` or ``JSON``.
+        roles (tuple): of :data:`IDENTITY`, :data:`PROVENANCE`, :data:`MEASURED`, :data:`OUTCOME`.
+        description (str): the column's line in ``docs/results-schema.md``.
+        comparable (int, optional): its place in :data:`COMPARABLE_FIELDS` (default: not one of them).
+        phase (tuple, optional): ``(phase, "median" | "iqr" | "samples")`` of a timed phase's column.
+    """
+    if sqltype not in ("INTEGER", "REAL", "TEXT", "JSON"):
+        raise ValueError(f"sqltype must be INTEGER, REAL, TEXT or JSON (got {sqltype!r})")
+    unknown = set(roles) - {IDENTITY, PROVENANCE, MEASURED, OUTCOME}
+    if unknown:
+        raise ValueError(f"unknown role(s) {sorted(unknown)}; choose among identity, provenance, measured, outcome")
+    return field(default=None, metadata={"sqltype": sqltype, "roles": frozenset(roles), "description": description,
+                                         "comparable": comparable, "phase": phase})
+
+
+# ---------------------------------------------------------------- typed records of ``extra``
+
+@dataclass(frozen=True)
+class FallbackUse:
+    """``extra.fallback``: what a run with ``--fallback`` borrowed (Note [fallback accounting])."""
+
+    system: str
+    system_version: str | None
+    system_hash: str | None
+    operators: list[str]
+    kernel_time_s: float | None
+    kernel_share: float | None
+    prepare_time_s: float | None
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """``extra.tuning`` (the tuner's own result, an open mapping) and ``extra.tuned_after_timed_epoch``
+    (Note [tune on first use])."""
+
+    choices: Any
+    after_timed_epoch: bool = False
+
+
+@dataclass(frozen=True)
+class ModeledInference:
+    """``extra.modeled_inference``: an inference pass as modeled by a system that models its aggregation
+    (Note [inference mode])."""
+
+    label: str
+    pass_time_s: float
+    host_measured_s: float
+    aggregation_modeled_s: float
+    simulation_wall_s: float
+    passes_modeled: int
+
+
+def _record(cls, value: Any) -> Any:
+    """``value`` as a ``cls`` when it has exactly its keys; any other shape (older rows) kept as it came."""
+    if isinstance(value, Mapping) and set(value) == {f.name for f in fields(cls)}:
+        return cls(**value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    return asdict(value) if is_dataclass(value) else value
+
+
+#: keys of ``extra`` kept (null) whenever ``memory_method`` is set: measured together after the epochs
+_WITH_MEMORY = ("huge_page_bytes", "held_bytes")
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The ``extra`` column: each key the platform writes, typed, in the order it is written."""
+
+    compile_time_s: float | None = None          # Note [compile time apart]
+    tuning: Tuning | None = None                 # Note [tune on first use]
+    huge_page_bytes: int | None = None           # Note [huge pages outside the epochs]
+    held_bytes: int | None = None                # Note [peak memory]
+    final_accuracy: dict[str, float] | None = None  # Note [model selection]
+    metric: str | None = None
+    selected_epoch: int | None = None
+    system_report: Mapping[str, Any] | None = None  # the system's own, open mapping
+    modeled_inference: ModeledInference | None = None
+    memory_method: str | None = None
+    kernel_median_s_by_kernel: dict[str, float] | None = None
+    fallback: FallbackUse | None = None
+    bad_input: bool | None = None                # Note [bad input in a worker]
+    stderr_path: str | None = None
+    other: dict[str, Any] = field(default_factory=dict)  # keys this version does not declare, as they came
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored object: declared keys that are set, in declaration order, then :attr:`other`."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "other":
+                out.update(value)
+            elif f.name == "tuning":
+                if value is not None:
+                    out["tuning"] = value.choices
+                    if value.after_timed_epoch:
+                        out["tuned_after_timed_epoch"] = True
+            elif value is not None or (f.name in _WITH_MEMORY and self.memory_method is not None):
+                out[f.name] = _plain(value)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "Extra | None":
+        if data is None:
+            return None
+        known = {f.name for f in fields(cls)} - {"tuning", "other"}
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        if "tuning" in data:
+            values["tuning"] = Tuning(data["tuning"], bool(data.get("tuned_after_timed_epoch")))
+        elif "tuned_after_timed_epoch" in data:
+            values["tuning"] = Tuning(None, bool(data["tuned_after_timed_epoch"]))
+        if "fallback" in values:
+            values["fallback"] = _record(FallbackUse, values["fallback"])
+        if "modeled_inference" in values:
+            values["modeled_inference"] = _record(ModeledInference, values["modeled_inference"])
+        other = {k: v for k, v in data.items() if k not in known and k not in ("tuning", "tuned_after_timed_epoch")}
+        return cls(**values, other=other)
+
+
+# ---------------------------------------------------------------- the run
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run, whatever its outcome: the stored row as typed data (see the module's docstring)."""
+
+    id: int | None = column("INTEGER", (OUTCOME,),
+        "Row id, assigned on insert; increases with insertion order.")
+    timestamp: str | None = column("TEXT", (OUTCOME,),
+        "When the run started, UTC ISO 8601 (`2024-05-01T12:00:00+00:00`); set once, by "
+        "`gnnbench.run.record.run_record`.")
+    status: str | None = column("TEXT", (OUTCOME,),
+        "Outcome: `ok`, `failed`, `skipped`, `timeout`, `oom` or `crashed`.")
+    error: str | None = column("TEXT", (OUTCOME,),
+        "One-line reason when the status is not `ok` (a signal is named, e.g. `worker killed by SIGKILL`); "
+        "null when ok.")
+    system: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "Kernel system name (`reference`, ...).")
+    system_version: str | None = column("TEXT", (IDENTITY,),
+        "The system's declared version.")
+    system_hash: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "Hash of spec + generated glue + kernels; rows of one system with different hashes are not "
+        "comparable.")
+    verified: str | None = column("TEXT", (OUTCOME,),
+        "Correctness against `reference`: `passed`, `failed` or `unverified`.")
+    model: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "Model name (`gcn`, `gat`, `gin`, `sage`).")
+    hyperparameters: dict[str, Any] | None = column("JSON", (IDENTITY, PROVENANCE),
+        "Object: the model's resolved hyperparameters (hidden, layers, heads, lr, epochs, ...) with warmup, "
+        "dtype, index_dtype, selection and system_options; the same shape for every outcome; `fallback` (a "
+        "system name) only for a run with `--fallback`; `normalisation` (`node` or `edge`, Note [GCN as node "
+        "scales] in models/gcn.py) only for GCN rows, so a GCN row stored without it ran the edge form.")
+    dataset: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "Canonical dataset name, every parameter spelled out (`sbm:classes=4,degree=12,...`), whatever the "
+        "outcome.")
+    dataset_nodes: int | None = column("INTEGER", (MEASURED,),
+        "Number of nodes.", comparable=4)
+    dataset_edges: int | None = column("INTEGER", (MEASURED,),
+        "Number of edges (after preprocessing, e.g. self loops).", comparable=5)
+    dataset_features: int | None = column("INTEGER", (MEASURED,),
+        "Input feature width.")
+    framework: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "Framework that ran the model (`torch`, ...).")
+    framework_version: str | None = column("TEXT", (MEASURED,),
+        "Framework version string.")
+    device: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "Device (`cpu`, `cuda:0`, ...).", comparable=0)
+    seed: int | None = column("INTEGER", (IDENTITY, PROVENANCE),
+        "Random seed.")
+    threads: int | None = column("INTEGER", (IDENTITY, PROVENANCE),
+        "Intra-op threads the run was pinned to.", comparable=2)
+    epochs: int | None = column("INTEGER", (IDENTITY, PROVENANCE),
+        "Epochs trained, warm-ups included (`len(epoch_times)` are timed).")
+    warmup: int | None = column("INTEGER", (IDENTITY,),
+        "Untimed warmup epochs.")
+    epoch_time_median_s: float | None = column("REAL", (MEASURED,),
+        "Median epoch time in seconds.", phase=("epoch", "median"))
+    epoch_time_iqr_s: float | None = column("REAL", (MEASURED,),
+        "Interquartile range of the epoch times in seconds.", phase=("epoch", "iqr"))
+    forward_median_s: float | None = column("REAL", (MEASURED,),
+        "Median forward-pass time per epoch in seconds.", phase=("forward", "median"))
+    backward_median_s: float | None = column("REAL", (MEASURED,),
+        "Median backward-pass time per epoch in seconds.", phase=("backward", "median"))
+    optimizer_median_s: float | None = column("REAL", (MEASURED,),
+        "Median optimizer-step time per epoch in seconds.", phase=("optimizer", "median"))
+    prepare_time_s: float | None = column("REAL", (MEASURED,),
+        "Time of the system's one-off `prepare` step in seconds, less any JIT compilation in it "
+        "(`extra.compile_time_s`).")
+    tune_time_s: float | None = column("REAL", (MEASURED,),
+        "Seconds spent autotuning the system's kernels for this run before training, apart from "
+        "`prepare_time_s` and from epochs; null when the run did not tune.")
+    peak_memory_bytes: int | None = column("INTEGER", (MEASURED,),
+        "Peak memory of the timed loop above its start, in bytes: the host's resident set on the CPU, the "
+        "framework's CUDA allocator on a GPU (extra.memory_method names which; Note [peak memory]).")
+    train_accuracy: float | None = column("REAL", (MEASURED,),
+        "Training accuracy, a fraction in [0, 1], of the epoch the selection rule picks: the best-validation "
+        "epoch by default (`hyperparameters.selection` = `best_val`), else the last; the last epoch's are in "
+        "`extra.final_accuracy`.")
+    val_accuracy: float | None = column("REAL", (MEASURED,),
+        "Validation accuracy of the selected epoch (see `train_accuracy`).")
+    test_accuracy: float | None = column("REAL", (MEASURED,),
+        "Test accuracy of the selected epoch (see `train_accuracy`).")
+    first_loss: float | None = column("REAL", (MEASURED,),
+        "Training loss of epoch 0 (the first epoch, a warm-up when `warmup` > 0).")
+    final_loss: float | None = column("REAL", (MEASURED,),
+        "Training loss of the last epoch.")
+    epoch_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: every timed epoch in seconds (raw samples).", phase=("epoch", "samples"))
+    forward_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: forward time of every timed epoch in seconds.", phase=("forward", "samples"))
+    backward_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: backward time of every timed epoch in seconds.", phase=("backward", "samples"))
+    optimizer_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: optimizer time of every timed epoch in seconds.", phase=("optimizer", "samples"))
+    cpu_model: str | None = column("TEXT", (MEASURED,),
+        "CPU model name.", comparable=1)
+    machine: dict[str, Any] | None = column("JSON", (MEASURED,),
+        "Object: hostname, platform, cpu count, GPU, library versions.")
+    git_commit: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "gnnbench git commit the run was made from.")
+    extra: Extra | None = column("JSON", (MEASURED,),
+        "Object of system-specific figures (tuned parameters, counters). A run with `--fallback` adds "
+        "`fallback`: the lender's `system`, `system_version` and `system_hash`, the `operators` it ran (e.g. "
+        "`[\"edge_softmax\", \"sddmm(op=add)\"]`), `kernel_time_s` (its median kernel seconds per epoch), "
+        "`kernel_share` (its share of all kernel time) and `prepare_time_s`. See Note [fallback accounting]. "
+        "A `failed` run whose worker refused its input (a dataset that could not be downloaded) has "
+        "`bad_input: true`; see Note [bad input in a worker]. A run whose `prepare` JIT-compiled kernels "
+        "(numba, on a cold cache) has `compile_time_s`, apart from `prepare_time_s`; see Note [compile time "
+        "apart]. A successful run has `huge_page_bytes`: how much of its process's anonymous memory was on "
+        "transparent huge pages after the epochs (`AnonHugePages`; null off Linux), which moves epoch times "
+        "by 10 %; see Note [allocator]. It also has `held_bytes`: how much of `peak_memory_bytes` was still "
+        "resident after the epochs (one-time start-up of the libraries, optimizer state; null where not "
+        "measured), nearly all of the peak on a small graph; see Note [peak memory].")
+    stderr: str | None = column("TEXT", (OUTCOME,),
+        "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
+        "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")
+    # added in schema 3 (appended, so an upgraded table has the columns of a new one)
+    kernel_median_s: float | None = column("REAL", (MEASURED,),
+        "Median seconds per epoch spent inside the system's own kernels (forward, backward and optimizer "
+        "phases; a fallback's are in `extra.fallback`); null for native baselines and non-CPU devices. See "
+        "Note [kernel time].", phase=("kernel", "median"))
+    kernel_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: kernel seconds of every timed epoch (null when not measured).", phase=("kernel", "samples"))
+    allocator: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+        "Memory allocator the run's process used: `tcmalloc`, `jemalloc`, `jemalloc-thp` (jemalloc on "
+        "transparent huge pages) or `system` (the C library's malloc); null for runs stored before schema 3. "
+        "See Note [allocator].", comparable=3)
+
+    def to_row(self) -> dict[str, Any]:
+        """The stored dict: every column (``id`` only once assigned), ``extra`` as its JSON object or null."""
+        row: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "id" and value is None:
+                continue
+            if f.name == "extra":
+                value = (value.as_dict() or None) if value is not None else None
+            row[f.name] = value
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "RunResult":
+        """The result a stored dict (``ResultsStore.rows()``, :meth:`to_row`) holds.
+
+        Raises:
+            ValueError: a key that is no column.
+        """
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(row) - set(names))
+        if unknown:
+            raise ValueError(f"unknown run field(s) {unknown}; valid fields are {names}")
+        values = {k: v for k, v in row.items()}
+        if "extra" in values:
+            values["extra"] = Extra.from_dict(values["extra"])
+        return cls(**values)
+
+    def phase(self, name: str):
+        """The :class:`~gnnbench.core.measurement.Measurement` of timed phase ``name`` (empty when not timed).
+
+        Raises:
+            KeyError: ``name`` is not one of :data:`PHASES`.
+        """
+        from gnnbench.core.measurement import Measurement
+
+        return Measurement(tuple(getattr(self, PHASES[name]["samples"]) or ()))
+
+
+def _meta(name: str) -> Mapping[str, Any]:
+    return next(f.metadata for f in fields(RunResult) if f.name == name)
+
+
+def _with_role(role: str) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(RunResult) if role in f.metadata["roles"])
+
+
+#: The ``runs`` table's columns, in table order (the store's ``RUN_FIELDS``).
+RUN_COLUMNS: tuple[Field, ...] = tuple(Field(f.name, f.metadata["sqltype"], f.metadata["description"])
+                                       for f in fields(RunResult))
+IDENTITY_FIELDS: tuple[str, ...] = _with_role(IDENTITY)
+PROVENANCE_FIELDS: tuple[str, ...] = _with_role(PROVENANCE)
+COMPARABLE_FIELDS: tuple[str, ...] = tuple(sorted((f.name for f in fields(RunResult)
+                                                   if f.metadata["comparable"] is not None),
+                                                  key=lambda n: _meta(n)["comparable"]))
+#: phase name -> {"median": column, "iqr": column (epoch only), "samples": column}, in table order
+PHASES: dict[str, dict[str, str]] = {}
+for _f in fields(RunResult):
+    if _f.metadata["phase"] is not None:
+        PHASES.setdefault(_f.metadata["phase"][0], {})[_f.metadata["phase"][1]] = _f.name
+del _f

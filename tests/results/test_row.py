@@ -1,0 +1,111 @@
+"""RunResult (gnnbench/results/row.py): one declaration of a run's row, and what derives from it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gnnbench.results.row import (COMPARABLE_FIELDS, PHASES, PROVENANCE_FIELDS, Extra, FallbackUse,
+                                  ModeledInference, RunResult, Tuning)
+from gnnbench.results.store import STATUSES, ResultsStore
+from gnnbench.run.config import RunConfig
+from gnnbench.run.record import run_record, run_result
+
+from ..fixtures.results_fixture import build_fixture_db, fixture_rows
+
+TINY = "sbm:nodes=400,classes=3,features=16,degree=8,seed=1"
+CONFIG = RunConfig(system="reference", model="gcn", dataset=TINY, epochs=6, warmup=2)
+
+
+@pytest.mark.parametrize("status", STATUSES)
+def test_a_result_round_trips_through_its_row_for_every_status(status):
+    ok = status == "ok"
+    extra = dict(compile_time_s=0.5, tuning=Tuning({"spmm": "csr"}, after_timed_epoch=True), huge_page_bytes=None,
+                 held_bytes=3, final_accuracy={"train": 1.0, "val": 0.5, "test": 0.5}, metric="accuracy",
+                 selected_epoch=4, system_report={"summary": ["x"]}, memory_method="VmHWM",
+                 modeled_inference=ModeledInference("modeled", 1.0, 0.5, 0.5, 0.25, 5),
+                 fallback=FallbackUse("reference", "1.0", "h", ["edge_softmax"], 0.1, 0.2, 0.3),
+                 other={"sweep": {"round": 1}}) if ok else dict(bad_input=True, stderr_path="/tmp/log")
+    result = run_result(CONFIG, status, {"epoch_times": [0.1, 0.2], "epoch_time_median_s": 0.15} if ok else None,
+                        error=None if ok else "why", timestamp="2026-01-01T00:00:00+00:00")
+    result = RunResult.from_row({**result.to_row(), "extra": Extra(**extra).as_dict(), "id": 3})
+    assert isinstance(result.extra.tuning if ok else result.extra.stderr_path, Tuning if ok else str)
+    assert RunResult.from_row(result.to_row()) == result
+    assert RunResult.from_row(run_record(CONFIG, status, error="e")).status == status
+
+
+def test_extra_keeps_the_harness_key_order_and_null_memory_figures():
+    extra = Extra(huge_page_bytes=None, held_bytes=None, metric="accuracy", memory_method="VmHWM")
+    assert list(extra.as_dict()) == ["huge_page_bytes", "held_bytes", "metric", "memory_method"]
+    assert Extra(tuning=Tuning({"a": 1})).as_dict() == {"tuning": {"a": 1}}
+
+
+def test_stored_results_of_main_still_load_and_round_trip(tmp_path):
+    with ResultsStore(build_fixture_db(tmp_path / "r.sqlite")) as store:
+        rows = store.rows()
+    assert len(rows) == len(fixture_rows())
+    for row in rows:
+        assert RunResult.from_row(row).to_row() == {**row, "extra": row["extra"] or None}  # {} reads as null
+
+
+def test_an_unknown_key_is_refused_with_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown run field\(s\) \['colour'\]; valid fields are \['id', "):
+        RunResult.from_row({"colour": "red"})
+
+
+def test_a_phase_is_its_measurement():
+    result = RunResult(epoch_times=[0.1, 0.3, 0.2], forward_times=None)
+    assert result.phase("epoch").median == pytest.approx(0.2) and len(result.phase("forward")) == 0
+    assert PHASES["epoch"] == {"median": "epoch_time_median_s", "iqr": "epoch_time_iqr_s", "samples": "epoch_times"}
+    assert COMPARABLE_FIELDS == ("device", "cpu_model", "threads", "allocator", "dataset_nodes", "dataset_edges")
+    assert "warmup" not in PROVENANCE_FIELDS and "system_hash" in PROVENANCE_FIELDS
+
+
+# One declaration, appended to RunResult as a developer would write it in gnnbench/results/row.py; the
+# subprocess loads row.py with it, then checks every place that lists columns.
+_ADDED = '''    batch_size: int | None = column("INTEGER", (IDENTITY, PROVENANCE), "Seeds per mini-batch.")
+'''
+_CHECK = textwrap.dedent('''
+    import importlib.util, io, json, sys
+    spec = importlib.util.find_spec("gnnbench.results.row")
+    source = open(spec.origin).read()
+    anchor = "\\n    def to_row(self)"
+    assert source.count(anchor) == 1
+    source = source.replace(anchor, "\\n" + ADDED + anchor)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    exec(compile(source, spec.origin, "exec"), module.__dict__)
+
+    from gnnbench.results.store import RUN_FIELDS, ResultsStore, schema_markdown
+    from gnnbench.results.frame import frame_from_rows
+    from gnnbench.run.sweep import PROVENANCE_FIELDS, provenance
+    from gnnbench.run.record import identity_columns, run_record
+    from gnnbench.run.config import RunConfig
+
+    assert RUN_FIELDS[-1].name == "batch_size"
+    assert "| `batch_size` | INTEGER | Seeds per mini-batch. |" in schema_markdown()
+    assert "batch_size" in PROVENANCE_FIELDS
+    config = RunConfig(system="reference", model="gcn", dataset="cora", epochs=3, warmup=1)
+    assert "batch_size" in identity_columns(config)
+    row = {**run_record(config, "failed", error="x"), "batch_size": 32}
+    assert provenance(row) != provenance({**row, "batch_size": 64})
+    with ResultsStore(":memory:") as store:
+        store.insert(row)
+        [stored] = store.rows()
+        assert stored["batch_size"] == 32
+        out = io.StringIO()
+        store.export_csv(out)
+        assert out.getvalue().splitlines()[0].endswith(",batch_size")
+    assert list(frame_from_rows([stored])["batch_size"]) == [32]
+    print("ok")
+''')
+
+
+def test_a_column_declared_once_reaches_the_store_frame_csv_schema_doc_and_provenance():
+    code = f"ADDED = {_ADDED!r}\n" + _CHECK
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
