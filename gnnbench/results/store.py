@@ -14,6 +14,7 @@ Note [schema versions]
     stays correct after later steps change those tuples.
     Version 1: ``meta`` and ``runs``. Version 2: adds ``verifications``.
     Version 3: kernel time and allocator columns. Version 4: adds ``claims``.
+    Version 5: the phases and throughputs of sampled runs (``--batching sampled``).
 
 Note [store first]
     A command that will store a measurement opens the store before it
@@ -63,7 +64,7 @@ __all__ = [
     "export_rows_csv",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STATUSES = ("ok", "failed", "skipped", "timeout", "oom", "crashed")
 VERIFIED = ("passed", "failed", "unverified")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -162,6 +163,25 @@ RUN_FIELDS: tuple[Field, ...] = (
     _F("allocator", "TEXT", "Memory allocator the run's process used: `tcmalloc`, `jemalloc`, `jemalloc-thp` "
                             "(jemalloc on transparent huge pages) or `system` (the C library's malloc); null for runs "
                             "stored before schema 3. See Note [allocator]."),
+    # added in schema 5: sampled mini-batch runs (Note [sampled batching]); null for full-graph runs
+    _F("sample_median_s", "REAL", "Median seconds per epoch drawing the mini-batches' neighbourhoods "
+                                  "(`--batching sampled`; null for full-graph runs). See Note [sampled batching]."),
+    _F("gather_median_s", "REAL", "Median seconds per epoch gathering the input features `x[input_nodes]` and "
+                                  "the seeds' labels into framework tensors (sampled runs)."),
+    _F("block_prepare_median_s", "REAL", "Median seconds per epoch of per-block system preparation (the "
+                                         "system's `prepare` hook on each block, both orientations; a native "
+                                         "baseline's own block construction) (sampled runs)."),
+    _F("sample_times", "JSON", "List of floats: sampling seconds of every timed epoch (sampled runs)."),
+    _F("gather_times", "JSON", "List of floats: gather seconds of every timed epoch (sampled runs)."),
+    _F("block_prepare_times", "JSON", "List of floats: per-block preparation seconds of every timed epoch "
+                                      "(sampled runs)."),
+    _F("seeds_per_s", "REAL", "Seed (training) nodes per second of epoch time, median epoch (sampled runs)."),
+    _F("edges_per_s", "REAL", "Sampled edges (all blocks, before self loops) per second of epoch time, median "
+                              "epoch (sampled runs)."),
+    _F("accuracy_method", "TEXT", "How the accuracies were computed: `full-graph` (one full-graph pass), "
+                                  "`full-neighbour` (layer-wise full-neighbour inference after sampled "
+                                  "training) or `sampled` (sampled evaluation with fixed fanouts); null for "
+                                  "rows before schema 5, all of them full-graph."),
 )
 VERIFICATION_FIELDS: tuple[Field, ...] = (
     _F("id", "INTEGER", "Row id, assigned on insert."),
@@ -303,7 +323,16 @@ def _upgrade_3_to_4(conn: sqlite3.Connection) -> None:
                  "  expires_at REAL NOT NULL\n)")
 
 
-_UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3, 3: _upgrade_3_to_4}  # from version -> step to version + 1
+def _upgrade_4_to_5(conn: sqlite3.Connection) -> None:
+    """Adds the sampled-run columns (``sample_median_s`` ... ``accuracy_method``); null for older runs."""
+    for column, sqltype in (("sample_median_s", "REAL"), ("gather_median_s", "REAL"),
+                            ("block_prepare_median_s", "REAL"), ("sample_times", "TEXT"), ("gather_times", "TEXT"),
+                            ("block_prepare_times", "TEXT"), ("seeds_per_s", "REAL"), ("edges_per_s", "REAL"),
+                            ("accuracy_method", "TEXT")):
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {sqltype}")
+
+
+_UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3, 3: _upgrade_3_to_4, 4: _upgrade_4_to_5}  # from version -> step to version + 1
 
 
 def _encode(name: str, kind: str, value: Any) -> Any:

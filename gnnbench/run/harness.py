@@ -168,6 +168,9 @@ def stored_hyperparameters(spec: TaskSpec, hyper) -> dict[str, Any]:
         stored["mode"] = spec.mode
     if not spec.tune:
         stored["tune"] = False
+    if spec.batching != "full":  # Note [sampled batching] in gnnbench.run.sampled
+        stored.update(batching=spec.batching, fanouts=list(spec.fanouts), batch_size=spec.batch_size,
+                      sampler=spec.sampler)
     return stored
 
 
@@ -206,6 +209,10 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
         on_event (callable, optional): receives the run's progress events (:class:`~gnnbench.run.events.RunEvent`,
             Note [progress outside the timer]; default: the tuner's lines go to stderr).
     """
+    if spec.batching == "sampled":  # mini-batches over sampled blocks (Note [sampled batching])
+        from gnnbench.run.sampled import train_sampled
+
+        return train_sampled(spec, clock, on_event)
     from gnnbench.datasets import load_dataset
     from gnnbench.datasets.objective import Objective
     from gnnbench.frameworks import get_frontend
