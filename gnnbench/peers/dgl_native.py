@@ -114,8 +114,8 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     def to_blocks(graphs):
         out = []
         for g in graphs:
-            indptr = torch.from_numpy(np.asarray(g.indptr, dtype=np.int64))
-            indices = torch.from_numpy(np.asarray(g.indices, dtype=np.int64))
+            indptr = torch.from_numpy(np.array(g.indptr, dtype=np.int64))  # a Graph's arrays are read-only
+            indices = torch.from_numpy(np.array(g.indices, dtype=np.int64))
             eids = torch.arange(g.num_edges, dtype=torch.int64)
             block = dgl.create_block(("csc", (indptr, indices, eids)), num_src_nodes=g.num_src,
                                      num_dst_nodes=g.num_nodes)

@@ -90,7 +90,7 @@ class DGLSampler(_Foreign):
 
         self._dgl, self._torch = dgl, torch
         dst = np.repeat(np.arange(self.num_nodes, dtype=np.int64), np.diff(self.indptr))
-        self._g = dgl.graph((torch.from_numpy(self.indices), torch.from_numpy(dst)), num_nodes=self.num_nodes)
+        self._g = dgl.graph((torch.from_numpy(self.indices.copy()), torch.from_numpy(dst)), num_nodes=self.num_nodes)
         self._g.create_formats_()
 
     def sample(self, seeds, epoch: int = 0, batch: int = 0) -> SampledBatch:
