@@ -35,16 +35,21 @@ Note [sampled batching]
     Sampled runs evaluate once, after training (``selected_epoch`` is the
     last). ``--mode inference`` times passes of mini-batch inference over
     every node of the graph in batches (sample, gather, prepare, forward
-    under ``no_grad``). First-use tuning does not run here (Note [tuning
-    blocks]).
+    under ``no_grad``). Tuning is per class of block (Note [tuning blocks]).
 
 Note [tuning blocks]
     A system's ``tune`` hook tunes one graph; tuning every block of every
-    batch is impossible. isplib instead keeps its per-class cache (width,
-    block rows, mean degree): its ``prepare`` picks the cached variant of a
-    block's class, the default one when the class was never tuned. The
-    row's ``block_prepare_median_s`` is what that per-block preparation
-    costs; ``extra.block_prepare_share`` its share of the epoch.
+    batch is impossible. isplib instead files its choices per class of
+    block (width, block rows, mean degree; Note [block classes] in its
+    ``tuning.py``): its ``prepare`` picks the cached variant of a block's
+    class, the default one when the class was never tuned. In warm-up
+    epochs, after each batch's clock readings, the loop calls the system's
+    ``tune`` hook on the batch's blocks with the minimum budget
+    (``TUNE_BUDGET_MIN_S``); it tunes only the classes met untuned, caches
+    them, and returns None (costing a lookup) for the rest. That time is
+    the row's ``tune_time_s``, never an epoch's. The row's
+    ``block_prepare_median_s`` is what the per-block preparation costs;
+    ``extra.block_prepare_share`` its share of the epoch.
 """
 from __future__ import annotations
 
@@ -126,6 +131,16 @@ class _KernelBlocks:
     def forward(self, F, prepared, x, training: bool):
         return self.model.forward(F, self.params, prepared, x, training)
 
+    def tune(self, prepared, budget_s: float, log) -> float:
+        """Tune the block classes this batch met untuned (Note [tuning blocks]); the seconds it took."""
+        tuner = self.system.hook("tune")
+        if tuner is None:
+            return 0.0
+        start = time.perf_counter()
+        tuned = [tuner(b.graph, views=(b.view(False), b.view(True)), budget_s=budget_s, progress=log)
+                 for b in prepared]
+        return time.perf_counter() - start if any(r is not None for r in tuned) else 0.0
+
 
 class _NativeBlocks:
     """A native baseline's own blocks and layers (``gnnbench.peers``' ``build_blocks``)."""
@@ -155,7 +170,7 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.run.allocator import huge_page_bytes, loaded_allocator, numpy_hugepage_advice
     from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
     from gnnbench.run.events import RunEvent, stderr_lines
-    from gnnbench.run.harness import _configure, resolve_hyperparameters, stored_hyperparameters
+    from gnnbench.run.harness import TUNE_BUDGET_MIN_S, _configure, resolve_hyperparameters, stored_hyperparameters
     from gnnbench.run.measurement import Measurement
     from gnnbench.run.record import run_record
     from gnnbench.results.store import utc_now
@@ -215,6 +230,8 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     training = spec.mode == "train"
     optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay) if training else None
     ones: dict[int, Any] = {}
+    tuning = info.kind == "kernel" and spec.tune
+    tune_s = 0.0
     phases = _SampledPhases()
     time_kernels = info.kind == "kernel" and spec.device == "cpu"
     memory = PeakMemory(spec.device, spec.framework)
@@ -258,6 +275,8 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
                         logits = runner.forward(F, prepared, xb, False)
                         F.sync()
                     t4 = t5 = t6 = clock()
+                if tuning and epoch < spec.warmup:  # outside the batch's clock readings (Note [tuning blocks])
+                    tune_s += runner.tune(prepared, TUNE_BUDGET_MIN_S, lambda line: report(RunEvent("log", text=line)))
                 getattr(F, "_loss_indices", {}).clear()  # TF caches (labels, mask) pairs by id: one per batch
                 for i, dt in enumerate((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
                     totals[i] += dt
@@ -316,7 +335,7 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
         "backward_median_s": med(phases.backward) if training else None,
         "optimizer_median_s": med(phases.optimizer) if training else None,
         "kernel_median_s": med(phases.kernel),
-        "prepare_time_s": prepare_s, "tune_time_s": None, "peak_memory_bytes": peak,
+        "prepare_time_s": prepare_s, "tune_time_s": tune_s or None, "peak_memory_bytes": peak,
         "train_accuracy": accuracy["train"], "val_accuracy": accuracy["val"], "test_accuracy": accuracy["test"],
         "first_loss": phases.losses[0] if phases.losses else None,
         "final_loss": phases.losses[-1] if phases.losses else None,
