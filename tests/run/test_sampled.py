@@ -121,3 +121,18 @@ def test_sampled_inference_times_forward_passes_over_every_node():
     assert row["backward_times"] is None and row["first_loss"] is None
     assert row["epoch_times"] == pytest.approx([0.025 * 4] * 2)  # sample, gather, prepare, forward: 1 ms each
     assert row["seeds_per_s"] == pytest.approx(400 / 0.1)
+
+
+@pytest.mark.parametrize("model", ["sage", "gcn", "gat", "gin"])
+def test_a_kernel_system_on_the_same_blocks_matches_the_native_baseline(model):
+    ref = train(_config(system="reference", model=model, epochs=2), clock=_Clock())
+    dgl = train(_config(system="dgl-native", model=model, epochs=2), clock=_Clock())
+    assert ref["first_loss"] == pytest.approx(dgl["first_loss"], rel=1e-4)
+    assert ref["block_prepare_times"] is not None and ref["kernel_median_s"] is not None
+
+
+def test_tensorflow_runs_sampled_with_the_same_losses_as_torch():
+    pytest.importorskip("tensorflow")
+    torch_row = train(_config(system="reference", epochs=2), clock=_Clock())
+    tf_row = train(_config(system="reference", framework="tensorflow", epochs=2), clock=_Clock())
+    assert tf_row["status"] == "ok" and tf_row["first_loss"] == pytest.approx(torch_row["first_loss"], rel=1e-4)
