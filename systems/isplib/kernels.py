@@ -142,7 +142,7 @@ def spmm_mean_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarr
         transposed view. Multiplying every gathered row by a gathered scale
         (:func:`spmm_sum_backward`'s way, Note [gathered scales]) made the
         backward 1.25x the forward; scaling ``grad_out`` once per row into
-        ``scaled`` (a workspace the framework allocates, ``[N, H, D]``) and
+        ``scaled`` (a workspace the framework allocates, one row per destination) and
         then running the plain sum costs one pass over ``N`` rows instead of a
         load and a multiply per edge. 16M-edge R-MAT, F = 64, the same
         ``fixed/u4`` loop on the transposed view, 12 interleaved rounds in one
@@ -152,7 +152,8 @@ def spmm_mean_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarr
         ``sum`` tuning key: it is that loop.
 
     Shapes:
-        grad_out, scaled ``[N, H, D]``; weight ``[E, H]`` or None; grad_x ``[N, H, D]``.
+        grad_out, scaled ``[num_cols, H, D]``; weight ``[E, H]`` or None; grad_x ``[num_rows, H, D]``
+        (on a block's transposed view: ``[N, ...]`` destinations and ``[S, ...]`` sources).
     """
     p = _as_prepared(graphT)
     _spmm.scale_rows(_flat(grad_out), p.inv_col_degree(grad_out.dtype), _flat(scaled))

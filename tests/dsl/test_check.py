@@ -137,7 +137,7 @@ MISTAKES = {
         "`output`, `saves`, `workspace` and `grad` lines"),
     "misspelt system line": (
         SPMM_ONLY.replace("provides", "provide"),
-        "tiny.gnn:3:5: unexpected 'provide' (did you mean `provides`?); expected `arrays`, `configure`, "
+        "tiny.gnn:3:5: unexpected 'provide' (did you mean `provides`?); expected `arrays`, `blocks`, `configure`, "
         "`devices`, `floats`, `formats`, `frameworks`, `hint`, `kernel`, `kernels`, `operator`, `prepare`, "
         "`provides`, `report`, `requires`, `summary`, `tune`, end of file"),
     "misspelt provided kernel": (

@@ -108,6 +108,14 @@ MISTAKES = {
     "no system line": (
         TINY.replace("system tiny 0.1\n", ""),
         "tiny.gnn:1:5: unexpected 'kernels'; a spec starts with `system <name> <version>`, e.g. `system mysys 0.1`"),
+    "blocks no without a reason": (
+        TINY.replace("    kernels tiny.kernels\n", "    kernels tiny.kernels\n    blocks no\n"),
+        "tiny.gnn:3:5: `blocks no`: write `blocks yes`, `blocks no \"why\"` or `blocks unverified \"why\"` "
+        "(whether the kernels take sampled blocks, Note [blocks])"),
+    "blocks with an unknown state": (
+        TINY.replace("    kernels tiny.kernels\n", "    kernels tiny.kernels\n    blocks maybe \"later\"\n"),
+        "tiny.gnn:3:5: `blocks maybe ...`: write `blocks yes`, `blocks no \"why\"` or `blocks unverified \"why\"` "
+        "(whether the kernels take sampled blocks, Note [blocks])"),
     "callee attribute left unbound": (
         TINY.replace("kernel spmm_sum implements spmm\n    attr   reduce in {sum}\n",
                      "kernel spmm_sum implements spmm(reduce=sum)\n").replace(
@@ -134,3 +142,11 @@ def test_error_keeps_location_apart_and_shows_a_caret():
 def test_missing_file_is_a_spec_error(tmp_path):
     with pytest.raises(SpecError, match="cannot read spec"):
         load_spec(tmp_path / "absent.gnn")
+
+
+def test_blocks_line_round_trips_and_defaults_to_yes():
+    assert parse_spec(TINY).blocks == "yes"
+    text = TINY.replace("    kernels tiny.kernels\n", "    kernels tiny.kernels\n    blocks no \"builds an N x N matrix\"\n")
+    spec = parse_spec(text)
+    assert (spec.blocks, spec.blocks_reason) == ("no", "builds an N x N matrix")
+    assert parse_spec(str(spec)) == spec
