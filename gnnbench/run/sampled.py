@@ -80,9 +80,11 @@ def check_sampling(config) -> None:
     if config.batching != "sampled":
         return
     from gnnbench.run.harness import resolve_hyperparameters
+    from gnnbench.runtime.registry import system_info
     from gnnbench.sampling import sampler_unavailable_reason
 
     _, hyper = resolve_hyperparameters(config)
+    _check_blocks(system_info(config.system), config.system)
     if len(config.fanouts) != hyper.layers:
         shown = ",".join(str(f) for f in config.fanouts)
         raise UserError(f"--fanouts {shown} gives {len(config.fanouts)} fanout(s), but model '{config.model}' has "
@@ -97,6 +99,13 @@ def check_sampling(config) -> None:
     if config.mode == "train" and config.batch_size > size:
         raise UserError(f"--batch-size {config.batch_size} is larger than the training set of '{config.dataset}' "
                         f"({size} nodes): give at most {size}")
+
+
+def _check_blocks(info, name: str) -> None:
+    """A system whose spec says ``blocks no`` is skipped with its reason (UnavailableError: ``skipped``)."""
+    reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
+    if reason:
+        raise UnavailableError(f"system '{name}' {reason}")
 
 
 @dataclass
@@ -180,6 +189,7 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
 
     started = utc_now()
     info = system_info(spec.system)
+    _check_blocks(info, spec.system)
     model_cls, hyper = resolve_hyperparameters(spec)
     if len(spec.fanouts) != hyper.layers:
         raise UserError(f"--fanouts gives {len(spec.fanouts)} fanout(s) for {hyper.layers} layers")
@@ -198,6 +208,9 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     seed_nodes = train_nodes if spec.mode == "train" else np.arange(dataset.graph.num_nodes)
     report = on_event or stderr_lines
     extra: dict[str, Any] = {"sampler": spec.sampler}
+    note = info.blocks_note() if hasattr(info, "blocks_note") else ""
+    if note:
+        extra["blocks_note"] = note
 
     if info.kind == "native":
         import importlib

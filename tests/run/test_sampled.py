@@ -136,3 +136,22 @@ def test_tensorflow_runs_sampled_with_the_same_losses_as_torch():
     torch_row = train(_config(system="reference", epochs=2), clock=_Clock())
     tf_row = train(_config(system="reference", framework="tensorflow", epochs=2), clock=_Clock())
     assert tf_row["status"] == "ok" and tf_row["first_loss"] == pytest.approx(torch_row["first_loss"], rel=1e-4)
+
+
+def test_a_system_whose_spec_refuses_blocks_is_skipped_with_its_reason(monkeypatch):
+    import dataclasses
+
+    from gnnbench.errors import UnavailableError
+    from gnnbench.runtime import registry
+
+    real = registry.system_info
+
+    def info(name):
+        found = real(name)
+        return dataclasses.replace(found, blocks="no", blocks_reason="its kernels index x by N") \
+            if name == "reference" else found
+
+    monkeypatch.setattr(registry, "system_info", info)
+    with pytest.raises(UnavailableError, match="^system 'reference' does not support sampled blocks \\(its spec: "
+                                               "`blocks no`\\): its kernels index x by N$"):
+        train(_config(system="reference"))
