@@ -46,7 +46,6 @@ __all__ = ["Block", "SampledBatch", "NeighborSampler", "epoch_batches", "check_f
 
 #: Note [without replacement]: Floyd's algorithm up to this fanout, reservoir sampling beyond.
 _FLOYD_MAX_K = 64
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 def check_fanouts(fanouts: Sequence[Any]) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ import pytest
 from gnnbench.cli.run import summary
 from gnnbench.errors import UserError
 from gnnbench.run.config import make_config
-from gnnbench.run.harness import stored_hyperparameters, resolve_hyperparameters, train
+from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters, train
 from gnnbench.run.preflight import check
 from gnnbench.run.sweep import campaign_from_mapping
 
