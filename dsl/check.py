@@ -10,7 +10,11 @@ Note [static shape checks]
     dtypes and symbolic shapes. Every backward rule is checked against the
     kernel it calls: each tensor it passes must fit the callee's input, and
     each callee output must have the shape and dtype of the gradient it
-    becomes. Symbols other than N and E are matched by position (a kernel
+    becomes. N, S and E are the graph's: rows, columns and edges of the view
+    the kernel runs on, and a rule marked ``transposed`` swaps the callee's N
+    and S against the caller's (Note [rows and columns] in ``api.gnn``), so
+    ``grad_x: [S]`` where the forward ``x`` is ``[S]`` and the callee runs
+    forward fails too. Symbols other than N, S and E are matched by position (a kernel
     may call the heads K where the API says H), so ``[N, D]`` where
     ``[N, H, D]`` is needed, or a gradient ``[E]`` where ``[E, H]`` is
     needed, fails at ``gen`` instead of deep inside a run.
@@ -24,8 +28,10 @@ from .spec import DTYPES, FLOAT_DTYPES, ApiSpec, KernelSpec, Location, OperatorS
 
 __all__ = ["check_spec", "check_api", "did_you_mean", "GRAPH_SYMBOLS", "RESERVED_NAMES"]
 
-#: Symbols every shape may use: the graph's node and edge counts.
-GRAPH_SYMBOLS = ("N", "E")
+#: Symbols every shape may use: the view's rows (destinations), columns (sources) and edges.
+GRAPH_SYMBOLS = ("N", "S", "E")
+#: How a ``transposed`` rule renames the callee's graph symbols into the caller's (Note [rows and columns]).
+_TRANSPOSED = {"N": "S", "S": "N"}
 #: Names the generated glue and the runtimes use for themselves; no spec name may take them.
 RESERVED_NAMES = ("ARRAYS", "SYSTEM", "attrs", "bind_system", "ctx", "graph", "run", "self")
 _DEVICES = ("cpu", "cuda")
@@ -95,6 +101,13 @@ def _substitute(shape: Shape, binding: dict[str, tuple]) -> Shape | None:
                 factors.append(f)
         out.append(tuple(factors))
     return tuple(out)
+
+
+def _in_caller(shape: Shape | None, transposed: bool) -> Shape:
+    """A callee's declared ``shape`` in the caller's symbols: N and S swap across a transposed rule."""
+    if not transposed:
+        return shape or ()
+    return tuple(tuple(_TRANSPOSED.get(f, f) if isinstance(f, str) else f for f in dim) for dim in shape or ())
 
 
 def _dtypes_meet(a: str, b: str) -> bool:
@@ -198,7 +211,7 @@ class _Checker:
                 bound.add(sym)
             elif sym not in bound:
                 self.fail(f"{p.role} '{p.name}' of kernel '{k.name}' uses the undefined shape symbol '{sym}'; "
-                          f"defined here: {', '.join(sorted(bound))} (N and E come from the graph, others "
+                          f"defined here: {', '.join(sorted(bound))} (N, S and E come from the graph, others "
                           "from the inputs' shapes)", p.location)
         if p.optional and p.role != "input":
             self.fail(f"only inputs may be optional ('{p.name}' is a {p.role}); the framework "
@@ -321,27 +334,30 @@ class _Checker:
 
     def grad_shapes(self, k: KernelSpec, g, callee: KernelSpec, passed: list[Param]):
         """See Note [static shape checks]: what the rule passes, and the gradients it gets back."""
-        rule = f"backward of '{k.name}' (`grad {', '.join(g.targets)} = {callee.name}(...)`)"
+        t = g.call.transposed
+        rule = f"backward of '{k.name}' (`grad {', '.join(g.targets)} = {callee.name}(...){' transposed' * t}`)"
         binding: dict[str, tuple] = {}
         for ref, decl, mine in zip(g.call.refs, callee.inputs, passed):
             if mine.optional and not decl.optional:
                 self.fail(f"{rule} passes '{ref}', which may be absent (declared `?`), as the required input "
                           f"'{decl.name}' of '{callee.name}'; declare that input `?`", g.location)
-            if not _dtypes_meet(decl.dtype, mine.dtype) or not _fits(decl.shape or (), mine.shape or (), binding):
+            if not _dtypes_meet(decl.dtype, mine.dtype) or not _fits(_in_caller(decl.shape, t), mine.shape or (),
+                                                                     binding):
                 self.fail(f"{rule} passes '{ref}' ({_show(mine.dtype, mine.shape)}) as input '{decl.name}' of "
-                          f"'{callee.name}', declared {_show(decl.dtype, decl.shape)}", g.location)
+                          f"'{callee.name}', declared {_show(decl.dtype, decl.shape)}"
+                          f"{' (N and S swap on the transposed view)' * t}", g.location)
         for target, out in zip(g.targets, callee.outputs):
             want = k.param(target)
-            got = _substitute(out.shape or (), binding)
+            got = _substitute(_in_caller(out.shape, t), binding)
             if got is None or not _dtypes_meet(out.dtype, want.dtype) or not _same(got, want.shape or ()):
                 if k.standard and not callee.standard:  # the system's own kernel replaced a standard one
                     self.fail(f"kernel '{callee.name}' replaces a standard kernel that the backward of "
                               f"'{k.name}' calls ({g.location}); its output '{out.name}' is "
                               f"{_show(out.dtype, out.shape)}, but the gradient of '{target}' must be "
                               f"{_show(want.dtype, want.shape)}", out.location)
-                self.fail(f"{rule}: output '{out.name}' of '{callee.name}' is {_show(out.dtype, out.shape)}, "
-                          f"but the gradient of '{target}' must be {_show(want.dtype, want.shape)} like '{target}'",
-                          g.location)
+                self.fail(f"{rule}: output '{out.name}' of '{callee.name}' is {_show(out.dtype, out.shape)}"
+                          f"{' on the transposed view' * t}, but the gradient of '{target}' must be "
+                          f"{_show(want.dtype, want.shape)} like '{target}'", g.location)
 
     def scope(self, name: str) -> KernelSpec | None:
         return next((x for x in self.spec.kernels if x.name == name), None)

@@ -18,7 +18,7 @@ from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput
 from lark.exceptions import LarkError, VisitError
 
 from .check import check_api, check_spec, did_you_mean
-from .spec import (ROLES, ApiSpec, Attr, Call, CallArg, GradRule, KernelSpec, Location, OperatorSpec, Param,
+from .spec import (BLOCK_SUPPORT, ROLES, ApiSpec, Attr, Call, CallArg, GradRule, KernelSpec, Location, OperatorSpec, Param,
                    SpecError, SystemSpec)
 
 __all__ = ["parse_spec", "load_spec", "parse_api", "load_api", "grammar"]
@@ -101,6 +101,11 @@ class _ToSpec(Transformer):
 
     def hint(self, items):
         return ("hint", ast.literal_eval(items[0]))
+
+    @v_args(meta=True)
+    def blocks(self, meta, items):
+        state, reason = str(items[0]), ast.literal_eval(items[1]) if len(items) > 1 else ""
+        return ("blocks", (state, reason, self._loc(meta)))
 
     def devices(self, items):
         return ("devices", items[0])
@@ -343,6 +348,12 @@ def _standard_kernels(fields: dict, path: str, text: str) -> tuple[KernelSpec, .
     """The kernels ``provides`` takes from the system API, with ``floats`` applied."""
     from .system_api import standard_kernels
 
+    blocks, reason, blocks_at = fields.pop("blocks", ("yes", "", None))
+    if blocks not in BLOCK_SUPPORT or (blocks != "yes") != bool(reason):
+        raise SpecError(f"`blocks {blocks}{' ...' if reason else ''}`: write `blocks yes`, `blocks no \"why\"` or "
+                        f"`blocks unverified \"why\"` (whether the kernels take sampled blocks, Note [blocks])",
+                        blocks_at, _caret(text, blocks_at))
+    fields["blocks"], fields["blocks_reason"] = blocks, reason
     provides, where = fields.pop("provides", ((), None))
     floats, floats_at = fields.pop("floats", (None, None))
     fields["provides"], fields["floats"] = provides, floats

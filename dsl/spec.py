@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = ["Location", "SpecError", "Attr", "Param", "CallArg", "Call", "GradRule",
-           "KernelSpec", "OperatorSpec", "SystemSpec", "ApiSpec", "DTYPES", "ROLES", "FLOAT_DTYPES"]
+           "KernelSpec", "OperatorSpec", "SystemSpec", "ApiSpec", "DTYPES", "ROLES", "FLOAT_DTYPES",
+           "BLOCK_SUPPORT"]
 
 #: dtype name -> NumPy dtype names it admits. ``float`` is a type variable.
 DTYPES = {
@@ -20,6 +21,10 @@ DTYPES = {
     "i64": ("int64",),
 }
 ROLES = ("input", "output", "saves", "workspace")
+#: What a system's ``blocks`` line may say: its kernels take sampled blocks (rows != columns, Note [blocks]
+#: in gnnbench/runtime/graph.py), do not (its sampled runs are skipped with the reason), or have not been run
+#: on them (they run, and the reason is shown beside their results).
+BLOCK_SUPPORT = ("yes", "no", "unverified")
 #: dtypes a gradient may flow through.
 FLOAT_DTYPES = ("float", "f32", "f64")
 
@@ -288,6 +293,8 @@ class SystemSpec:
     formats: tuple[str, ...] = ("csr",)
     hooks: tuple[tuple[str, str], ...] = ()
     hint: str = ""
+    blocks: str = "yes"
+    blocks_reason: str = ""
     provides: tuple[str, ...] = ()
     floats: str | None = None
     kernels: tuple[KernelSpec, ...] = ()
@@ -314,6 +321,8 @@ class SystemSpec:
         lines += [f"    {hook} {fn}" for hook, fn in self.hooks]
         if self.hint:
             lines.append(f"    hint {_quote(self.hint)}")
+        if self.blocks != "yes":
+            lines.append(f"    blocks {self.blocks} {_quote(self.blocks_reason)}")
         if self.provides:
             lines.append(f"    provides {', '.join(self.provides)}")
         if self.floats:

@@ -12,7 +12,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["GNN", "Conv", "Hyperparameters", "glorot", "zeros"]
+__all__ = ["GNN", "Conv", "Hyperparameters", "glorot", "zeros", "dst_rows"]
+
+
+def dst_rows(graph, x):
+    """The destinations' rows of ``x``: ``x[:num_dst]`` on a block, ``x`` itself on a square graph.
+
+    Note [layers on blocks]
+        On a sampled block (``num_src`` sources, the first ``num_dst`` of
+        which are its destinations) a layer takes ``[S, F]`` input and gives
+        ``[N, F]``. Aggregation reads all ``S`` rows; the terms of a
+        destination's own features (SAGE's root weight, GIN's ``(1 + eps) x``,
+        GAT's destination score) read its first ``N``. GCN needs no slice:
+        blocks carry a self loop per destination and ``gcn_scales`` gives
+        ``[N]`` destination and ``[S]`` source scales.
+    """
+    inner = getattr(graph, "graph", graph)
+    return x[:inner.num_dst] if getattr(inner, "is_block", False) else x
 
 
 def glorot(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -92,12 +108,14 @@ class GNN:
                 for i, conv in enumerate(self.convs) for name, (shape, init) in conv.params.items()}
 
     def forward(self, F, params: dict[str, Any], graph, x, training: bool):
-        """Logits ``[N, classes]``."""
+        """Logits ``[N, classes]``; ``graph`` is one graph, or a list of blocks, layer ``i`` on block ``i``
+        (outermost first; Note [layers on blocks])."""
         last = len(self.convs) - 1
+        blocks = graph if isinstance(graph, (list, tuple)) else None
         for i, conv in enumerate(self.convs):
             x = F.dropout(x, self.hyper.dropout, training)
             p = {name: params[f"conv{i}.{name}"] for name in conv.params}
-            x = conv.forward(F, p, graph, x)
+            x = conv.forward(F, p, graph if blocks is None else blocks[i], x)
             if i < last:
                 x = self.activation(F, x)
         return x

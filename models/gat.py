@@ -14,7 +14,7 @@ compute the same function (see ``systems/dgnn``).
 """
 from __future__ import annotations
 
-from .base import GNN, Conv, Hyperparameters, glorot, zeros
+from .base import GNN, Conv, Hyperparameters, dst_rows, glorot, zeros
 
 NEGATIVE_SLOPE = 0.2
 
@@ -40,7 +40,7 @@ class GAT(GNN):
         def forward(F, p, graph, x):
             h = F.reshape(F.matmul(x, p["weight"]), (-1, heads, width))
             score_src = F.sum(F.mul(h, p["att_src"]), -1)
-            score_dst = F.sum(F.mul(h, p["att_dst"]), -1)
+            score_dst = F.sum(F.mul(dst_rows(graph, h), p["att_dst"]), -1)  # Note [layers on blocks]
             out = F.gat_aggregate(graph, h, score_src, score_dst, NEGATIVE_SLOPE)
             return F.add(F.reshape(out, (-1, heads * width)), p["bias"])
 

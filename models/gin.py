@@ -14,7 +14,7 @@ pass forward and backward for nothing (Note [fused dense ops] in
 """
 from __future__ import annotations
 
-from .base import GNN, Conv, Hyperparameters, glorot, zeros
+from .base import GNN, Conv, Hyperparameters, dst_rows, glorot, zeros
 
 EPSILON = 0.0
 
@@ -28,7 +28,8 @@ class GIN(GNN):
 
         def forward(F, p, graph, x):
             agg = F.spmm(graph, x, None, reduce="sum")
-            h = F.add(x if EPSILON == 0.0 else F.mul(x, 1.0 + EPSILON), agg)  # GIN-0: no identity multiply
+            root = dst_rows(graph, x)  # Note [layers on blocks]
+            h = F.add(root if EPSILON == 0.0 else F.mul(root, 1.0 + EPSILON), agg)  # GIN-0: no identity multiply
             h = F.relu(F.linear(h, p["weight1"], p["bias1"]))
             return F.linear(h, p["weight2"], p["bias2"])
 

@@ -14,7 +14,7 @@ dropout 0.5, lr 0.01, weight decay 5e-4.
 """
 from __future__ import annotations
 
-from .base import GNN, Conv, Hyperparameters, glorot, zeros
+from .base import GNN, Conv, Hyperparameters, dst_rows, glorot, zeros
 
 
 class SAGE(GNN):
@@ -27,7 +27,7 @@ class SAGE(GNN):
                 neigh = F.spmm(graph, F.matmul(x, p["weight_neigh"]), None, reduce="mean")
             else:
                 neigh = F.matmul(F.spmm(graph, x, None, reduce="mean"), p["weight_neigh"])
-            return F.add(F.linear(x, p["weight_root"], p["bias"]), neigh)
+            return F.add(F.linear(dst_rows(graph, x), p["weight_root"], p["bias"]), neigh)
 
         return Conv({
             "weight_root": ((in_dim, out_dim), glorot),

@@ -223,17 +223,17 @@ class OpCase:
         return arrays
 
     def _grid_inputs(self, graph: Graph, heads: int, width: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        n, e = graph.num_nodes, graph.num_edges
+        n, s, e = graph.num_dst, graph.num_src, graph.num_edges   # s > n on a block (gnnbench.check.bipartite)
         if self.operator == "spmm":
-            x = _distinct_columns(rng, n, heads, width) if dict(self.attrs)["reduce"] == "max" \
-                else _grid(rng, (n, heads, width))
+            x = _distinct_columns(rng, s, heads, width) if dict(self.attrs)["reduce"] == "max" \
+                else _grid(rng, (s, heads, width))
             return {"x": x, "weight": _weights(rng, (e, heads)) if self.weighted else None}
         if self.operator == "sddmm":
-            shape = (n, heads, width) if dict(self.attrs)["op"] == "dot" else (n, heads)
-            return {"src": _grid(rng, shape), "dst": _grid(rng, shape)}
+            tail = (heads, width) if dict(self.attrs)["op"] == "dot" else (heads,)
+            return {"src": _grid(rng, (s, *tail)), "dst": _grid(rng, (n, *tail))}
         if self.operator == "edge_softmax":
             return {"scores": 4 * _grid(rng, (e, heads))}
-        return {"x": _grid(rng, (n, heads, width)), "score_src": 2 * _grid(rng, (n, heads)),
+        return {"x": _grid(rng, (s, heads, width)), "score_src": 2 * _grid(rng, (s, heads)),
                 "score_dst": 2 * _grid(rng, (n, heads))}
 
     def call(self, F, bound, tensors: list):
@@ -578,7 +578,10 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
     guard = guard and guard_supported(sys_glue)
     tol = TOLERANCES[dtype]
     F_sys, F_ref = get_frontend(framework, device, dtype), get_frontend("torch", "cpu", "float64")
-    graphs = {idx: adversarial_graphs(np.dtype(idx)) for idx in PROFILES[profile]["index_dtypes"]}
+    from gnnbench.check.bipartite import bipartite_graphs  # the blocks of sampled training
+
+    graphs = {idx: {**adversarial_graphs(np.dtype(idx)), **bipartite_graphs(np.dtype(idx))}
+              for idx in PROFILES[profile]["index_dtypes"]}
     bound = {}
     results = []
     for case in OP_CASES:

@@ -113,6 +113,20 @@ def explain_failure(row: dict, lines: int = 12) -> list[str]:
     return out
 
 
+def _sampled_lines(row: dict) -> list[str]:
+    """A sampled run's extra phases and throughputs (Note [sampled batching] in gnnbench.run.sampled)."""
+    if row.get("sample_median_s") is None:
+        return []
+    ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
+    h = row.get("hyperparameters") or {}
+    share = (row.get("extra") or {}).get("block_prepare_share")
+    return [f"  sampled    sample {ms(row['sample_median_s'])}, gather {ms(row['gather_median_s'])}, block prepare "
+            f"{ms(row['block_prepare_median_s'])}" + (f" ({share:.1%} of the epoch)" if share is not None else ""),
+            f"  batches    fanouts {','.join(str(f) for f in h.get('fanouts', []))}, batch size {h.get('batch_size')}, "
+            f"sampler {h.get('sampler')}: {row['seeds_per_s']:,.0f} seeds/s, {row['edges_per_s']:,.0f} edges/s; "
+            f"accuracy by {row.get('accuracy_method')} inference"]
+
+
 def summary(row: dict) -> str:
     if row.get("status") != "ok":
         stored = f" (stored as run {row['id']})" if row.get("id") is not None else ""
@@ -131,6 +145,7 @@ def summary(row: dict) -> str:
         (f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
          f"optimizer {ms(row['optimizer_median_s'])}" if row.get("backward_median_s") is not None
          else "  mode       inference: forward passes only, without autograd"),
+        *_sampled_lines(row),
         *_kernel_lines(row, unit),
         *_fallback_lines(row),
         f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)"

@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record as _record
 
-from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_call, check_inputs
+from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_call, check_inputs, graph_symbols
 from ..errors import BoundaryError
 from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
 from gnnbench.runtime.graph import GraphView
@@ -162,7 +162,7 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
     inputs = [_as_tensor(t) for t in inputs]
     device = next((_device_type(t) for t in inputs if t is not None), "cpu")
     check_call(kernel, attrs, arrays, device)
-    env = {"N": view.num_rows, "E": view.num_edges}
+    env = graph_symbols(view)
     float_dtype = check_inputs(kernel, inputs, facts, env, device, _value_range)
     results, args = [], []
     for decl, shape, dtype in allocation_plan(kernel, env, float_dtype):

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_call, check_inputs
+from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_call, check_inputs, graph_symbols
 from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
 from gnnbench.runtime.graph import GraphView
 from gnnbench.runtime.kernel_clock import call_kernel
@@ -55,7 +55,7 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
     """
     device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
     check_call(kernel, attrs, arrays, device.type)
-    env = {"N": view.num_rows, "E": view.num_edges}
+    env = graph_symbols(view)
     float_dtype = check_inputs(kernel, inputs, facts, env, device.type, _value_range)
     results, args = [], []
     for decl, shape, dtype in allocation_plan(kernel, env, float_dtype):

@@ -44,7 +44,7 @@ import torch
 
 from ._layers import build_quietly, check_model, gat_shape, layer_loop, layer_values, load, named_params
 
-__all__ = ["build"]
+__all__ = ["build", "build_blocks"]
 
 
 def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray]):
@@ -92,3 +92,41 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
         return out.reshape(out.shape[0], -1) if model.name == "gat" else out
 
     return named_params(convs), layer_loop(model, F, convs, x, call)
+
+
+def build_blocks(model, initial_params: dict[str, np.ndarray], F):
+    """The same convolutions for sampled blocks (Note [sampled batching] in gnnbench.run.sampled).
+
+    Returns ``(params, to_blocks, forward)``: ``to_blocks(graphs)`` turns gnnbench's rectangular graphs into
+    ``dgl.create_block`` blocks (the per-block preparation), ``forward(blocks, x, training)`` runs the layers,
+    layer ``i`` on block ``i``; DGL's layers take a block's destination features as its first rows.
+    """
+    from .dgl_shim import dgl
+
+    check_model(model, "dgl-native")
+    convs = []
+    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
+        values = layer_values(initial_params, i)
+        conv, native = build_quietly(lambda: _conv(model, i, in_dim, out_dim, values), F)
+        load(conv, native, F)
+        convs.append(conv)
+
+    def to_blocks(graphs):
+        out = []
+        for g in graphs:
+            indptr = torch.from_numpy(np.array(g.indptr, dtype=np.int64))  # a Graph's arrays are read-only
+            indices = torch.from_numpy(np.array(g.indices, dtype=np.int64))
+            eids = torch.arange(g.num_edges, dtype=torch.int64)
+            block = dgl.create_block(("csc", (indptr, indices, eids)), num_src_nodes=g.num_src,
+                                     num_dst_nodes=g.num_nodes)
+            out.append(block.to(F.device))
+        return out
+
+    def forward(blocks, x, training: bool):
+        def call(i, conv, h):
+            out = conv(blocks[i], h)
+            return out.reshape(out.shape[0], -1) if model.name == "gat" else out
+
+        return layer_loop(model, F, convs, x, call)(training)
+
+    return named_params(convs), to_blocks, forward

@@ -91,11 +91,12 @@ def _adjacency(graph, edge_index: torch.Tensor, dtype: torch.dtype) -> torch.Ten
         return coo.coalesce().to_sparse_csr()
 
 
-def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray]) -> torch.nn.Module:
+def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray], blocks: bool = False
+          ) -> torch.nn.Module:
     from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
 
-    if model.name == "gcn":
-        conv = GCNConv(in_dim, out_dim, add_self_loops=False, normalize=True, cached=True, bias=True)
+    if model.name == "gcn":  # on blocks the block's own gcn_norm is passed as edge weights (build_blocks)
+        conv = GCNConv(in_dim, out_dim, add_self_loops=False, normalize=not blocks, cached=not blocks, bias=True)
         return conv, {"lin.weight": p["weight"].T, "bias": p["bias"]}
     if model.name == "gat":
         heads, width = gat_shape(model, index, out_dim)
@@ -128,3 +129,41 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
         load(conv, native, F)
         convs.append(conv)
     return named_params(convs), layer_loop(model, F, convs, x, lambda i, conv, h: conv(h, edge_index))
+
+
+def build_blocks(model, initial_params: dict[str, np.ndarray], F):
+    """The same convolutions for sampled blocks (Note [sampled batching] in gnnbench.run.sampled).
+
+    Returns ``(params, to_blocks, forward)`` as :func:`gnnbench.peers.dgl_native.build_blocks`. A block is
+    ``(edge_index, (S, N), weight)``; SAGE, GAT and GIN take ``(x, x[:N])`` with ``size=(S, N)``, PyG's
+    bipartite form. PyG's ``GCNConv`` takes no pair and normalises by in-degree alone (zero for a
+    block's outer sources), so GCN runs unnormalised with the block's ``gcn_norm`` as edge weights over
+    ``S`` rows and keeps the first ``N``, as PyG's NeighborLoader examples slice ``[:batch_size]``.
+    """
+    check_model(model, "pyg-native")
+    convs = []
+    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
+        values = layer_values(initial_params, i)
+        conv, native = build_quietly(lambda: _conv(model, i, in_dim, out_dim, values, blocks=True), F)
+        load(conv, native, F)
+        convs.append(conv)
+
+    def to_blocks(graphs):
+        out = []
+        for g in graphs:
+            src, dst = g.edges()
+            edge_index = torch.from_numpy(np.stack([src, dst])).to(F.device)
+            weight = torch.from_numpy(g.gcn_norm()).to(F.device, F.dtype) if model.name == "gcn" else None
+            out.append((edge_index, (g.num_src, g.num_nodes), weight))
+        return out
+
+    def forward(blocks, x, training: bool):
+        def call(i, conv, h):
+            edge_index, (s, n), weight = blocks[i]
+            if model.name == "gcn":
+                return conv(h, edge_index, weight)[:n]
+            return conv((h, h[:n]), edge_index, size=(s, n))
+
+        return layer_loop(model, F, convs, x, call)(training)
+
+    return named_params(convs), to_blocks, forward

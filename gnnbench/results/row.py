@@ -314,6 +314,32 @@ class RunResult:
         "Memory allocator the run's process used: `tcmalloc`, `jemalloc`, `jemalloc-thp` (jemalloc on "
         "transparent huge pages) or `system` (the C library's malloc); null for runs stored before schema 3. "
         "See Note [allocator].", comparable=3)
+    # added in schema 5: sampled mini-batch runs (Note [sampled batching]); null for full-graph runs
+    sample_median_s: float | None = column("REAL", (MEASURED,),
+        "Median seconds per epoch drawing the mini-batches' neighbourhoods (`--batching sampled`; null for "
+        "full-graph runs). See Note [sampled batching].", phase=("sample", "median"))
+    gather_median_s: float | None = column("REAL", (MEASURED,),
+        "Median seconds per epoch gathering the input features `x[input_nodes]` and the seeds' labels into "
+        "framework tensors (sampled runs).", phase=("gather", "median"))
+    block_prepare_median_s: float | None = column("REAL", (MEASURED,),
+        "Median seconds per epoch of per-block system preparation (the system's `prepare` hook on each block, "
+        "both orientations; a native baseline's own block construction) (sampled runs).",
+        phase=("block_prepare", "median"))
+    sample_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: sampling seconds of every timed epoch (sampled runs).", phase=("sample", "samples"))
+    gather_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: gather seconds of every timed epoch (sampled runs).", phase=("gather", "samples"))
+    block_prepare_times: list[float] | None = column("JSON", (MEASURED,),
+        "List of floats: per-block preparation seconds of every timed epoch (sampled runs).",
+        phase=("block_prepare", "samples"))
+    seeds_per_s: float | None = column("REAL", (MEASURED,),
+        "Seed (training) nodes per second of epoch time, median epoch (sampled runs).")
+    edges_per_s: float | None = column("REAL", (MEASURED,),
+        "Sampled edges (all blocks, before self loops) per second of epoch time, median epoch (sampled runs).")
+    accuracy_method: str | None = column("TEXT", (MEASURED,),
+        "How the accuracies were computed: `full-graph` (one full-graph pass), `full-neighbour` (layer-wise "
+        "full-neighbour inference after sampled training) or `sampled` (sampled evaluation with fixed "
+        "fanouts); null for rows before schema 5, all of them full-graph.")
 
     def to_row(self) -> dict[str, Any]:
         """The stored dict: every column (``id`` only once assigned), ``extra`` as its JSON object or null."""

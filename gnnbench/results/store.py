@@ -14,6 +14,7 @@ Note [schema versions]
     stays correct after later steps change those tuples.
     Version 1: ``meta`` and ``runs``. Version 2: adds ``verifications``.
     Version 3: kernel time and allocator columns. Version 4: adds ``claims``.
+    Version 5: the phases and throughputs of sampled runs (``--batching sampled``).
 
 Note [store first]
     A command that will store a measurement opens the store before it
@@ -64,7 +65,7 @@ __all__ = [
     "export_rows_csv",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STATUSES = ("ok", "failed", "skipped", "timeout", "oom", "crashed")
 VERIFIED = ("passed", "failed", "unverified")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -215,7 +216,16 @@ def _upgrade_3_to_4(conn: sqlite3.Connection) -> None:
                  "  expires_at REAL NOT NULL\n)")
 
 
-_UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3, 3: _upgrade_3_to_4}  # from version -> step to version + 1
+def _upgrade_4_to_5(conn: sqlite3.Connection) -> None:
+    """Adds the sampled-run columns (``sample_median_s`` ... ``accuracy_method``); null for older runs."""
+    for column, sqltype in (("sample_median_s", "REAL"), ("gather_median_s", "REAL"),
+                            ("block_prepare_median_s", "REAL"), ("sample_times", "TEXT"), ("gather_times", "TEXT"),
+                            ("block_prepare_times", "TEXT"), ("seeds_per_s", "REAL"), ("edges_per_s", "REAL"),
+                            ("accuracy_method", "TEXT")):
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {sqltype}")
+
+
+_UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3, 3: _upgrade_3_to_4, 4: _upgrade_4_to_5}  # from version -> step to version + 1
 
 
 def _encode(name: str, kind: str, value: Any) -> Any:

@@ -35,13 +35,15 @@ from pydantic.dataclasses import dataclass
 
 from gnnbench.errors import UserError
 
-__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "make_config", "config_fields", "ConfigField",
+__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "SAMPLERS", "make_config", "config_fields", "ConfigField",
            "parse_memory", "parse_options", "add_config_flags", "config_values_from_flags"]
 
 SELECTIONS = ("best_val", "last")
 MODES = ("train", "inference")  # Note [inference mode] in gnnbench.run.harness
 DTYPES = ("float32", "float64")
 INDEX_DTYPES = ("int32", "int64")
+BATCHINGS = ("full", "sampled")  # Note [sampled batching] in gnnbench.run.sampled
+SAMPLERS = ("gnnbench", "pyg", "dgl")  # gnnbench.sampling.adapters
 _MAX_SEED = 2**32 - 1  # NumPy's SeedSequence takes 32-bit words
 
 
@@ -132,6 +134,15 @@ class RunConfig:
     fallback: str | None = _field(None, help="borrow the operators the system lacks from SYSTEM, e.g. reference (the "
                                   "row records which, and their share of kernel time)", metavar="SYSTEM",
                                   min_length=1, max_length=200)
+    batching: str = _field("full", help="full: one pass over the whole graph per epoch; sampled: mini-batches of "
+                           "seed nodes over sampled neighbourhoods (Note [sampled batching])", choices=BATCHINGS,
+                           sweep="batchings")
+    fanouts: tuple[int, ...] = _field((25, 10), help="neighbours sampled per layer, outermost first, -1 for all "
+                                      "(--batching sampled; default: 25,10)", metavar="F,F", sweep="fanout_sets")
+    batch_size: int = _field(1024, help="seed nodes per mini-batch (--batching sampled)", sweep="batch_sizes",
+                             gt=0, le=1 << 31)
+    sampler: str = _field("gnnbench", help="the neighbour sampler of --batching sampled: gnnbench's own, PyG's or "
+                          "DGL's", choices=SAMPLERS, sweep="samplers")
     timeout: float | None = _field(None, help="seconds before a run is stopped, > 0, or 'none'", metavar="S",
                                    identity=False, sweep_default=1800.0, gt=0, allow_inf_nan=False)
     memory_limit: int | None = _field(None, help="address-space limit of the run's process, e.g. 4G, or 'none'",
@@ -148,7 +159,22 @@ class RunConfig:
             raise ValueError(f"must be written with ASCII digits (got {value!r})")
         return value
 
-    @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator", "mode", "normalisation")
+    @field_validator("fanouts", mode="before")
+    @classmethod
+    def _fanout_text(cls, value: Any) -> Any:
+        from gnnbench.sampling.neighbor import check_fanouts
+
+        if isinstance(value, str):
+            pieces = [p.strip() for p in value.split(",")]
+            if not all(p.isascii() and re.fullmatch(r"-?[0-9]+", p) for p in pieces):
+                raise ValueError(f"must be integers separated by commas, e.g. 25,10 (got {value!r})")
+            value = [int(p) for p in pieces]
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"must be a list of integers, e.g. 25,10 (got {value!r})")
+        return check_fanouts(value)
+
+    @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator", "mode", "normalisation",
+                     "batching", "sampler")
     @classmethod
     def _one_of_the_choices(cls, value: str, info) -> str:
         choices = config_fields()[info.field_name].choices
@@ -197,7 +223,7 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
 
-_NUMERIC = ("epochs", "warmup", "hidden", "heads", "lr", "seed", "threads", "timeout")
+_NUMERIC = ("epochs", "warmup", "hidden", "heads", "lr", "seed", "threads", "timeout", "batch_size")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -163,6 +163,9 @@ def stored_hyperparameters(spec: RunConfig, hyper) -> dict[str, Any]:
         stored["mode"] = spec.mode
     if not spec.tune:
         stored["tune"] = False
+    if spec.batching != "full":  # Note [sampled batching] in gnnbench.run.sampled
+        stored.update(batching=spec.batching, fanouts=list(spec.fanouts), batch_size=spec.batch_size,
+                      sampler=spec.sampler)
     return stored
 
 
@@ -176,6 +179,10 @@ class _Phases:
     kernel_by_name: list[dict[str, float]] = field(default_factory=list)
     lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
     losses: list[float] = field(default_factory=list)
+    # timed by sampled runs only (Note [sampled batching]); empty, so null, in a full-graph row
+    sample: list[float] = field(default_factory=list)
+    gather: list[float] = field(default_factory=list)
+    block_prepare: list[float] = field(default_factory=list)
 
     def columns(self) -> dict[str, Any]:
         """Each timed phase's columns (:data:`~gnnbench.results.row.PHASES`): median, spread, raw samples."""
@@ -217,6 +224,10 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
         on_event (callable, optional): receives the run's progress events (:class:`~gnnbench.run.events.RunEvent`,
             Note [progress outside the timer]; default: the tuner's lines go to stderr).
     """
+    if spec.batching == "sampled":  # mini-batches over sampled blocks (Note [sampled batching])
+        from gnnbench.run.sampled import train_sampled
+
+        return train_sampled(spec, clock, on_event)
     from gnnbench.datasets import load_dataset
     from gnnbench.datasets.objective import Objective
     from gnnbench.frameworks import get_frontend

@@ -111,6 +111,9 @@ def check(config, isolate: bool = True) -> None:
         raise UserError(f"--allocator {config.allocator} needs an isolated run: an --in-process run keeps this "
                         f"process's allocator (drop --in-process or --allocator)")
     check_options(config)
+    from gnnbench.run.sampled import check_sampling
+
+    check_sampling(config)  # fanouts against the model's layers, batch size, sampler installed
     if config.fallback:
         from gnnbench.runtime.fallback import check_fallback
 

@@ -287,6 +287,10 @@ def matrix_keys() -> tuple[str, ...]:
 def _listed(value: Any, key: str, where: str, field: str) -> tuple[Any, ...]:
     if isinstance(value, (str, int)) and not isinstance(value, bool):
         value = [value]
+    if field == "fanouts":  # a list of lists: each item is one set of fanouts, "25,10" or [25, 10]
+        if not isinstance(value, (list, tuple)) or isinstance(value, str) or all(isinstance(v, int) for v in value):
+            value = [value]
+        return tuple(dict.fromkeys(tuple(v) if isinstance(v, list) else v for v in value))
     if not isinstance(value, (list, tuple)) or any(isinstance(v, (bool, dict, list)) for v in value):
         raise UserError(f"{where}: '{key}' must be a list (got {value!r})")
     if field == "dataset":

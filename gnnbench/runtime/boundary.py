@@ -20,7 +20,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from gnnbench.errors import BoundaryError
 
-__all__ = ["ArgDecl", "arg", "KernelDecl", "TensorFacts", "check_call", "check_inputs", "allocation_plan", "DTYPE_SETS"]
+__all__ = ["ArgDecl", "arg", "KernelDecl", "TensorFacts", "check_call", "check_inputs", "allocation_plan",
+           "graph_symbols", "DTYPE_SETS"]
 
 #: dtype name in specs -> admitted NumPy dtype names.
 DTYPE_SETS = {
@@ -109,6 +110,16 @@ def check_call(kernel: KernelDecl, attrs: dict[str, Any], arrays: str, device: s
         if isinstance(allowed, tuple) and attrs.get(name) not in allowed:
             raise BoundaryError(kernel.qualname, name,
                                 f"is {attrs.get(name)!r}; expected one of {', '.join(allowed)}")
+
+
+def graph_symbols(view: Any) -> dict[str, int]:
+    """The graph's shape symbols on ``view``: ``N`` its rows, ``S`` its columns, ``E`` its edges.
+
+    On a block's forward view ``N`` is the destinations and ``S`` the sources;
+    on the transposed view they swap (Note [rows and columns] in ``api.gnn``),
+    so an ``x`` of the wrong length is refused before any kernel reads it.
+    """
+    return {"N": int(view.num_rows), "S": int(view.num_cols), "E": int(view.num_edges)}
 
 
 def check_inputs(kernel: KernelDecl, inputs: Sequence[Any], facts: Callable[[Any], TensorFacts],

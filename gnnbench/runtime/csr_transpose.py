@@ -119,7 +119,8 @@ def column_counts(indices: np.ndarray, num_nodes: int, blocks: int | None = None
 
 
 def transpose_csr(indptr: np.ndarray, indices: np.ndarray, num_nodes: int,
-                  blocks: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  blocks: int | None = None, *,
+                  num_cols: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr_t, indices_t, edge_ids)`` of the transpose, in the index dtype of ``indices``.
 
     A stable counting sort by source on every thread (Notes [linear
@@ -129,23 +130,25 @@ def transpose_csr(indptr: np.ndarray, indices: np.ndarray, num_nodes: int,
     Args:
         indptr: ``[N + 1]`` offsets of the CSR by destination.
         indices: ``[E]`` sources, int32 or int64.
-        num_nodes: ``N``.
+        num_nodes: ``N``, the rows of the CSR by destination.
         blocks: row blocks scattered in parallel (default: numba's thread count).
+        num_cols: ``S``, its columns (default ``N``); a block has ``S >= N``.
 
     Shapes:
-        returns ``[N + 1]``, ``[E]``, ``[E]``.
+        returns ``[S + 1]``, ``[E]``, ``[E]``.
     """
     idt = indices.dtype
+    num_cols = num_nodes if num_cols is None else int(num_cols)
     indptr64 = np.asarray(indptr, dtype=np.int64)
-    b = _num_blocks(num_nodes, blocks)
+    b = _num_blocks(num_cols, blocks)
     # equal nonzeros per block; the rows' bounds and the positions where they start
     row_bounds = np.searchsorted(indptr64, np.linspace(0, indptr64[-1], b + 1), side="left").astype(np.int64)
     row_bounds[0], row_bounds[-1] = 0, num_nodes
     row_bounds = np.maximum.accumulate(row_bounds)
-    counts = _histogram(indices, indptr64[row_bounds], num_nodes)
-    degree = np.empty(num_nodes, dtype=np.int64)
+    counts = _histogram(indices, indptr64[row_bounds], num_cols)
+    degree = np.empty(num_cols, dtype=np.int64)
     _column_sums(counts, degree)
-    indptr_t = np.zeros(num_nodes + 1, dtype=np.int64)
+    indptr_t = np.zeros(num_cols + 1, dtype=np.int64)
     np.cumsum(degree, out=indptr_t[1:])
     del degree
     _block_cursors(counts, indptr_t[:-1])

@@ -14,6 +14,16 @@ of it:
   destinations, and ``edge_ids[p]`` is the canonical id of the edge stored at
   position ``p``, so a kernel reads per-edge data as ``w[edge_ids[p]]``.
 
+Note [blocks]
+    A *block* (a sampled layer, as DGL's blocks and PyG's relabelled
+    subgraphs) has ``N = num_dst`` destination rows and ``S = num_src >= N``
+    source columns; destination ``i`` is source ``i`` (the destinations are a
+    prefix of the sources). Its forward view has ``num_rows == N`` and
+    ``num_cols == S``, so ``x`` is ``[S, ...]`` and ``out`` is ``[N, ...]``;
+    its transposed view has ``num_rows == S`` and ``num_cols == N``, so the
+    gradient with respect to ``x`` is ``[S, ...]``. ``in_degree`` is ``[N]``
+    and ``out_degree`` is ``[S]``. A square graph is the block with ``S == N``.
+
 Note [message direction]
     ``out[i] = reduce_{e=(j->i)} w[e] * x[j]``: a row of the forward view
     aggregates over the in-edges of node ``i``. The backward pass with respect
@@ -82,19 +92,22 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 class Graph:
-    """A directed graph of ``num_nodes`` nodes in CSR-by-destination form.
+    """A directed graph of ``num_nodes`` nodes in CSR-by-destination form, or a block.
 
     Build it with :meth:`from_edges`. Undirected datasets store both directions.
 
     Args:
         indptr: ``[N + 1]`` offsets of each destination's in-edges.
-        indices: ``[E]`` source node of each edge.
-        num_nodes: ``N``.
+        indices: ``[E]`` source node of each edge, in ``[0, S)``.
+        num_nodes: ``N``, the destination rows.
+        num_src: ``S``, the source columns (default: ``N``); a block
+            (Note [blocks]) has ``S >= N``.
 
     The transpose (CSR by source) and degrees are computed once, lazily.
     """
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_nodes: int):
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_nodes: int, *,
+                 num_src: int | None = None):
         index_dtype = np.dtype(indices.dtype)
         if index_dtype not in (np.int32, np.int64):
             raise GraphError(f"graph indices must be int32 or int64 (got {index_dtype})")
@@ -105,12 +118,17 @@ class Graph:
                              f"E={indices.shape[0]} (got shape {indptr.shape})")
         if np.any(np.diff(indptr) < 0):
             raise GraphError("indptr must be non-decreasing")
-        if indices.size and (indices.min() < 0 or indices.max() >= num_nodes):
-            raise GraphError(f"edge endpoints must lie in [0, {num_nodes}) "
+        num_src = int(num_nodes) if num_src is None else int(num_src)
+        if num_src < num_nodes:
+            raise GraphError(f"a block's sources include its destinations, so num_src must be at least "
+                             f"num_nodes={num_nodes} (got num_src={num_src})")
+        if indices.size and (indices.min() < 0 or indices.max() >= num_src):
+            raise GraphError(f"edge endpoints must lie in [0, {num_src}) "
                              f"(got range [{indices.min()}, {indices.max()}])")
         if index_dtype == np.int32 and indices.shape[0] >= 2**31:
             raise GraphError("more than 2^31 edges need int64 indices")
         self.num_nodes = int(num_nodes)
+        self._num_src = num_src
         self.indptr = _readonly(indptr.astype(index_dtype) if index_dtype == np.int32 else indptr)
         self.indices = _readonly(indices)
         self._cache: dict[str, Any] = {}
@@ -118,40 +136,47 @@ class Graph:
     # ----------------------------------------------------------------- builders
     @classmethod
     def from_edges(cls, src: np.ndarray, dst: np.ndarray, num_nodes: int,
-                   index_dtype: Any = np.int64) -> "Graph":
+                   index_dtype: Any = np.int64, *, num_src: int | None = None) -> "Graph":
         """Build from parallel source/destination arrays (duplicates kept).
 
         Edges are sorted by destination, then source, so the result does not
-        depend on the order of the input.
+        depend on the order of the input. ``dst`` lies in ``[0, num_nodes)`` and
+        ``src`` in ``[0, num_src)`` (default ``num_nodes``; Note [blocks]).
         """
         src = np.asarray(src).astype(np.int64, copy=False).ravel()
         dst = np.asarray(dst).astype(np.int64, copy=False).ravel()
         if src.shape != dst.shape:
             raise GraphError(f"src and dst must have the same length (got {src.shape[0]} and {dst.shape[0]})")
-        for name, arr in (("src", src), ("dst", dst)):
-            if arr.size and (arr.min() < 0 or arr.max() >= num_nodes):
-                raise GraphError(f"{name} node ids must lie in [0, {num_nodes}) "
+        num_cols = num_nodes if num_src is None else num_src
+        for name, arr, n in (("src", src, num_cols), ("dst", dst, num_nodes)):
+            if arr.size and (arr.min() < 0 or arr.max() >= n):
+                raise GraphError(f"{name} node ids must lie in [0, {n}) "
                                  f"(got range [{arr.min()}, {arr.max()}])")
         order = np.lexsort((src, dst))
         counts = np.bincount(dst, minlength=num_nodes)
         indptr = np.zeros(num_nodes + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        return cls(indptr, src[order].astype(index_dtype), num_nodes)
+        return cls(indptr, src[order].astype(index_dtype), num_nodes, num_src=num_src)
 
     def to_index_dtype(self, index_dtype: Any) -> "Graph":
         if np.dtype(index_dtype) == self.index_dtype:
             return self
-        return Graph(self.indptr.astype(np.int64), self.indices.astype(index_dtype), self.num_nodes)
+        return Graph(self.indptr.astype(np.int64), self.indices.astype(index_dtype), self.num_nodes,
+                     num_src=self.num_src)
 
     def with_self_loops(self) -> "Graph":
-        """This graph plus one self loop on every node that lacks one (cached)."""
+        """This graph plus one self loop on every node that lacks one (cached).
+
+        On a block, every destination ``i`` gets ``i -> i`` (destination ``i``
+        is source ``i``, Note [blocks]); sources past the destinations get none.
+        """
         if "self_loops" not in self._cache:
             src, dst = self.edges()
             has_loop = np.zeros(self.num_nodes, dtype=bool)
             has_loop[src[src == dst]] = True
             missing = np.flatnonzero(~has_loop)
             g = Graph.from_edges(np.concatenate([src, missing]), np.concatenate([dst, missing]),
-                                 self.num_nodes, self.index_dtype)
+                                 self.num_nodes, self.index_dtype, num_src=self.num_src)
             g._cache["self_loops"] = g
             self._cache["self_loops"] = g
         return self._cache["self_loops"]
@@ -160,6 +185,21 @@ class Graph:
     @property
     def num_edges(self) -> int:
         return int(self.indices.shape[0])
+
+    @property
+    def num_src(self) -> int:
+        """``S``: the source columns (``num_nodes`` unless this is a block)."""
+        return self._num_src
+
+    @property
+    def num_dst(self) -> int:
+        """``N``: the destination rows, ``num_nodes``."""
+        return self.num_nodes
+
+    @property
+    def is_block(self) -> bool:
+        """Whether sources and destinations differ in number (Note [blocks])."""
+        return self._num_src != self.num_nodes
 
     @property
     def index_dtype(self) -> np.dtype:
@@ -184,7 +224,7 @@ class Graph:
             if "transpose" in self._cache:  # the transpose's row lengths are the out-degrees
                 counts = np.diff(self._cache["transpose"][0].astype(np.int64))
             else:
-                counts = column_counts(self.indices, self.num_nodes)
+                counts = column_counts(self.indices, self.num_src)
             self._cache["out_degree"] = _readonly(counts.astype(np.float32))
         return self._cache["out_degree"]
 
@@ -209,7 +249,7 @@ class Graph:
         return self._cache["gcn_norm"]
 
     def gcn_scales(self) -> tuple[np.ndarray, np.ndarray]:
-        """GCN's normalisation as node scales: ``(1 / sqrt(deg_in), 1 / sqrt(deg_out))``, float32 ``[N]`` each.
+        """GCN's normalisation as node scales: ``(1 / sqrt(deg_in), 1 / sqrt(deg_out))``, float32 ``[N]`` and ``[S]``.
 
         ``gcn_norm()[e] == dst_scale[dst(e)] * src_scale[src(e)]`` up to float32
         rounding: the same degrees, each clamped to at least 1 as ``gcn_norm``
@@ -218,7 +258,7 @@ class Graph:
         (Note [GCN as node scales] in models/gcn.py).
         """
         if "gcn_scales" not in self._cache:
-            # N-long, so no chunking is needed (gcn_norm chunks because it is E-long)
+            # N- and S-long, so no chunking is needed (gcn_norm chunks because it is E-long)
             dst_scale = (1.0 / np.sqrt(np.maximum(self.in_degree, np.float32(1.0)))).astype(np.float32)
             src_scale = (1.0 / np.sqrt(np.maximum(self.out_degree, np.float32(1.0)))).astype(np.float32)
             self._cache["gcn_scales"] = (_readonly(dst_scale), _readonly(src_scale))
@@ -228,21 +268,26 @@ class Graph:
         if "transpose" not in self._cache:
             from gnnbench.runtime.csr_transpose import transpose_csr  # Note [linear transpose]
 
-            indptr_t, indices_t, edge_ids = transpose_csr(self.indptr, self.indices, self.num_nodes)
+            indptr_t, indices_t, edge_ids = transpose_csr(self.indptr, self.indices, self.num_nodes,
+                                                          num_cols=self.num_src)
             self._cache["transpose"] = (_readonly(indptr_t), _readonly(indices_t), _readonly(edge_ids))
         return self._cache["transpose"]
 
     def view(self, transposed: bool = False) -> GraphView:
-        """The forward (by destination) or transposed (by source) orientation."""
+        """The forward (by destination) or transposed (by source) orientation.
+
+        Forward: ``num_rows == N``, ``num_cols == S``; transposed: ``num_rows
+        == S``, ``num_cols == N`` (Note [blocks]).
+        """
         key = "view_t" if transposed else "view"
         if key not in self._cache:
             if transposed:
                 indptr, indices, edge_ids = self._transpose()
                 v = GraphView(indptr, indices, edge_ids, self.out_degree, self.in_degree,
-                              self.num_nodes, self.num_nodes, True, self)
+                              self.num_src, self.num_nodes, True, self)
             else:
                 v = GraphView(self.indptr, self.indices, None, self.in_degree, self.out_degree,
-                              self.num_nodes, self.num_nodes, False, self)
+                              self.num_nodes, self.num_src, False, self)
             self._cache[key] = v
         return self._cache[key]
 
@@ -251,10 +296,13 @@ class Graph:
         if "signature" not in self._cache:
             h = hashlib.sha256()
             h.update(str((self.num_nodes, self.num_edges, str(self.index_dtype))).encode())
+            if self.is_block:  # a square graph's signature is unchanged, so tuning caches stay valid
+                h.update(f"num_src={self.num_src}".encode())
             h.update(self.indptr.tobytes())
             h.update(self.indices.tobytes())
             self._cache["signature"] = h.hexdigest()[:16]
         return self._cache["signature"]
 
     def __repr__(self) -> str:
-        return f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, index_dtype={self.index_dtype})"
+        block = f", num_src={self.num_src}" if self.is_block else ""
+        return f"Graph(num_nodes={self.num_nodes}{block}, num_edges={self.num_edges}, index_dtype={self.index_dtype})"

@@ -59,6 +59,23 @@ class SystemInfo:
     operators: tuple[str, ...] = field(default=())
     origin: str = ""               # where the spec was found (Note [discovery one system at a time])
     error: str = ""                # one line saying why the system is broken, or ""
+    blocks: str = "yes"            # its spec's `blocks` line: yes, no or unverified (dsl/spec.py BLOCK_SUPPORT)
+    blocks_reason: str = ""
+
+    def blocks_unavailable_reason(self) -> str | None:
+        """``None`` when the system's kernels take sampled blocks (or are unverified on them), else why not.
+
+        The sampled loop skips a system with this reason, as :meth:`unavailable_reason` does for a run.
+        """
+        if self.blocks == "no":
+            return f"does not support sampled blocks (its spec: `blocks no`): {self.blocks_reason}"
+        return None
+
+    def blocks_note(self) -> str:
+        """A line to show beside sampled results of a system whose spec says `blocks unverified`, or ``""``."""
+        if self.blocks == "unverified":
+            return f"blocks unverified (its spec): {self.blocks_reason}"
+        return ""
 
     def unavailable_reason(self, framework: str = "torch", device: str = "cpu") -> str | None:
         """``None`` when the system can run here with this framework and device, else why not."""
@@ -157,6 +174,7 @@ def _describe(source: SystemSource, _stamp: tuple[int, int]) -> SystemInfo:
         spec.name, spec.version, spec.summary, "kernel", spec.devices, spec.frameworks, spec.requires,
         _missing(spec.requires), spec.hint, str(source.spec_path),
         tuple(sorted({k.implements for k in spec.kernels if k.implements})), source.origin,
+        blocks=spec.blocks, blocks_reason=spec.blocks_reason,
     )
 
 

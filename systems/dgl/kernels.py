@@ -29,7 +29,10 @@ Note [DGL edge ids]
     the transposed one). Per-edge tensors are therefore passed to DGL in
     canonical order on both views, with no permutation, and ``arg_e`` of a
     max reduction is already a canonical edge id. All formats (COO, CSR, CSC)
-    are materialised in ``prepare`` so no epoch pays for a conversion.
+    are materialised in ``prepare`` so no epoch pays for a conversion. A
+    block's views (rows != columns, Note [blocks] in gnnbench/runtime/graph.py)
+    become ``dgl.create_block`` graphs, DGL's own bipartite form, with the
+    same edge ids.
 
 Differences from DGL's public functions, all on purpose:
 
@@ -111,7 +114,11 @@ def prepare(view: GraphView) -> DglGraph:
         eids = torch.arange(view.num_edges, dtype=indices.dtype)
     else:
         eids = torch.from_numpy(view.edge_ids.astype(index))
-    g = dgl.graph(("csc", (indptr, indices, eids)), num_nodes=max(view.num_rows, view.num_cols))
+    if view.num_rows == view.num_cols:
+        g = dgl.graph(("csc", (indptr, indices, eids)), num_nodes=view.num_rows)
+    else:  # a sampled block's view (Note [blocks]): DGL's own block, sources = columns, destinations = rows
+        g = dgl.create_block(("csc", (indptr, indices, eids)), num_src_nodes=view.num_cols,
+                             num_dst_nodes=view.num_rows)
     g.create_formats_()
     cols = torch.empty(view.num_edges, dtype=torch.int64)
     cols[eids.long()] = indices.long()

@@ -36,7 +36,7 @@ DECLARATION = SystemDeclaration(
         KernelSpec('spmm_sum', 'spmm',
             attrs=(Attr('reduce', values=('sum',)),),
             params=(
-                Param('input', 'x', 'float', (('N',), ('H',), ('D',))),
+                Param('input', 'x', 'float', (('S',), ('H',), ('D',))),
                 Param('input', 'weight', 'float', (('E',), ('H',)), optional=True),
                 Param('output', 'out', 'float', (('N',), ('H',), ('D',))),
             ),
@@ -48,7 +48,7 @@ DECLARATION = SystemDeclaration(
         KernelSpec('spmm_mean', 'spmm',
             attrs=(Attr('reduce', values=('mean',)),),
             params=(
-                Param('input', 'x', 'float', (('N',), ('H',), ('D',))),
+                Param('input', 'x', 'float', (('S',), ('H',), ('D',))),
                 Param('input', 'weight', 'float', (('E',), ('H',)), optional=True),
                 Param('output', 'out', 'float', (('N',), ('H',), ('D',))),
             ),
@@ -60,10 +60,10 @@ DECLARATION = SystemDeclaration(
         KernelSpec('spmm_mean_backward', None,
             attrs=(Attr('reduce', values=('mean',)),),
             params=(
-                Param('input', 'grad_out', 'float', (('N',), ('H',), ('D',))),
+                Param('input', 'grad_out', 'float', (('S',), ('H',), ('D',))),
                 Param('input', 'weight', 'float', (('E',), ('H',)), optional=True),
                 Param('output', 'grad_x', 'float', (('N',), ('H',), ('D',))),
-                Param('workspace', 'scaled', 'float', (('N',), ('H',), ('D',))),
+                Param('workspace', 'scaled', 'float', (('S',), ('H',), ('D',))),
             ),
         ),
     ),

@@ -363,7 +363,7 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     from gnnbench.systems.isplib import tuning
 
     orientation = "transposed" if view.transposed else "forward"
-    signature = view.graph.signature()
+    signature = tuning.graph_key(view.graph)  # a sampled block: its class (Note [block classes])
     path = tuning.cache_file(cache_path)
     entries = tuning.lookup(signature, orientation, path)
     prepared = IsplibGraph(orientation, signature, view.num_rows, resident(np.asarray(view.indptr)),

@@ -148,6 +148,7 @@ from gnnbench.systems.isplib.variant import (KERNELS, PARTITIONS, Variant, defau
                                             run_variant)
 
 __all__ = ["TuneResult", "TuneTask", "tune", "tune_keys", "cache_file", "cpu_fingerprint", "lookup", "entry_key",
+           "graph_key",
            "CACHE_NAME", "WEIGHTINGS"]
 
 CACHE_NAME = "isplib-tuning.json"
@@ -210,6 +211,28 @@ def _read(path: Path) -> dict:
 def entry_key(orientation: str, weighting: str, reduce: str, width: int, dtype: str, threads: int) -> str:
     """The cache entry name of one kernel path (Note [tuning key]), e.g. ``forward:gcn:sum:64:float32:t2``."""
     return f"{orientation}:{weighting}:{reduce}:{width}:{dtype}:t{threads}"
+
+
+def graph_key(graph) -> str:
+    """What the tuning cache files a graph's choices under: its signature, or a sampled block's class.
+
+    Note [block classes]
+        Sampled training meets new blocks every batch (issue 34), so tuning
+        each is impossible and its signature would never be seen again. A
+        block is filed under its class instead: ``block:r{R}:d{D}``, ``R`` its
+        destination rows and ``D`` its mean in-degree, each rounded down to
+        a power of two (the entry key adds the width, Note [tuning key]). The
+        first block of a class met in a warm-up epoch is tuned (on first
+        use, as a graph is) and every later block of the class, in this run
+        or later ones, takes the class's choices in its ``prepare``; a block
+        of an unseen class runs the default variant. Both orientations of a
+        block share its class; the entry key names the orientation.
+    """
+    if not getattr(graph, "is_block", False):
+        return graph.signature()
+    rows = max(int(graph.num_nodes), 1)
+    degree = max(graph.num_edges // rows, 1)
+    return f"block:r{1 << (rows.bit_length() - 1)}:d{1 << (degree.bit_length() - 1)}"
 
 
 def lookup(signature: str, orientation: str, path: str | os.PathLike | None = None,
@@ -752,7 +775,7 @@ def tune_keys(tasks: Iterable[TuneTask], *, budget_s: float | None = None, reps:
     rng = np.random.default_rng(seed)
     path = cache_file(cache_path)
     threads = numba.get_num_threads()
-    signature = tasks[0].view.graph.signature()
+    signature = graph_key(tasks[0].view.graph)  # a block's class (Note [block classes])
     choices: dict[tuple, Variant] = {}
     times: dict[tuple, dict[str, float]] = {}
     default_ms: dict[tuple, float] = {}

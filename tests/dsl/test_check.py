@@ -22,7 +22,7 @@ system tiny 0.1
     kernels tiny.kernels
 
 kernel {name} implements spmm(reduce={reduce})
-    input  x: float[N, H, D]
+    input  x: float[S, H, D]
     input  weight: float[E, H]?
     output {out}: float[{shape}]
 """
@@ -34,7 +34,7 @@ def own_spmm(name="spmm_sum", reduce="sum", out="out", shape="N, H, D") -> str:
 
 SDDMM_CALLING = SPMM_ONLY + """
 kernel k implements sddmm(op=dot)
-    input  src: float[N, H, D]
+    input  src: float[S, H, D]
     input  dst: float[N, H, D]
     output out: float[E, H]
     grad   src = {call} transposed
@@ -66,10 +66,24 @@ MISTAKES = {
         "tiny.gnn:7:5: kernel 'spmm_sum' implements spmm: its output 'out' is float[N, D]; the operator needs "
         "float[N, H, D]"),
     "gradient output of the wrong shape, own rule": (
-        own_spmm() + "    grad   weight = wb(x, grad_out)\n\nkernel wb\n    input  x: float[N, H, D]\n"
+        own_spmm() + "    grad   weight = wb(x, grad_out)\n\nkernel wb\n    input  x: float[S, H, D]\n"
                      "    input  grad_out: float[N, H, D]\n    output grad_weight: float[E]\n",
         "tiny.gnn:8:5: backward of 'spmm_sum' (`grad weight = wb(...)`): output 'grad_weight' of 'wb' is "
         "float[E], but the gradient of 'weight' must be float[E, H] like 'weight'"),
+    "spmm input by destinations": (
+        OWN_SPMM.format(name="spmm_sum", reduce="sum", out="out", shape="N, H, D").replace("x: float[S", "x: float[N"),
+        "tiny.gnn:5:5: kernel 'spmm_sum' implements spmm: its input 'x' is float[N, H, D]; the operator needs "
+        "float[S, H, D]"),
+    "transposed rule whose callee writes the columns": (
+        own_spmm() + "    grad   x = b(grad_out, weight) transposed\n\nkernel b\n    input  g: float[S, H, D]\n"
+                     "    input  w: float[E, H]?\n    output grad_x: float[S, H, D]\n",
+        "tiny.gnn:8:5: backward of 'spmm_sum' (`grad x = b(...) transposed`): output 'grad_x' of 'b' is "
+        "float[S, H, D] on the transposed view, but the gradient of 'x' must be float[S, H, D] like 'x'"),
+    "untransposed rule reading grad_out by sources": (
+        own_spmm() + "    grad   x = b(grad_out, weight)\n\nkernel b\n    input  g: float[S, H, D]\n"
+                     "    input  w: float[E, H]?\n    output grad_x: float[N, H, D]\n",
+        "tiny.gnn:8:5: backward of 'spmm_sum' (`grad x = b(...)`) passes 'grad_out' (float[N, H, D]) as input "
+        "'g' of 'b', declared float[S, H, D]"),
     "frameworks tor:ch": (
         SPMM_ONLY.replace("    kernels", "    frameworks tor:ch\n    kernels"),
         "tiny.gnn:2:19: unexpected ':'; a system line lists names separated by commas, e.g. "
@@ -89,31 +103,31 @@ MISTAKES = {
         "declares (result)"),
     "sddmm add with dot's shapes": (
         SPMM_ONLY.replace("spmm_sum", "edge_sum") + "\nkernel k implements sddmm(op=add)\n"
-        "    input  src: float[N, H, D]\n    input  dst: float[N, H, D]\n    output out: float[E, H]\n",
-        "tiny.gnn:6:5: kernel 'k' implements sddmm(op=add): its input 'src' is float[N, H, D]; the operator "
-        "needs float[N, H]"),
+        "    input  src: float[S, H, D]\n    input  dst: float[N, H, D]\n    output out: float[E, H]\n",
+        "tiny.gnn:6:5: kernel 'k' implements sddmm(op=add): its input 'src' is float[S, H, D]; the operator "
+        "needs float[S, H]"),
     # gradient rules against the kernels they call
     "rule passes a tensor of the wrong shape": (
         SDDMM_CALLING.format(call="spmm_sum(grad_out, dst, reduce=sum)"),
-        "tiny.gnn:9:5: backward of 'k' (`grad src = spmm_sum(...)`) passes 'grad_out' (float[E, H]) as input "
-        "'x' of 'spmm_sum', declared float[N, H, D]"),
+        "tiny.gnn:9:5: backward of 'k' (`grad src = spmm_sum(...) transposed`) passes 'grad_out' (float[E, H]) "
+        "as input 'x' of 'spmm_sum', declared float[S, H, D] (N and S swap on the transposed view)"),
     "rule passes an optional tensor as a required one": (
-        own_spmm() + "    grad   x = b(grad_out, weight) transposed\n\nkernel b\n    input  g: float[N, H, D]\n"
+        own_spmm() + "    grad   x = b(grad_out, weight) transposed\n\nkernel b\n    input  g: float[S, H, D]\n"
                      "    input  w: float[E, H]\n    output grad_x: float[N, H, D]\n",
-        "tiny.gnn:8:5: backward of 'spmm_sum' (`grad x = b(...)`) passes 'weight', which may be absent "
+        "tiny.gnn:8:5: backward of 'spmm_sum' (`grad x = b(...) transposed`) passes 'weight', which may be absent "
         "(declared `?`), as the required input 'w' of 'b'; declare that input `?`"),
     "own kernel replacing a standard one breaks its caller": (
-        SPMM_ONLY + "\nkernel spmm_weight_backward\n    attr   reduce in {sum, mean}\n    input  x: float[N, H, D]\n"
+        SPMM_ONLY + "\nkernel spmm_weight_backward\n    attr   reduce in {sum, mean}\n    input  x: float[S, H, D]\n"
                     "    input  grad_out: float[N, H, D]\n    output grad_weight: float[E]\n",
         "tiny.gnn:9:5: kernel 'spmm_weight_backward' replaces a standard kernel that the backward of 'spmm_sum' "
-        "calls ({api}:53:5); its output 'grad_weight' is float[E], but the gradient of 'weight' must be "
+        "calls ({api}:61:5); its output 'grad_weight' is float[E], but the gradient of 'weight' must be "
         "float[E, H]"),
     "float attribute bound to a name": (
         SPMM_ONLY + "\nkernel g implements gat_aggregate\n    attr   negative_slope: float\n"
-                    "    input  x: float[N, H, D]\n    input  score_src: float[N, H]\n"
+                    "    input  x: float[S, H, D]\n    input  score_src: float[S, H]\n"
                     "    input  score_dst: float[N, H]\n    output out: float[N, H, D]\n"
                     "    grad   x = gb(x, negative_slope=steep)\n\nkernel gb\n    attr   negative_slope: float\n"
-                    "    input  x: float[N, H, D]\n    output grad_x: float[N, H, D]\n",
+                    "    input  x: float[S, H, D]\n    output grad_x: float[S, H, D]\n",
         "tiny.gnn:11:5: attribute 'negative_slope' of kernel 'gb' is a float; the rule binds "
         "'negative_slope=steep'"),
     # names: did you mean, in plain words
@@ -123,7 +137,7 @@ MISTAKES = {
         "`output`, `saves`, `workspace` and `grad` lines"),
     "misspelt system line": (
         SPMM_ONLY.replace("provides", "provide"),
-        "tiny.gnn:3:5: unexpected 'provide' (did you mean `provides`?); expected `arrays`, `configure`, "
+        "tiny.gnn:3:5: unexpected 'provide' (did you mean `provides`?); expected `arrays`, `blocks`, `configure`, "
         "`devices`, `floats`, `formats`, `frameworks`, `hint`, `kernel`, `kernels`, `operator`, `prepare`, "
         "`provides`, `report`, `requires`, `summary`, `tune`, end of file"),
     "misspelt provided kernel": (
@@ -227,9 +241,18 @@ def test_the_system_api_round_trips_and_is_checked_like_a_spec():
     with pytest.raises(SpecError) as info:
         parse_api(text, "gnnbench/api.gnn")
     assert str(info.value).splitlines()[0] == (
-        "gnnbench/api.gnn:53:5: backward of 'spmm_sum' (`grad weight = spmm_weight_backward(...)`): output "
+        "gnnbench/api.gnn:61:5: backward of 'spmm_sum' (`grad weight = spmm_weight_backward(...)`): output "
         "'grad_weight' of 'spmm_weight_backward' is float[E], but the gradient of 'weight' must be float[E, H] "
         "like 'weight'")
+    # Note [rows and columns]: the backward on the transposed view writes its rows, the forward's sources
+    text = _api_path().read_text().replace("    input  weight: float[E, H]?\n    output grad_x: float[N, H, D]\n",
+                                           "    input  weight: float[E, H]?\n    output grad_x: float[S, H, D]\n", 1)
+    with pytest.raises(SpecError) as info:
+        parse_api(text, "gnnbench/api.gnn")
+    assert str(info.value).splitlines()[0] == (
+        "gnnbench/api.gnn:60:5: backward of 'spmm_sum' (`grad x = spmm_sum_backward(...) transposed`): output "
+        "'grad_x' of 'spmm_sum_backward' is float[S, H, D] on the transposed view, but the gradient of 'x' must "
+        "be float[S, H, D] like 'x'")
 
 
 def test_a_system_spec_is_not_the_system_api():

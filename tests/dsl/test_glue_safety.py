@@ -116,8 +116,8 @@ system {system} 0.1
 
 kernel {kernel} implements gat_aggregate
     attr   negative_slope: float
-    input  x: float[N, H, D]
-    input  score_src: float[N, H]
+    input  x: float[S, H, D]
+    input  score_src: float[S, H]
     input  score_dst: float[N, H]
     output out: float[N, H, D]
     saves  {save}: float[N, H]
@@ -126,7 +126,7 @@ kernel {kernel} implements gat_aggregate
 kernel {helper}
     attr   negative_slope: float
     input  {a}: float[N, H, D]
-    input  {b}: float[N, H]
+    input  {b}: float[S, H]
     output {c}: float[N, H, D]
 """
 

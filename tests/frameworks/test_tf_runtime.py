@@ -288,7 +288,7 @@ system {name} 0.1
 
 kernel spmm_sum implements spmm
     attr   reduce in {{sum, mean}}
-    input  x: float[N, H, D]
+    input  x: float[S, H, D]
     input  weight: float[E, H]?
     output out: float[N, H, D]
     grad   x = spmm_sum(grad_out, weight) transposed

@@ -172,7 +172,8 @@ def test_upgrade_from_version_1(tmp_path):
     conn = sqlite3.connect(old)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    conn.execute(store_mod._table_sql("runs", [f for f in RUN_FIELDS if f.name not in ("kernel_median_s", "kernel_times", "allocator")]))
+    later = ("kernel_median_s", "kernel_times", "allocator") + _SCHEMA_5_COLUMNS
+    conn.execute(store_mod._table_sql("runs", [f for f in RUN_FIELDS if f.name not in later]))
     conn.execute("INSERT INTO runs (system, status, epoch_times) VALUES ('old', 'ok', '[0.5]')")
     conn.commit()
     conn.close()
@@ -188,6 +189,28 @@ def test_upgrade_from_version_1(tmp_path):
     fresh = tmp_path / "fresh.sqlite"
     ResultsStore(fresh).close()
     assert _columns(old) == _columns(fresh)  # the upgraded schema is the one a new file gets
+
+
+_SCHEMA_5_COLUMNS = ("sample_median_s", "gather_median_s", "block_prepare_median_s", "sample_times", "gather_times",
+                     "block_prepare_times", "seeds_per_s", "edges_per_s", "accuracy_method")
+
+
+def test_upgrade_from_version_4_adds_the_sampled_columns_as_null(tmp_path):
+    old = tmp_path / "v4.sqlite"
+    ResultsStore(old).close()
+    conn = sqlite3.connect(old)  # make it a version-4 file: the runs table without schema 5's columns
+    for column in _SCHEMA_5_COLUMNS:
+        conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    conn.execute("INSERT INTO runs (system, status, epoch_times) VALUES ('old', 'ok', '[0.5]')")
+    conn.commit()
+    conn.close()
+    with ResultsStore(old) as store:
+        row = store.rows()[0]
+        assert row["system"] == "old" and all(row[c] is None for c in _SCHEMA_5_COLUMNS)
+    fresh = tmp_path / "fresh.sqlite"
+    ResultsStore(fresh).close()
+    assert _columns(old) == _columns(fresh)
 
 
 def test_every_old_version_has_a_named_upgrade_step():
@@ -304,6 +327,8 @@ def test_upgrade_from_version_3_adds_claims(tmp_path):
     ResultsStore(path).close()
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE claims")
+        for column in _SCHEMA_5_COLUMNS:  # a version-3 table lacks schema 5's columns too
+            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     with ResultsStore(path) as store:
         assert store.claim("k", "me", 60) and store.claims() == {"k": "me"}

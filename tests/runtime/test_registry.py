@@ -66,3 +66,15 @@ def test_system_hash_covers_the_kernel_sources_a_system_borrows():
     assert folders("cusparse") == ["cusparse", "mkl"]
     assert folders("dgnn") == ["dgnn", "isplib"]
     assert folders("isplib") == ["isplib"]
+
+
+def test_block_support_comes_from_the_spec():
+    from dataclasses import replace
+
+    ref, cusparse = system_info("reference"), system_info("cusparse")
+    assert (ref.blocks, ref.blocks_unavailable_reason(), ref.blocks_note()) == ("yes", None, "")
+    assert cusparse.blocks == "unverified" and cusparse.blocks_unavailable_reason() is None
+    assert cusparse.blocks_note().startswith("blocks unverified (its spec): mkl's kernels")
+    no = replace(ref, blocks="no", blocks_reason="builds an N x N matrix")
+    assert no.blocks_unavailable_reason() == ("does not support sampled blocks (its spec: `blocks no`): "
+                                              "builds an N x N matrix")
