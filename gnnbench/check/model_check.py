@@ -180,8 +180,8 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
                                 models=models, on_case=on_case)
     begin = time.perf_counter()
     glue = load_system(system, framework, device)
-    base, heads = _HEAD_VARIANTS.get(name, (name, _HEADS))
-    model_cls = _model_table(models)[base]
+    model_name, heads = _HEAD_VARIANTS.get(name, (name, _HEADS))
+    model_cls = _model_table(models)[model_name]
     F = get_frontend("torch", device, dtype)
     tol = MODEL_TOLERANCES[dtype]
     rng = np.random.default_rng(11)
@@ -212,7 +212,7 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
             problems.append(f"{row.operator} on {where}: raised {type(err).__name__}: {text}")
         else:
             ref_params = {k: torch.from_numpy(v).requires_grad_(True) for k, v in initial.items()}
-            ref_logits = dense_forward(base, graph, ref_params, torch.from_numpy(x), heads)
+            ref_logits = dense_forward(model_name, graph, ref_params, torch.from_numpy(x), heads)
             ref_grads = torch.autograd.grad((ref_logits * torch.from_numpy(r)).sum(), list(ref_params.values()))
             pairs = [("logits", logits, ref_logits)] + [(f"grad {k}", g, rg) for k, g, rg in
                                                          zip(params, grads, ref_grads)]
