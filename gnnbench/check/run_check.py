@@ -68,6 +68,8 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
         return {"status": "off", "reason": "--no-check"}
     if F.name != "torch":
         return {"status": "skipped", "reason": f"the run-time check runs under torch (got {F.name})"}
+    if not hasattr(bound, "graph") or not hasattr(bound, "system"):
+        return {"status": "skipped", "reason": f"no single system's graph to check ({type(bound).__name__})"}
     start = clock()
     calls: dict[str, tuple] = {}
     written: list[str] = []
@@ -191,7 +193,7 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     sub = Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64)
     names = _INPUTS[operator]
     picked = torch.from_numpy(positions)
-    tensors = [None if t is None else (t[picked] if name in _EDGE_INPUTS else t).to(torch.float64).cpu()
+    tensors = [None if t is None else (t[picked.to(t.device)] if name in _EDGE_INPUTS else t).cpu().to(torch.float64)
                for name, t in zip(names, inputs)]
     F = get_frontend("torch", "cpu", "float64")
     ref = BoundGraph(sub, load_system("reference"))
@@ -201,7 +203,7 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
         expected = F.gat_aggregate(ref, *tensors, **attrs) if operator == "gat_aggregate" \
             else F._call(ref, operator, attrs, *tensors)
     edge_out = operator in ("sddmm", "edge_softmax")
-    got = out[picked] if edge_out else out[torch.from_numpy(rows)]
+    got = (out[picked.to(out.device)] if edge_out else out[torch.from_numpy(rows).to(out.device)]).cpu()
     want = expected if edge_out else expected[torch.from_numpy(rows)]
     want = want.numpy()
     tol = TOLERANCES[dtype].for_rows(max(longest_row(graph), inputs[0].shape[-1] if operator == "sddmm" else 1))
