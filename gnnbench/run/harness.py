@@ -278,7 +278,7 @@ def train(spec: TaskSpec, clock: Callable[[], float] = time.perf_counter,
         raise UserError(f"unknown selection '{spec.selection}'; choose one of: {', '.join(SELECTIONS)}")
     if info.kind == "kernel":  # Note [run-time check]: before any epoch, timed apart from them
         from gnnbench.check.run_check import check_run
-        extra["run_check"] = check_run(spec, F, forward, bound, clock)
+        extra["run_check"] = check_run(spec, F, forward, bound)
 
     def evaluate() -> dict[str, float]:
         with F.no_grad():
