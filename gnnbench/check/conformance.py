@@ -111,6 +111,8 @@ E2E_TOLERANCE = {"float64": E2ETolerance(first_loss_rtol=1e-9, test_accuracy_ato
 PROFILES = {
     "full": {"widths": (1, 3, 17, 33, 64, 130), "heads": (1, 3, 4), "index_dtypes": ("int32", "int64")},
     "fast": {"widths": (1, 17, 33), "heads": (1, 3), "index_dtypes": ("int32", "int64")},
+    # the fast suite's second float type: every check once per graph (Note [what runs] in gnnbench.check.dims)
+    "sampled": {"widths": (17,), "heads": (3,), "index_dtypes": ("int32",)},
 }
 
 #: Graphs too large to run at every shape run at these only, and say so in the report.

@@ -173,16 +173,30 @@ def execute(system: str, tasks: list[tuple[str, str]], options: dict[str, Any], 
     except Exception as err:  # noqa: BLE001 - Note [load failures]
         send(("load_failed", describe_load_failure(system, framework, err)))
         return
-    labels = [label for kind, label in tasks if kind == "op"]
-    if labels:
+    from gnnbench.check.dims import SAMPLED_PROFILE, split_dtype
+
+    by_dtype: dict[str | None, list[str]] = {}
+    for kind, label in tasks:
+        if kind == "op":
+            base, dtype = split_dtype(label)
+            by_dtype.setdefault(dtype, []).append(base)
+    for dtype, labels in by_dtype.items():  # the system's first float type, then float32 (Note [what runs])
         from gnnbench.check.conformance import run_suite
 
-        send(("task", labels[0]))
-        _, settings = run_suite(system, profile=options["profile"], framework=framework, device=device,
+        tag = f" [{dtype}]" if dtype else ""
+        send(("task", labels[0] + tag))
+
+        def renamed(row, tag=tag):
+            row.operator += tag
+            _send_row(send, row, tasks)
+
+        profile = SAMPLED_PROFILE if dtype and options["profile"] == "fast" else options["profile"]
+        _, settings = run_suite(system, profile=profile, framework=framework, device=device, dtype=dtype,
                                 guard=options["guard"], threads=options["threads"], labels=labels,
-                                on_case=lambda label, where: send(("case", label, where)),
-                                on_result=lambda row: _send_row(send, row, tasks))
-        send(("settings", settings))
+                                on_case=lambda label, where, tag=tag: send(("case", label + tag, where)),
+                                on_result=renamed)
+        if dtype is None:
+            send(("settings", settings))
     for kind, label in tasks:
         if kind == "op":
             continue
@@ -209,7 +223,10 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
     from gnnbench.check.conformance import system_float_dtype
     from gnnbench.runtime.registry import system_info
 
-    dtype = system_float_dtype(system_info(system).spec_path)
+    from gnnbench.check.dims import split_dtype
+
+    base, tagged = split_dtype(label)
+    dtype = tagged or system_float_dtype(system_info(system).spec_path)
     common = dict(framework=options["framework"], device=options["device"], threads=options["threads"],
                   guard=options["guard"])
     if kind == "large":
@@ -222,17 +239,26 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
 
         return [check_quantised(system, label, threads=options["threads"],
                                 on_case=lambda where: send(("case", label, where)))]
+    if kind == "dims":
+        from gnnbench.check.dims import check_dimension
+
+        return [check_dimension(system, label, dtype=dtype, profile=options["profile"], on_case=lambda where: send(("case", label, where)),
+                                **common)]
     if kind == "model":
         from gnnbench.check.model_check import check_model
 
-        return [check_model(system, label.split()[1], dtype=dtype, models=options["models"],
+        rows = [check_model(system, base.split()[1], dtype=dtype, models=options["models"],
                             on_case=lambda where: send(("case", label, where)), **common)]
-    from gnnbench.check.verify import end_to_end
+    else:
+        from gnnbench.check.verify import end_to_end
 
-    model = label.split()[1]
-    send(("case", label, f"'{options['dataset'].split(':')[0]}' (seed 0, {options['epochs']} epochs, {dtype})"))
-    return end_to_end(system, models=(model,), dataset=options["dataset"], epochs=options["epochs"], dtype=dtype,
-                      fallback=options.get("fallback"), **common)
+        model = base.split()[1]
+        send(("case", label, f"'{options['dataset'].split(':')[0]}' (seed 0, {options['epochs']} epochs, {dtype})"))
+        rows = end_to_end(system, models=(model,), dataset=options["dataset"], epochs=options["epochs"],
+                          dtype=dtype, fallback=options.get("fallback"), **common)
+    for row in rows:
+        row.operator = label if row.operator == base else row.operator
+    return rows
 
 
 # ----------------------------------------------------------------- load failures

@@ -49,7 +49,9 @@ from gnnbench.runtime.graph import Graph
 
 __all__ = ["MODEL_CHECK_NAMES", "MODEL_TOLERANCES", "check_model", "model_graphs", "dense_forward"]
 
-MODEL_CHECK_NAMES = ("gcn", "gin", "sage", "gat", "weighted-gcn", "gcn-forms")
+MODEL_CHECK_NAMES = ("gcn", "gin", "sage", "gat", "gat-8heads", "weighted-gcn", "gcn-forms")
+#: checks of a model at another head count than :data:`_HEADS`: name -> (model, heads); GAT's default is 8
+_HEAD_VARIANTS = {"gat-8heads": ("gat", 8)}
 #: logits and gradients vs the dense oracle; atol is relative to the largest expected magnitude. float64
 #: is limited to ~1e-7 because ``Graph.gcn_norm`` (and ``Graph.gcn_scales``) stores GCN's edge weights as float32 whatever the run's
 #: dtype (gnnbench/runtime/graph.py); a normalisation bug is off by far more (tens of percent).
@@ -107,11 +109,12 @@ def _weighted_gcn(gcn):
 def _hyper(model_cls, **changes):
     from dataclasses import replace
 
-    return replace(model_cls.defaults, hidden=_HIDDEN, layers=2, heads=_HEADS, dropout=0.0, **changes)
+    changes = {"heads": _HEADS, **changes}
+    return replace(model_cls.defaults, hidden=_HIDDEN, layers=2, dropout=0.0, **changes)
 
 
 # ----------------------------------------------------------------- the dense oracle
-def dense_forward(name: str, graph: Graph, params: dict, x):
+def dense_forward(name: str, graph: Graph, params: dict, x, heads: int = _HEADS):
     """Logits of model ``name`` from its paper's equations with dense float64 torch tensors (Note [model check])."""
     import torch
 
@@ -140,8 +143,8 @@ def dense_forward(name: str, graph: Graph, params: dict, x):
             mean = (counts @ h) / counts.sum(1).clamp(min=1)[:, None]
             h = h @ p(i, "weight_root") + mean @ p(i, "weight_neigh") + p(i, "bias")
         elif name == "gat":
-            heads = 1 if last else _HEADS
-            z = (h @ p(i, "weight")).reshape(n, heads, -1)
+            layer_heads = 1 if last else heads
+            z = (h @ p(i, "weight")).reshape(n, layer_heads, -1)
             s_src, s_dst = (z * p(i, "att_src")).sum(-1), (z * p(i, "att_dst")).sum(-1)
             e = torch.nn.functional.leaky_relu(s_dst[:, None, :] + s_src[None, :, :], 0.2)   # [i, j, h]
             mask = (counts > 0)[:, :, None]
@@ -177,7 +180,8 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
                                 models=models, on_case=on_case)
     begin = time.perf_counter()
     glue = load_system(system, framework, device)
-    model_cls = _model_table(models)[name]
+    model_name, heads = _HEAD_VARIANTS.get(name, (name, _HEADS))
+    model_cls = _model_table(models)[model_name]
     F = get_frontend("torch", device, dtype)
     tol = MODEL_TOLERANCES[dtype]
     rng = np.random.default_rng(11)
@@ -187,7 +191,7 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
                 f"{dtype})"
         if on_case:
             on_case(where)
-        model = model_cls(_IN, _CLASSES, _hyper(model_cls))
+        model = model_cls(_IN, _CLASSES, _hyper(model_cls, heads=heads))
         initial = {k: v.astype(np.float64) for k, v in model.init_params(3).items()}
         x = rng.uniform(-1, 1, (graph.num_nodes, _IN))
         r = rng.uniform(-1, 1, (graph.num_nodes, _CLASSES))
@@ -208,7 +212,7 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
             problems.append(f"{row.operator} on {where}: raised {type(err).__name__}: {text}")
         else:
             ref_params = {k: torch.from_numpy(v).requires_grad_(True) for k, v in initial.items()}
-            ref_logits = dense_forward(name, graph, ref_params, torch.from_numpy(x))
+            ref_logits = dense_forward(model_name, graph, ref_params, torch.from_numpy(x), heads)
             ref_grads = torch.autograd.grad((ref_logits * torch.from_numpy(r)).sum(), list(ref_params.values()))
             pairs = [("logits", logits, ref_logits)] + [(f"grad {k}", g, rg) for k, g, rg in
                                                          zip(params, grads, ref_grads)]

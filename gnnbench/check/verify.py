@@ -59,6 +59,8 @@ class VerifyReport:
     seconds: float = 0.0
     recorded_id: int | None = None
     recorded_in: str | None = None
+    #: the graph with the most edges any check ran on: ``{"graph", "nodes", "edges", "check"}``
+    largest_graph: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -79,6 +81,7 @@ class VerifyReport:
                 "load": self.load.as_dict() if self.load else None,
                 "models": [r.as_dict() for r in self.models],
                 "end_to_end": [r.as_dict() for r in self.end_to_end], "seconds": round(self.seconds, 3),
+                "largest_graph": self.largest_graph,
                 "recorded_id": self.recorded_id, "recorded_in": self.recorded_in}
 
 
@@ -146,7 +149,7 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
     if outcome.load_failure:
         report.load = CaseResult("load kernels", "failed", cases=1, failed_cases=1, failures=[outcome.load_failure])
     rows = {row.operator: row for row in outcome.rows}
-    report.operators = [rows[label] for kind, label in tasks if kind in ("op", "quantised") and label in rows]
+    report.operators = [rows[label] for kind, label in tasks if kind in ("op", "quantised", "dims") and label in rows]
     report.models = [rows[label] for kind, label in tasks if kind == "model" and label in rows]
     report.end_to_end = [rows[label] for kind, label in tasks if kind == "e2e" and label in rows]
     label = f"large index (N x F > 2^31, F={LARGE_WIDTH})"
@@ -165,6 +168,13 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
             report.end_to_end = [CaseResult("end-to-end", "skipped",
                                             reason="needs every operator a model uses; runs without --operator")]
     report.status = "failed" if any(r.status == "failed" for r in report.rows()) else "passed"
+    report.largest_graph = largest_graph(report)
+    from gnnbench.check.dims import float_dtypes
+
+    try:
+        report.settings["dtypes"] = list(float_dtypes(system))
+    except Exception:  # noqa: BLE001 - a spec that does not parse is reported by the load row
+        report.settings["dtypes"] = [report.settings.get("dtype", "float64")]
     report.seconds = time.perf_counter() - start
     if store is not None and ((operator is None and kinds is None) or report.status == "failed"):
         report.recorded_id = store.record_verification(system, info.version, report.system_hash, report.status,
@@ -173,11 +183,38 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
     return report
 
 
+def largest_graph(report: VerifyReport) -> dict[str, Any] | None:
+    """The graph with the most edges among the checks that ran (passed or failed) in ``report``."""
+    from gnnbench.check.dims import LADDER_EDGES
+
+    ran = {row.operator for row in report.rows() if row.status != "skipped" and row.cases}
+    if report.large_index is not None and report.large_index.status != "skipped":
+        n = 2**31 // LARGE_WIDTH + 1024
+        return {"graph": "ring", "nodes": n, "edges": n, "check": report.large_index.operator}
+    ladder = [label for label in ran if label.startswith("size ladder")]
+    if ladder:
+        return {"graph": f"random_{LADDER_EDGES[-1] // 1000}k", "nodes": max(LADDER_EDGES[-1] // 8, 4096), "edges": LADDER_EDGES[-1],
+                "check": sorted(ladder)[0]}
+    if any(row.operator for row in report.operators if row.status != "skipped" and row.cases):
+        return {"graph": "hub_50k", "nodes": 50_002, "edges": 100_001, "check": "conformance"}
+    return None
+
+
 def plan(system: str, operator: str | None, slow: bool, e2e: bool) -> list[tuple[str, str]]:
     """The check groups of one verification, in report order, as ``(kind, row label)``."""
     from gnnbench.check.conformance import OP_CASES
 
-    tasks = [("op", case.label) for case in OP_CASES if operator is None or case.operator == operator]
+    from gnnbench.check.dims import DIMENSION_CHECKS, dtype_label, float_dtypes
+
+    try:
+        dtypes = float_dtypes(system)
+    except Exception:  # noqa: BLE001 - a spec that does not parse fails in the child, with its cause
+        dtypes = ("float64",)
+    # Note [what runs] in gnnbench.check.dims: every check in every float type the system supports
+    tasks = [("op", dtype_label(case.label, dtype, dtypes[0])) for dtype in dtypes for case in OP_CASES
+             if operator is None or case.operator == operator]
+    if operator is None:
+        tasks += [("dims", dtype_label(label, dtype, dtypes[0])) for dtype in dtypes for label in DIMENSION_CHECKS]
     if operator in (None, "spmm"):
         from gnnbench.check.quantised import quantised_labels
 
@@ -190,8 +227,10 @@ def plan(system: str, operator: str | None, slow: bool, e2e: bool) -> list[tuple
     if e2e and operator is None:
         from gnnbench.check.model_check import MODEL_CHECK_NAMES
 
-        tasks += [("model", f"model {name}") for name in MODEL_CHECK_NAMES]
-        tasks += [("e2e", f"end-to-end {model} on {E2E_DATASET.split(':')[0]}") for model in E2E_MODELS]
+        tasks += [("model", dtype_label(f"model {name}", dtype, dtypes[0])) for dtype in dtypes
+                  for name in MODEL_CHECK_NAMES]
+        tasks += [("e2e", dtype_label(f"end-to-end {model} on {E2E_DATASET.split(':')[0]}", dtype, dtypes[0]))
+                  for dtype in dtypes for model in E2E_MODELS]
     return tasks
 
 

@@ -111,13 +111,16 @@ def checks_table(report):
 def _parts(report):
     s = report.settings
     head = [f"verify {report.system} {report.system_version} (hash {report.system_hash}) against reference"
-            + (f": {s['framework']} {s['dtype']} on {s['device']}, {s['profile']} suite, "
+            + (f": {s['framework']} {' and '.join(s.get('dtypes') or [s['dtype']])} on {s['device']}, {s['profile']} suite, "
                f"guard {'on' if s['guard'] else 'off'}, tolerance {s['tolerance']}" if s else "")]
     if report.status == "skipped":
         head.append(f"skipped: {report.system} cannot run here: {report.reason}; nothing recorded")
         return head, None, []
     head.extend(f"note: {note}" for note in s.get("notes", ()))
     verdict = f"verdict: {report.status} in {report.seconds:.1f} s"
+    if report.largest_graph:
+        g = report.largest_graph
+        verdict += f"; largest graph checked {g['graph']} ({g['edges']:,} edges, {g['check']})"
     if report.recorded_id is not None:
         verdict += f"; recorded as verification {report.recorded_id} in {report.recorded_in}"
     else:

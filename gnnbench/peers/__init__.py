@@ -95,6 +95,9 @@ class NativeBaseline:
     def model(self, model, initial, F, x):
         return self._built
 
+    def checked_graph(self) -> None:
+        return None  # its own layers, no system kernels to check (Note [run-time check])
+
     def tuner(self):
         return None
 

@@ -138,6 +138,7 @@ class Extra:
     """The ``extra`` column: each key the platform writes, typed, in the order it is written."""
 
     compile_time_s: float | None = None          # Note [compile time apart]
+    run_check: dict[str, Any] | None = None      # Note [run-time check]: status, operators, rows, seconds
     tuning: Tuning | None = None                 # Note [tune on first use]
     huge_page_bytes: int | None = None           # Note [huge pages outside the epochs]
     held_bytes: int | None = None                # Note [peak memory]
@@ -151,6 +152,12 @@ class Extra:
     fallback: FallbackUse | None = None
     bad_input: bool | None = None                # Note [bad input in a worker]
     stderr_path: str | None = None
+    # sampled runs (Note [sampled batching])
+    sampler: str | None = None
+    sampled_edges_per_epoch: int | None = None
+    block_prepare_share: float | None = None
+    sampler_edges_per_s: float | None = None
+    blocks_note: str | None = None
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not declare, as they came
 
     def as_dict(self) -> dict[str, Any]:

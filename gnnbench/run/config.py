@@ -131,6 +131,9 @@ class RunConfig:
     tune: bool = _field(True, help="do not tune on first use: measure what the tuning cache holds, the default "
                         "variant when it is empty (default: tune on first use, Note [tune on first use])",
                         flag="--no-tune")
+    check: bool = _field(True, help="do not check the first forward of every operator against reference on sampled "
+                         "rows of the run's graph before the epochs (default: check, Note [run-time check])",
+                         flag="--no-check", identity=False)
     fallback: str | None = _field(None, help="borrow the operators the system lacks from SYSTEM, e.g. reference (the "
                                   "row records which, and their share of kernel time)", metavar="SYSTEM",
                                   min_length=1, max_length=200)
@@ -153,7 +156,7 @@ class RunConfig:
     @field_validator("*", mode="before")
     @classmethod
     def _no_booleans_for_numbers(cls, value: Any, info) -> Any:
-        if isinstance(value, bool) and info.field_name not in ("system_options", "tune"):
+        if isinstance(value, bool) and info.field_name not in ("system_options", "tune", "check"):
             raise ValueError(f"must not be true/false (got {value})")
         if isinstance(value, str) and info.field_name in _NUMERIC and not value.isascii():
             raise ValueError(f"must be written with ASCII digits (got {value!r})")

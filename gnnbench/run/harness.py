@@ -258,6 +258,11 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     if jit.seconds:
         extra["compile_time_s"] = jit.seconds
     params, forward = system.model(model, initial, F, x)
+    checked = system.checked_graph()  # None for a native baseline: it runs no kernels of a system
+    if checked is not None:  # Note [run-time check]: before any epoch, timed apart from them
+        from gnnbench.check.run_check import check_run  # the one call into check (tests/test_layers.py)
+
+        extra["run_check"] = check_run(spec, F, forward, checked)
 
     def evaluate() -> dict[str, float]:
         with F.no_grad():

@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from gnnbench.run.config import RunConfig
     from gnnbench.errors import UnavailableError, UserError
+    from gnnbench.check.run_check import RunCheckError
     from gnnbench.run.harness import train
     from gnnbench.run.record import BAD_INPUT, run_record
     from gnnbench.results.store import utc_now
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:  # bad input found only here: one line, no traceback (Note [bad input in a worker])
         row = run_record(spec, "failed", error=(str(err).splitlines() or [type(err).__name__])[0],
                          timestamp=started, extra={BAD_INPUT: True})
+    except RunCheckError as err:  # Note [run-time check]: the system's output is wrong on this run's graph
+        traceback.print_exc()
+        row = run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+                         timestamp=started, extra={"run_check": err.details})
     except MemoryError:
         traceback.print_exc()
         row = run_record(spec, "oom", error="out of memory (MemoryError) under the memory limit",

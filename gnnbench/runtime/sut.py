@@ -47,6 +47,10 @@ class SystemUnderTest(Protocol):
 
     def tuner(self) -> tuple[Callable[..., Any], Any] | None: ...
 
+    def checked_graph(self) -> Any | None:
+        """The bound graph whose kernels the run-time check compares with ``reference`` (Note [run-time
+        check] in gnnbench.check.run_check), or None when the system runs no kernels of its own."""
+
     def sections(self, *, mode: str, passes: int, epoch_times: Sequence[float], kernel_times: Sequence[float],
                  kernel_by_name: Sequence[Mapping[str, float]], lent_times: Sequence[float]) -> dict[str, Any]: ...
 
@@ -98,6 +102,9 @@ class KernelSystem:
             return model.forward(F, params, bound, x, training)
 
         return params, forward
+
+    def checked_graph(self):
+        return self.bound
 
     def tuner(self):
         hook = self.glue.hook("tune")

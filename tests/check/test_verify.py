@@ -93,14 +93,20 @@ def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
         report = verify("reference", profile="fast", threads=1, store=db)
     assert report.status == "passed", report.failures()
     assert report.large_index.status == "skipped" and "--slow" in report.large_index.reason
-    assert {r.operator for r in report.end_to_end} == {f"end-to-end {m} on sbm" for m in ("gcn", "gin", "sage", "gat")}
-    assert [r.operator for r in report.models] == [f"model {m}" for m in ("gcn", "gin", "sage", "gat", "weighted-gcn",
-                                                                                 "gcn-forms")]
+    assert {r.operator for r in report.end_to_end} == {f"end-to-end {m} on sbm{tag}" for m in ("gcn", "gin", "sage",
+                                                                                             "gat")
+                                                       for tag in ("", " [float32]")}
+    names = ("gcn", "gin", "sage", "gat", "gat-8heads", "weighted-gcn", "gcn-forms")
+    assert [r.operator for r in report.models] == [f"model {m}{tag}" for tag in ("", " [float32]") for m in names]
+    assert report.largest_graph == {"graph": "random_1114k", "nodes": 139264, "edges": 1114112,
+                                    "check": "size ladder (E > 2^20)"}
     assert all(r.status == "passed" for r in report.models)
     with ResultsStore(results) as db:
         record = db.latest_verification("reference", report.system_hash)
     assert record["status"] == "passed" and record["system_version"] == "1.0"
     assert record["details"]["settings"]["dtype"] == "float64"
+    assert record["details"]["settings"]["dtypes"] == ["float64", "float32"]
+    assert record["details"]["largest_graph"]["edges"] == 1114112
 
     code = cli(["run", "--system", "reference", "--model", "gcn", "--epochs", "3", "--warmup", "1",
                 "--in-process", "--json", "--results", results])
@@ -271,7 +277,7 @@ def test_every_model_matches_its_dense_formulation_on_reference(dtype):
 def test_plan_lists_every_group_in_report_order():
     tasks = plan("reference", None, slow=False, e2e=True)
     kinds = [kind for kind, _ in tasks]
-    assert kinds == sorted(kinds, key=["op", "quantised", "large", "model", "e2e"].index)
+    assert kinds == sorted(kinds, key=["op", "dims", "quantised", "large", "model", "e2e"].index)
     assert ("model", "model weighted-gcn") in tasks and ("e2e", "end-to-end gat on sbm") in tasks
     assert [label for kind, label in plan("pim", "spmm", False, False) if kind == "quantised"] == [
         "spmm(reduce=sum, arithmetic=int32)", "spmm(reduce=sum, weight, arithmetic=int32)",

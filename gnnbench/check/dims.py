@@ -1,0 +1,248 @@
+"""verify's dimension checks: the float types, widths, head counts and graph sizes that real runs use.
+
+Note [what runs]
+    The conformance suite (:mod:`gnnbench.check.conformance`) runs every
+    operator on small adversarial graphs in the system's first float type, at
+    widths up to 130 and up to 4 heads. A kernel specialised on a dimension the
+    suite never reaches passes it and trains worse: a float32-only code path,
+    a blocked loop taken above an edge count, a register tile beyond 256
+    features, a head loop blocked by 4. So verify also runs:
+
+    * every float type the system supports (:func:`float_dtypes`): the whole
+      suite, the model checks and end-to-end parity again in float32 for a
+      system that supports both, rows labelled ``[float32]``; the fast profile
+      samples that pass (:data:`SAMPLED_PROFILE`: one shape per graph, every
+      check at least once);
+    * ``widths``: every operator variant on the ``hub`` graph at
+      :data:`WIDE_WIDTHS` features (one head);
+    * ``heads``: every operator variant on ``hub`` at :data:`MANY_HEADS` heads;
+    * ``size ladder``: every variant, forward and every gradient, on random
+      graphs of :data:`LADDER_EDGES` edges at :data:`LADDER_WIDTH` features, the
+      largest above ``2**20``, against the float64 oracle on sampled rows and
+      columns (Note [sampled oracle]).
+
+    Each check is one row whose label names its dimension; its failures name
+    the operator, quantity, graph and shape, as the suite's do.
+
+Note [sampled oracle]
+    Computing the float64 oracle for a million edges at every check would cost
+    more than the system's own call. Row ``i`` of a forward output depends only
+    on the edges into ``i``; a gradient at source node ``j`` only on ``j``'s
+    out-edges and the rows they enter. So the oracle runs on the sub-graph of
+    every edge whose destination lies in ``D`` = the sampled rows ``S`` plus
+    the destinations of the sampled columns ``J``'s out-edges, with the full
+    node set and the full inputs: on it, the rows ``S`` (node outputs and
+    destination-indexed gradients), the edges into ``S`` (edge outputs and
+    edge gradients) and the columns ``J`` (source-indexed gradients) are
+    exactly the full graph's. The system runs on the whole graph; only those
+    entries are compared.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from gnnbench.check.conformance import (OP_CASES, TOLERANCES, CaseResult, OpCase, _grid, _nullcontext, _problems,
+                                        _run_one, _torch_threads, adversarial_graphs, guard_supported, guarded,
+                                        longest_row, verification_options)
+from gnnbench.runtime.graph import Graph
+
+__all__ = ["float_dtypes", "dtype_label", "split_dtype", "DIMENSION_CHECKS", "SAMPLED_PROFILE", "WIDE_WIDTHS",
+           "MANY_HEADS", "LADDER_EDGES", "LADDER_WIDTH", "check_dimension", "ladder_graphs"]
+
+#: widths of real datasets and layers (Reddit 602, wide hidden layers); off and on vector widths
+WIDE_WIDTHS = (256, 257, 602, 1024)
+#: head counts of real attention models (GAT's default is 8)
+MANY_HEADS = (1, 4, 8, 16)
+#: edges of the ladder's graphs (2 rungs; the last is above 2**20) and their width
+LADDER_EDGES = (2**16 + 1000, 2**20 + 2**16)
+LADDER_WIDTH = 5
+#: the fast suite's subset (each dimension still reached, in each float type; Note [what runs])
+FAST = {"widths": (257, 1024), "heads": (8, 16), "ladder": LADDER_EDGES[-1:]}
+#: rows and columns of the ladder's graphs compared against the oracle (plus the longest of each)
+LADDER_SAMPLES = 48
+#: the conformance profile of the second float type's pass in the fast suite (Note [what runs])
+SAMPLED_PROFILE = "sampled"
+#: the dimension checks, in report order: label -> kind
+DIMENSION_CHECKS = {f"widths F={', '.join(map(str, WIDE_WIDTHS))}": "widths",
+                    f"heads H={', '.join(map(str, MANY_HEADS))}": "heads",
+                    "size ladder (E > 2^20)": "ladder"}
+
+
+def float_dtypes(system: str) -> tuple[str, ...]:
+    """The float types ``system`` supports, the one its checks have always used first (``floats f32``: float32 only)."""
+    from gnnbench.check.conformance import system_float_dtype
+    from gnnbench.runtime.registry import system_info
+
+    first = system_float_dtype(system_info(system).spec_path)
+    return (first,) if first == "float32" else (first, "float32")
+
+
+def dtype_label(label: str, dtype: str, first: str) -> str:
+    """``label`` of a check run in ``dtype``: unchanged in the system's first float type, else ``label [dtype]``."""
+    return label if dtype == first else f"{label} [{dtype}]"
+
+
+def split_dtype(label: str) -> tuple[str, str | None]:
+    """``('spmm(reduce=sum)', 'float32')`` for ``'spmm(reduce=sum) [float32]'``; ``(label, None)`` without a tag."""
+    for dtype in TOLERANCES:
+        if label.endswith(f" [{dtype}]"):
+            return label[:-len(dtype) - 3], dtype
+    return label, None
+
+
+# ----------------------------------------------------------------- graphs
+def ladder_graphs(index_dtype: Any = np.int32, rungs=LADDER_EDGES) -> dict[str, Graph]:
+    """Random graphs of ``rungs`` edges, 8 per node on average, with one 2,000-edge hub each way."""
+    graphs = {}
+    for edges in rungs:
+        rng = np.random.default_rng(edges)
+        n = max(edges // 8, 4096)
+        hub = 2000
+        src = np.r_[rng.integers(0, n, edges - 2 * hub), rng.integers(0, n, hub), np.full(hub, 1)]
+        dst = np.r_[rng.integers(0, n, edges - 2 * hub), np.zeros(hub, np.int64), rng.integers(0, n, hub)]
+        graphs[f"random_{edges // 1000}k"] = Graph.from_edges(src, dst, n, index_dtype)
+    return graphs
+
+
+def _variants() -> list[OpCase]:
+    return [case for case in OP_CASES if not case.values]
+
+
+# ----------------------------------------------------------------- the checks
+def check_dimension(system: str, label: str, *, dtype: str, framework: str = "torch", device: str = "cpu",
+                    threads: int | None = None, guard: bool = True, profile: str = "full",
+                    on_case=None) -> CaseResult:
+    """One row of :data:`DIMENSION_CHECKS` (``label`` with or without its dtype tag) run in ``dtype``;
+    ``profile="fast"`` runs :data:`FAST`'s subset."""
+    import torch
+
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
+
+    base, _ = split_dtype(label)
+    kind = DIMENSION_CHECKS[base]
+    row = CaseResult(label)
+    begin = time.perf_counter()
+    sys_glue, ref_glue = load_system(system, framework, device), load_system("reference")
+    verification_options(sys_glue)
+    guard = guard and guard_supported(sys_glue)
+    F_sys, F_ref = get_frontend(framework, device, dtype), get_frontend("torch", "cpu", "float64")
+    fast = profile == "fast"
+    widths, heads_list = (FAST["widths"], FAST["heads"]) if fast else (WIDE_WIDTHS, MANY_HEADS)
+    graphs = ladder_graphs(rungs=FAST["ladder"] if fast else LADDER_EDGES) if kind == "ladder" else {"hub": adversarial_graphs(np.dtype("int32"))["hub"]}
+    skipped = []
+    seed = 0
+    for case in _variants():
+        if sys_glue.find(case.operator, dict(case.attrs)) is None:
+            skipped.append(case.label)
+            continue
+        if kind == "widths":
+            shapes = [(1, w) for w in widths] if case.uses_width else []
+        elif kind == "heads":
+            shapes = [(h, 17 if case.uses_width else None) for h in heads_list]
+        else:
+            shapes = [(1, LADDER_WIDTH if case.uses_width else None)]
+        for name, graph in graphs.items():
+            b_sys, b_ref = BoundGraph(graph, sys_glue), BoundGraph(graph, ref_glue)
+            for heads, width in shapes:
+                seed += 1
+                shape = f"F={width}, H={heads}" if width else f"H={heads}"
+                where = f"'{name}' (int32, N={graph.num_nodes}, E={graph.num_edges}, {shape}, {dtype})"
+                if on_case:
+                    on_case(where)
+                arrays = case.inputs(graph, heads, width or 1, np.random.default_rng(seed), dtype)
+                length = max(longest_row(graph), width or 1 if dict(case.attrs).get("op") == "dot" else 1)
+                tol = TOLERANCES[dtype].for_rows(length)
+                with guarded(sys_glue) if guard else _nullcontext(), \
+                        _torch_threads(threads or torch.get_num_threads()):
+                    got = _run_one(F_sys, b_sys, case, arrays, seed, device)
+                if kind == "ladder":
+                    got, expected = _sampled(case, graph, arrays, seed, got, ref_glue, F_ref)
+                else:
+                    with _torch_threads(1):  # Note [oracle threads]
+                        expected = _run_one(F_ref, b_ref, case, arrays, seed, "cpu")
+                problems = _problems(got, expected, tol)
+                row.cases += 1
+                if problems:
+                    row.failed_cases += 1
+                    if name not in row.failed_graphs:
+                        row.failed_graphs.append(name)
+                    if len(row.failures) < 5:
+                        row.failures.extend(f"{case.label} {quantity} on {where}: {text}"
+                                            for quantity, text in problems[:5 - len(row.failures)])
+    row.status = "failed" if row.failed_cases else "passed"
+    largest = max(graphs.values(), key=lambda g: g.num_edges)
+    if row.status == "passed":
+        row.detail = (f"{len(_variants()) - len(skipped)} variants" + (", forward and gradients on sampled rows "
+                      f"and columns vs float64, largest graph {largest.num_edges:,} edges"
+                      if kind == "ladder" else "") + (f"; not implemented: {', '.join(skipped)}" if skipped else ""))
+    row.seconds = time.perf_counter() - begin
+    return row
+
+
+#: index space of each input of an operator (Note [sampled oracle])
+_SPACE = {"x": "src", "weight": "edge", "src": "src", "dst": "dst", "scores": "edge", "score_src": "src",
+          "score_dst": "dst"}
+
+
+def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue, F_ref):
+    """The system's and the oracle's outputs and gradients, restricted to sampled rows and columns."""
+    from gnnbench.runtime.glue import BoundGraph
+
+    rng = np.random.default_rng(seed)
+    n = graph.num_nodes
+    indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
+    rows = np.unique(np.r_[rng.integers(0, n, LADDER_SAMPLES), int(np.argmax(graph.in_degree))])
+    cols = np.unique(np.r_[rng.integers(0, n, LADDER_SAMPLES), int(np.argmax(graph.out_degree))])
+    dst_of = np.repeat(np.arange(n), np.diff(indptr))
+    entered = np.unique(dst_of[np.isin(indices, cols)])
+    keep_rows = np.union1d(rows, entered)
+    positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in keep_rows])
+    sub = Graph.from_edges(indices[positions], dst_of[positions], n, np.int64)
+    sub_arrays = {k: None if v is None else (v[positions] if _SPACE[k] == "edge" else v) for k, v in arrays.items()}
+    # the sub-graph's edge p is the full graph's edge positions[p] (both sorted by destination, then source)
+    row_edges = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows])
+    sub_row_edges = np.searchsorted(positions, row_edges)
+    out_s, grads_s, stage, err = got
+    if out_s is None:
+        return got, (None, {}, None, None)
+    edge_out = out_s.shape[0] == graph.num_edges and case.operator in ("sddmm", "edge_softmax")
+    g_full = _grid(np.random.default_rng(seed), tuple(out_s.shape))
+    g_sub = g_full[positions] if edge_out else g_full
+    expected = _run_with_grad(F_ref, BoundGraph(sub, ref_glue), case, sub_arrays, g_sub)
+
+    def pick_out(a, sub_graph: bool):
+        if edge_out:
+            return a[sub_row_edges] if sub_graph else a[row_edges]
+        return a[rows]
+
+    def pick_grad(name, a, sub_graph: bool):
+        space = _SPACE[name]
+        if space == "edge":
+            return a[sub_row_edges] if sub_graph else a[row_edges]
+        return a[cols] if space == "src" else a[rows]
+
+    exp_out, exp_grads = expected
+    mine = (pick_out(out_s, False), {k: None if v is None else pick_grad(k, v, False) for k, v in grads_s.items()},
+            stage, err)
+    theirs = (pick_out(exp_out, True), {k: pick_grad(k, v, True) for k, v in exp_grads.items() if v is not None},
+              None, None)
+    return mine, theirs
+
+
+def _run_with_grad(F, bound, case: OpCase, arrays: dict, g: np.ndarray):
+    """The oracle's forward and gradients under ``grad_out = g`` (the system's own seed-drawn ``grad_out``)."""
+    import torch
+
+    names = [k for k, v in arrays.items() if v is not None]
+    with _torch_threads(1):
+        leaves = {k: torch.from_numpy(np.ascontiguousarray(arrays[k])).to(F.dtype).requires_grad_(True)
+                  for k in names}
+        out = case.call(F, bound, [leaves.get(k) for k in arrays])
+        grads = torch.autograd.grad(out, [leaves[k] for k in names], torch.from_numpy(g).to(F.dtype),
+                                    allow_unused=True)
+    return out.detach().numpy(), {k: None if gr is None else gr.numpy() for k, gr in zip(names, grads)}

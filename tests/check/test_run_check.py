@@ -1,0 +1,58 @@
+"""The run-time check (Note [run-time check]): a run checks its first forward before its epochs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gnnbench.check.run_check import RunCheckError
+from gnnbench.run.harness import TaskSpec, train
+
+DEMO_SYSTEMS = Path(__file__).resolve().parents[1] / "demo_systems"
+
+
+@pytest.fixture
+def demos(monkeypatch):
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(DEMO_SYSTEMS))
+
+
+def _spec(system, model="gcn", **kw):
+    return TaskSpec(system, model, "karate", epochs=3, warmup=1, allocator="system", **kw)
+
+
+def test_reference_passes_and_the_check_is_timed_apart():
+    row = train(_spec("reference", "gat"))
+    check = row["extra"]["run_check"]
+    assert check["status"] == "passed" and check["dtype"] == "float32"
+    assert check["operators"] == ["sddmm(op=add)", "edge_softmax", "spmm(reduce=sum, weight)"]
+    assert check["seconds"] > 0 and check["rows_sampled"] >= 20
+
+
+def test_no_check_says_so():
+    assert train(_spec("reference", check=False))["extra"]["run_check"] == {"status": "off", "reason": "--no-check"}
+
+
+def test_a_float32_path_is_caught_on_the_runs_graph(demos):
+    with pytest.raises(RunCheckError, match=r"^run-time check: spmm\(reduce=sum\) output on karate \(N=34, E=190, "
+                                            r"F=16, float32\) differs from reference on \d+ sampled rows: max abs err"):
+        train(_spec("demo_float32_path"))
+    assert train(_spec("demo_float32_path", dtype="float64"))["extra"]["run_check"]["status"] == "passed"
+
+
+def test_an_input_written_outside_the_guard_is_caught(demos):
+    with pytest.raises(RunCheckError, match="kernel .*spmm_sum wrote into its input 'x' during the first forward"):
+        train(_spec("demo_run_write"))
+
+
+def test_a_run_caught_by_the_check_is_stored_as_failed(demos, tmp_path):
+    from gnnbench.cli import main as cli
+    from gnnbench.results.store import ResultsStore
+
+    db = tmp_path / "r.sqlite"
+    cli(["run", "--system", "demo_run_write", "--model", "gcn", "--dataset", "karate", "--epochs", "3", "--warmup",
+         "1", "--allocator", "system", "--results", str(db)])
+    with ResultsStore(db) as store:
+        (row,) = store.rows()
+    assert row["status"] == "failed"
+    assert "wrote into its input 'x'" in row["error"] and row["error"].startswith("run-time check: kernel ")
+    assert row["extra"]["run_check"]["status"] == "failed"

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_large_graph` (see demo_large_graph.gnn)."""

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_wide_tile` (see demo_wide_tile.gnn)."""
