@@ -4,7 +4,7 @@ Three parts, all against ``reference``:
 
 1. the operator conformance suite (:mod:`gnnbench.check.conformance`): every
    operator the system implements, forward and every gradient, on
-   adversarial graphs, under the guarded runtime;
+   adversarial graphs and sampled blocks (gnnbench.check.bipartite), under the guarded runtime;
 2. with ``slow=True``, one case whose flat element index passes ``2**31``
    (:func:`large_index_case`), skipped with its reason where memory forbids;
 3. end-to-end parity (:func:`end_to_end`): each model whose operators the

@@ -315,6 +315,16 @@ class BoundGraph:
     def num_edges(self) -> int:
         return self.graph.num_edges
 
+    @property
+    def num_src(self) -> int:
+        """Source rows of ``x`` (``num_nodes`` unless the graph is a sampled block, Note [blocks])."""
+        return self.graph.num_src
+
+    @property
+    def num_dst(self) -> int:
+        """Destination rows of an aggregation's output (``num_nodes``)."""
+        return self.graph.num_dst
+
     def view(self, transposed: bool = False) -> GraphView:
         view = self._views.get(transposed)
         if view is None:

@@ -224,6 +224,10 @@ def _backward_src(indptr_t, indices_t, bounds, x, score_src, score_dst, row_max,
 
 
 # ---------------------------------------------------------------- entry points
+#: The arguments with one row per source, like ``x``; the others have one per destination.
+_BY_SOURCE = ("score_src", "grad_x", "grad_score_src")
+
+
 def _check(name: str, graph: GraphView, x: Any, arrays: dict[str, Any]) -> None:
     """Cheap shape and dtype checks: numba does not bounds-check, so a wrong
     shape would corrupt memory instead of raising."""
@@ -234,8 +238,10 @@ def _check(name: str, graph: GraphView, x: Any, arrays: dict[str, Any]) -> None:
     if x.ndim != 3 or x.shape[0] != graph.num_cols or x.dtype not in (np.float32, np.float64):
         raise BoundaryError(op, "x", f"must be float32/float64 [{graph.num_cols}, H, D] "
                             f"(got {x.dtype} {tuple(x.shape)})")
-    n, heads = x.shape[0], x.shape[1]
+    heads = x.shape[1]
     for arg, a in arrays.items():
+        # by source (the view's columns) or by destination (its rows): they differ on a block (Note [blocks])
+        n = graph.num_cols if arg in _BY_SOURCE else graph.num_rows
         want = (n, heads) if a.ndim == 2 else (n, heads, x.shape[2])
         if tuple(a.shape) != want or a.dtype != x.dtype:
             raise BoundaryError(op, arg, f"must be {x.dtype} {list(want)} like x (got {a.dtype} {list(a.shape)})")
@@ -267,7 +273,8 @@ def gat_fused(graph: GraphView, x, score_src, score_dst, out, row_max, row_sum, 
         negative_slope (float): leaky ReLU slope. (default: ``0.2``)
 
     Shapes:
-        x, out ``[N, H, D]``; score_src, score_dst, row_max, row_sum ``[N, H]``.
+        x ``[S, H, D]``, out ``[N, H, D]``; score_src ``[S, H]``; score_dst, row_max, row_sum ``[N, H]``
+        (S == N but on a sampled block).
     """
     if _is_cuda(x):
         from . import cuda
@@ -300,7 +307,8 @@ def gat_fused_backward(graph: GraphView, x, score_src, score_dst, row_max, row_s
         negative_slope (float): as in the forward call. (default: ``0.2``)
 
     Shapes:
-        x, grad_out, grad_x ``[N, H, D]``; all others ``[N, H]``.
+        x, grad_x ``[S, H, D]``; grad_out ``[N, H, D]``; score_src, grad_score_src ``[S, H]``; all
+        others ``[N, H]``.
     """
     if _is_cuda(x):
         from . import cuda

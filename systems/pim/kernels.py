@@ -294,7 +294,9 @@ def _aggregate(graph, x, weight, out, direction: str, row_scale=None, col_scale=
                         head_dim=head_dim, weights_sent=True)
     xl = x_levels(bound, opts["quant_bits"])
     t0 = time.perf_counter()
-    stats = aggregate(layout.slices, layout.plan, x.reshape(n, width), vals, head_dim, out.reshape(n, width),
+    # x has the view's columns, out its rows: they differ on a sampled block (Note [blocks])
+    stats = aggregate(layout.slices, layout.plan, x.reshape(n, width), vals, head_dim,
+                      out.reshape(out.shape[0], width),
                       arithmetic=opts["arithmetic"], x_levels=xl, w_scale=w_scale, w_levels=wl,
                       row_scale=row_scale, col_scale=col_scale)
     wall = time.perf_counter() - t0
