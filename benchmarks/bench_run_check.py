@@ -33,13 +33,13 @@ def main(argv=None) -> int:
     p.add_argument("--dataset", default=DATASET)
     p.add_argument("--out", default=str(ROOT / "results" / "bench_run_check"))
     args = p.parse_args(argv)
-    from gnnbench.run.harness import TaskSpec, train
+    from gnnbench.run.harness import RunConfig, train
 
     load_before = os.getloadavg()
     rows = []
     for model in args.models.split(","):
         begin = time.perf_counter()
-        row = train(TaskSpec(args.system, model, args.dataset, epochs=args.epochs, warmup=1, allocator="system"))
+        row = train(RunConfig(args.system, model, args.dataset, epochs=args.epochs, warmup=1, allocator="system"))
         check = row["extra"]["run_check"]
         epoch = row["epoch_time_median_s"]
         share = check["seconds"] / (check["seconds"] + EPOCHS_PUBLISHED * epoch)

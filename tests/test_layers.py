@@ -16,6 +16,13 @@ LAYERS = ("errors", "text", "core", "paths", "progress", "dsl", "api", "runtime"
           "datasets", "systems", "results", "peers", "sampling", "run", "check", "cli", "__main__", "__init__")
 ROOT = Path(gnnbench.__file__).parent
 
+#: The known exceptions, each an import of one module by one file, with why. Note [run-time check]: a run
+#: checks its first forward with the operator oracle of ``check``, while ``check.verify`` trains end to end
+#: through ``run``; until the oracle (conformance, run_check) and system verification are separate packages,
+#: these two imports are the one place ``run`` calls up, and no other may join them unlisted.
+ALLOWED_UPWARD = {("gnnbench/run/harness.py", "gnnbench.check.run_check"),
+                  ("gnnbench/run/worker.py", "gnnbench.check.run_check")}
+
 
 def _imports(path: Path, module: str):
     """``(line, imported module)`` for every import in ``path`` (relative ones resolved against ``module``)."""
@@ -47,6 +54,8 @@ def test_no_import_runs_up_the_layers():
             for name in (own, theirs):
                 if name not in LAYERS:
                     unplaced.add(name)
+            if (str(path.relative_to(ROOT.parent)), target) in ALLOWED_UPWARD:
+                continue
             if own in LAYERS and theirs in LAYERS and LAYERS.index(theirs) > LAYERS.index(own):
                 upward.append(f"{path.relative_to(ROOT.parent)}:{line}: {own} imports {target} ({theirs} is above)")
     assert not unplaced, f"give these packages a place in LAYERS (tests/test_layers.py): {sorted(unplaced)}"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from gnnbench.check.run_check import RunCheckError
-from gnnbench.run.harness import TaskSpec, train
+from gnnbench.run.harness import RunConfig, train
 
 DEMO_SYSTEMS = Path(__file__).resolve().parents[1] / "demo_systems"
 
@@ -17,7 +17,7 @@ def demos(monkeypatch):
 
 
 def _spec(system, model="gcn", **kw):
-    return TaskSpec(system, model, "karate", epochs=3, warmup=1, allocator="system", **kw)
+    return RunConfig(system, model, "karate", epochs=3, warmup=1, allocator="system", **kw)
 
 
 def test_reference_passes_and_the_check_is_timed_apart():
