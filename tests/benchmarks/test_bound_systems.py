@@ -27,7 +27,8 @@ def test_bound_systems_glue_is_up_to_date():
 def test_floor_trains_but_its_sums_ignore_weights(bound_path):
     from gnnbench.run.harness import RunConfig, train
 
-    row = train(RunConfig(system="floor", model="gcn", dataset=TINY, epochs=4, warmup=1))
+    # wrong on purpose, so the run-time check (Note [run-time check]) would store it as failed: off, as in its campaign
+    row = train(RunConfig(system="floor", model="gcn", dataset=TINY, epochs=4, warmup=1, check=False))
     assert row["status"] == "ok" and row["kernel_median_s"] > 0
     reference = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1))
     assert not np.isclose(row["first_loss"], reference["first_loss"])  # wrong on purpose: a bound, not a result

@@ -26,7 +26,7 @@ DECLARATION = SystemDeclaration(
         KernelSpec('spmm_weight_backward', None,
             attrs=(Attr('reduce', values=('sum', 'mean')),),
             params=(
-                Param('input', 'x', 'float', (('N',), ('H',), ('D',))),
+                Param('input', 'x', 'float', (('S',), ('H',), ('D',))),
                 Param('input', 'grad_out', 'float', (('N',), ('H',), ('D',))),
                 Param('output', 'grad_weight', 'float', (('E',), ('H',)), zero=True),
             ),
