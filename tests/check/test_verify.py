@@ -19,10 +19,11 @@ from gnnbench.check.conformance import run_suite
 from gnnbench.check.model_check import MODEL_CHECK_NAMES, check_model
 from gnnbench.results.store import ResultsStore
 
-API_SPEC = "gnnbench/api.gnn"  # how spec locations name the system API (dsl/system_api.py)
 from gnnbench.check.verify import large_index_case, plan, verify
 
-DEMO_SYSTEMS = Path(__file__).resolve().parents[1] / "demo_systems"
+API_SPEC = "gnnbench/api.gnn"  # how spec locations name the system API (dsl/system_api.py)
+REPO = Path(__file__).resolve().parents[2]
+DEMO_SYSTEMS = REPO / "tests" / "demo_systems"
 
 
 def _installed(package: str) -> bool:
@@ -122,7 +123,8 @@ def test_cli_table_json_and_exit_codes(demos, tmp_path, capsys):
     assert cli(args) == 1
     out = capsys.readouterr().out
     assert re.search(r"^spmm\(reduce=sum\) +FAILED", out, re.M)
-    assert "(graphs: isolated, self_loops, duplicates, hub, single_node, multi_loops, single_node_loops, hub_50k)" in out
+    assert ("(graphs: isolated, self_loops, duplicates, hub, single_node, multi_loops, single_node_loops, hub_50k, "
+            "block_wide, block_unsampled, block_fanout_10k)") in out  # a block without edges has a zero gradient
     assert "spmm(reduce=sum) grad x on 'isolated' (int32, F=1, H=1, float64)" in out
     assert "verdict: failed" in out and "recorded as verification 1" in out  # a failing partial run counts
 
@@ -180,8 +182,11 @@ def test_missing_kernel_fails_with_its_cause_and_fix(demos, capsys):
     assert report.status == "failed" and report.operators == []
     (message,) = report.load.failures
     spec = DEMO_SYSTEMS / "demo_missing_kernel" / "demo_missing_kernel.gnn"
+    api_lines = (REPO / API_SPEC).read_text(encoding="utf-8").splitlines()
+    declared = next(i for i, line in enumerate(api_lines, 1) if line.startswith("kernel spmm_max implements"))
     assert message == (f"kernels module demo_missing_kernel.kernels has no function `spmm_max`, a standard kernel "
-                       f"the spec takes with `provides` at {spec}:14 (declared at {API_SPEC}:67); define `spmm_max` "
+                       f"the spec takes with `provides` at {spec}:14 (declared at {API_SPEC}:{declared}); "
+                       f"define `spmm_max` "
                        f"in {spec.parent / 'kernels.py'}, or provide only the kernels you write (e.g. `provides "
                        f"spmm_sum`) and run `gnnbench gen demo_missing_kernel`")
     assert cli(["verify", "--system", "demo_missing_kernel", "--fast", "--no-store"]) == 1
