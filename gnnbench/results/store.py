@@ -83,7 +83,10 @@ VERIFICATION_FIELDS: tuple[Field, ...] = (
     _F("system_version", "TEXT", "The system's declared version."),
     _F("system_hash", "TEXT", "Hash of spec + generated glue + kernels that was verified."),
     _F("status", "TEXT", "`passed` or `failed`."),
-    _F("details", "JSON", "Object: per-operator results, tolerances, worst errors."),
+    _F("details", "JSON", "Object: per-operator results, tolerances, worst errors. `settings.dtypes` lists the "
+                          "float types checked (rows of the second are labelled `[float32]`), and `largest_graph` "
+                          "(`graph`, `nodes`, `edges`, `check`) the graph with the most edges any check ran on; see "
+                          "Note [what runs] in `gnnbench/check/dims.py`."),
 )
 del _F
 _RUN_NAMES = frozenset(f.name for f in RUN_FIELDS)

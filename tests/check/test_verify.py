@@ -277,7 +277,8 @@ def test_every_model_matches_its_dense_formulation_on_reference(dtype):
     for name in MODEL_CHECK_NAMES:
         row = check_model("reference", name, dtype=dtype)
         assert row.status == "passed" and row.cases == 2, row.failures
-        if name not in ("weighted-gcn", "gcn-forms") and _installed("torch_geometric") and _installed("dgl"):
+        # gat-8heads checks the heads against the dense form only; gat's own row sets it beside the peers
+        if name not in ("weighted-gcn", "gcn-forms", "gat-8heads") and _installed("torch_geometric") and _installed("dgl"):
             assert row.detail.endswith("; dense logits vs pyg-native and dgl-native on undirected")
 
 
