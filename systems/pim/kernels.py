@@ -117,7 +117,11 @@ VERIFY_QUANTISED = {"options": {"arithmetic": "int32"},
 
 
 def configure(**options) -> None:
-    """Set options of the ``pim`` system; unnamed options keep their current value.
+    """Set options of the ``pim`` system; options not named take their defaults.
+
+    Each call states the whole configuration (a run's ``-o`` options, verify's
+    ``VERIFY_OPTIONS``), so nothing an earlier run or verify set in this process
+    leaks into the next one.
 
     Args:
         machine: path of a machine description TOML (default: ``$GNNBENCH_PIM_MACHINE``
@@ -143,7 +147,7 @@ def configure(**options) -> None:
     options = {key: _coerce(key, value) for key, value in options.items()}
     for key, value in options.items():
         _check_option(key, value)
-    new = {**_State.options, **options}
+    new = {**_DEFAULTS, **options}
     machine = load_machine(new["machine"] or os.environ.get(MACHINE_ENV) or None)
     _State.options, _State.machine = new, machine
     _State.generation += 1

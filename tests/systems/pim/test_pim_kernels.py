@@ -268,6 +268,15 @@ def test_cli_strings_are_parsed():
         K.configure(ds="many")
 
 
+def test_each_configure_states_the_whole_configuration():
+    """What verify or an earlier run set in this process does not leak into the next run's options:
+    the full suite once ran pim's golden run in float32 after verify had configured it so."""
+    K.configure(**K.VERIFY_OPTIONS, sp=4)
+    K.configure(ds=2)
+    options = K.report()["options"]
+    assert (options["arithmetic"], options["sp"], options["ds"]) == ("int32", None, 2)
+
+
 def test_verify_checks_the_default_int32_mode_against_its_dequantised_expectation():
     """Note [quantised verification]: int32 is the default mode, and the mode verify checks besides float32."""
     from gnnbench.systems.pim import kernels as pim_kernels
