@@ -63,17 +63,22 @@ def build_native(system: str, model, graph, initial_params: dict, F, x: Any = No
     if x is None:
         raise UserError(f"build_native('{system}', ...) needs the node features: call it as "
                         f"build_native(system, model, graph, initial_params, F, x)")
-    if getattr(F, "name", "torch") != "torch":
-        raise UnavailableError(f"'{system}' runs under the torch framework only (got {F.name})")
+    _torch_only(system, getattr(F, "name", "torch"))
     module = importlib.import_module(NATIVE_SYSTEMS[system]["module"])
     return module.build(model, graph, initial_params, F, x)
+
+
+def _torch_only(system: str, framework: str) -> None:
+    if framework != "torch":
+        raise UnavailableError(f"'{system}' runs under the torch framework only (got {framework})")
 
 
 class NativeBaseline:
     """A native baseline as a :class:`~gnnbench.runtime.sut.SystemUnderTest`: the peer library's own model.
 
-    Its preparation is the model's construction on the graph (timed); it has no kernels of its own to time,
-    no tuner and no sections of its own.
+    Its preparation is the model's construction on the graph (timed); on sampled blocks, its library's own
+    block objects (``build_blocks`` of its module). It has no kernels of its own to time, no tuner and no
+    sections of its own.
     """
 
     times_kernels = False
@@ -83,11 +88,17 @@ class NativeBaseline:
         self._built: tuple[dict[str, Any], Callable[[bool], Any]] | None = None
 
     def load(self) -> None:
-        from gnnbench.runtime.registry import NATIVE_SYSTEMS, native_configure
+        from gnnbench.runtime.registry import native_configure
         from gnnbench.runtime.sut import configure_options
 
-        importlib.import_module(NATIVE_SYSTEMS[self.config.system]["module"])
+        _torch_only(self.config.system, self.config.framework)
+        self._module()
         configure_options(native_configure(self.config.system), self.config.system, self.config.system_options)
+
+    def _module(self):
+        from gnnbench.runtime.registry import NATIVE_SYSTEMS
+
+        return importlib.import_module(NATIVE_SYSTEMS[self.config.system]["module"])
 
     def prepare(self, model, graph, initial, F, x) -> None:
         self._built = build_native(self.config.system, model, graph, initial, F, x)
@@ -101,5 +112,28 @@ class NativeBaseline:
     def tuner(self):
         return None
 
+    def blocks(self, model, initial, F) -> "_NativeBlocks":
+        return _NativeBlocks(*self._module().build_blocks(model, initial, F))
+
     def sections(self, **_: Any) -> dict[str, Any]:
         return {}
+
+
+class _NativeBlocks:
+    """A native baseline on sampled blocks (a :class:`~gnnbench.runtime.sut.BlockModel`): its library's own
+    block objects (DGL ``create_block``, PyG ``edge_index``) and layers, from its module's ``build_blocks``."""
+
+    def __init__(self, params: dict[str, Any], to_blocks: Callable, forward: Callable):
+        self.params, self._to_blocks, self._forward = params, to_blocks, forward
+
+    def prepare(self, graphs):
+        return self._to_blocks(graphs)
+
+    def whole(self, graph, layers: int):
+        return self._to_blocks([graph] * layers)
+
+    def forward(self, prepared, x, training: bool):
+        return self._forward(prepared, x, training)
+
+    def tune(self, prepared, budget_s: float, log) -> float:
+        return 0.0  # no tuner

@@ -55,6 +55,18 @@ def build_quietly(make: Callable[[], Any], F) -> Any:
         return make()
 
 
+def build_convs(model, initial: dict[str, np.ndarray], F, conv: Callable) -> list[torch.nn.Module]:
+    """Every layer's convolution, built by ``conv(model, index, in_dim, out_dim, values) -> (module, native
+    values)`` without advancing torch's RNG (:func:`build_quietly`) and loaded with gnnbench's initial values."""
+    convs = []
+    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
+        values = layer_values(initial, i)
+        module, native = build_quietly(lambda: conv(model, i, in_dim, out_dim, values), F)
+        load(module, native, F)
+        convs.append(module)
+    return convs
+
+
 def layer_values(initial: dict[str, np.ndarray], index: int) -> dict[str, np.ndarray]:
     """Layer ``index``'s gnnbench parameters by short name (``weight``, ``att_src``, ...)."""
     prefix = f"conv{index}."

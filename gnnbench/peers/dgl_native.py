@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ._layers import build_quietly, check_model, gat_shape, layer_loop, layer_values, load, named_params
+from ._layers import build_convs, check_model, gat_shape, layer_loop, named_params
 
 __all__ = ["build", "build_blocks"]
 
@@ -80,12 +80,7 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
     g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=graph.num_nodes)
     g.create_formats_()
     g = g.to(F.device)
-    convs = []
-    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
-        values = layer_values(initial_params, i)
-        conv, native = build_quietly(lambda: _conv(model, i, in_dim, out_dim, values), F)
-        load(conv, native, F)
-        convs.append(conv)
+    convs = build_convs(model, initial_params, F, _conv)
 
     def call(i, conv, h):
         out = conv(g, h)
@@ -104,12 +99,7 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     from .dgl_shim import dgl
 
     check_model(model, "dgl-native")
-    convs = []
-    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
-        values = layer_values(initial_params, i)
-        conv, native = build_quietly(lambda: _conv(model, i, in_dim, out_dim, values), F)
-        load(conv, native, F)
-        convs.append(conv)
+    convs = build_convs(model, initial_params, F, _conv)
 
     def to_blocks(graphs):
         out = []

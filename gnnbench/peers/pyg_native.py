@@ -45,6 +45,7 @@ Differences that remain:
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from typing import Any, Callable
@@ -53,7 +54,7 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ._layers import build_quietly, check_model, gat_shape, layer_loop, layer_values, load, named_params
+from ._layers import build_convs, check_model, gat_shape, layer_loop, named_params
 
 __all__ = ["build", "configure", "ADJACENCIES", "PATCHES"]
 
@@ -122,12 +123,7 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
     edge_index = _adjacency(graph, torch.from_numpy(np.stack([src, dst])).to(F.device), F.dtype)
     if _OPTIONS["patch"] != "none":  # the patching system's own package, by the option's name, as glue is found
         importlib.import_module(f"gnnbench.systems.{_OPTIONS['patch']}").patch_pyg()
-    convs = []
-    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
-        values = layer_values(initial_params, i)
-        conv, native = build_quietly(lambda: _conv(model, i, in_dim, out_dim, values), F)
-        load(conv, native, F)
-        convs.append(conv)
+    convs = build_convs(model, initial_params, F, _conv)
     return named_params(convs), layer_loop(model, F, convs, x, lambda i, conv, h: conv(h, edge_index))
 
 
@@ -141,12 +137,7 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     ``S`` rows and keeps the first ``N``, as PyG's NeighborLoader examples slice ``[:batch_size]``.
     """
     check_model(model, "pyg-native")
-    convs = []
-    for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
-        values = layer_values(initial_params, i)
-        conv, native = build_quietly(lambda: _conv(model, i, in_dim, out_dim, values, blocks=True), F)
-        load(conv, native, F)
-        convs.append(conv)
+    convs = build_convs(model, initial_params, F, functools.partial(_conv, blocks=True))
 
     def to_blocks(graphs):
         out = []

@@ -113,21 +113,17 @@ from __future__ import annotations
 import os
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable
 
-import numpy as np
-
-from gnnbench.run.allocator import huge_page_bytes, loaded_allocator, numpy_hugepage_advice
+from gnnbench.run.allocator import numpy_hugepage_advice
 from gnnbench.run.config import MODES, RunConfig
-from gnnbench.run.environment import PeakMemory, cpu_model, machine_info
+from gnnbench.run.environment import PeakMemory
 from gnnbench.run.events import RunEvent, stderr_lines
 from gnnbench.errors import UserError
 from gnnbench.runtime.kernel_clock import measuring
 from gnnbench.run.jit_clock import CompileClock
-from gnnbench.core.measurement import Measurement
-from gnnbench.run.record import run_record
-from gnnbench.results.row import PHASES
+from gnnbench.run.loop import Phases, memory_figures, ok_row, set_up, timed_step
 from gnnbench.results.store import utc_now
 
 __all__ = ["RunConfig", "train", "resolve_hyperparameters", "stored_hyperparameters", "MODES",
@@ -169,48 +165,6 @@ def stored_hyperparameters(spec: RunConfig, hyper) -> dict[str, Any]:
     return stored
 
 
-@dataclass
-class _Phases:
-    forward: list[float] = field(default_factory=list)
-    backward: list[float] = field(default_factory=list)
-    optimizer: list[float] = field(default_factory=list)
-    epoch: list[float] = field(default_factory=list)
-    kernel: list[float] = field(default_factory=list)
-    kernel_by_name: list[dict[str, float]] = field(default_factory=list)
-    lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
-    losses: list[float] = field(default_factory=list)
-    # timed by sampled runs only (Note [sampled batching]); empty, so null, in a full-graph row
-    sample: list[float] = field(default_factory=list)
-    gather: list[float] = field(default_factory=list)
-    block_prepare: list[float] = field(default_factory=list)
-
-    def columns(self) -> dict[str, Any]:
-        """Each timed phase's columns (:data:`~gnnbench.results.row.PHASES`): median, spread, raw samples."""
-        out: dict[str, Any] = {}
-        for name, cols in PHASES.items():
-            samples = getattr(self, name)
-            if not samples:
-                continue  # a phase this run does not time stays null
-            m = Measurement(tuple(samples))
-            out[cols["samples"]] = samples
-            out[cols["median"]] = m.median
-            if "iqr" in cols:
-                out[cols["iqr"]] = m.iqr
-        return out
-
-    def add_kernels(self, kernels) -> None:
-        """Record one timed epoch's kernel clock (Note [kernel time]); nothing when kernels are not timed."""
-        if kernels is not None:
-            self.kernel.append(kernels.total)
-            self.kernel_by_name.append(dict(kernels.seconds))
-            self.lent.append(kernels.lent_total)
-
-    def kernel_breakdown(self) -> dict[str, float]:
-        """Median seconds per epoch of each kernel (0 in epochs that did not call it)."""
-        names = sorted({name for epoch in self.kernel_by_name for name in epoch})
-        return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
-
-
 def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
           on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run one training task in this process; return its results row.
@@ -228,21 +182,13 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
         from gnnbench.run.sampled import train_sampled
 
         return train_sampled(spec, clock, on_event)
-    from gnnbench.datasets import load_dataset
     from gnnbench.datasets.objective import Objective
-    from gnnbench.frameworks import get_frontend
     from gnnbench.runtime.sut import system_under_test
 
     started = utc_now()
     model_cls, hyper = resolve_hyperparameters(spec)
-    F = get_frontend(spec.framework, spec.device, spec.dtype)
-    if spec.threads:
-        F.set_threads(spec.threads)
-    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
+    F, dataset, model, initial = set_up(spec, model_cls, hyper)
     graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
-    model = model_cls(dataset.features.shape[1], dataset.num_classes, hyper)
-    F.seed(spec.seed)
-    initial = model.init_params(spec.seed)
     x = F.tensor(dataset.features)
     objective = Objective(F, dataset)  # loss and score; multi-label datasets too (Note [multi-label task])
 
@@ -268,7 +214,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
         with F.no_grad():
             return objective.scores(forward(False))
 
-    phases = _Phases()
+    phases = Phases()
     tuning = _FirstUseTuning(*((spec.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
                              warmup=spec.warmup)
     memory = PeakMemory(spec.device, spec.framework)
@@ -277,38 +223,20 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     loop = _infer if spec.mode == "inference" else _train_epochs
     best, best_epoch, final = loop(spec, hyper, F, forward, evaluate, params, objective, phases,
                                    system.times_kernels, tuning, clock, report)
-    peak = _memory_figures(memory, tuning, extra)
-    extra.update(final_accuracy=final, metric=objective.metric, memory_method=memory.method,
+    peak = memory_figures(memory, extra, tuning.residue, tuning.peak_before)
+    extra.update(final_accuracy=final, metric=objective.metric,
                  selected_epoch=best_epoch if spec.selection == "best_val" else hyper.epochs - 1)
     if phases.kernel_by_name:
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
                                  kernel_times=phases.kernel, kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
-    described, accuracy = dataset.describe(), best if spec.selection == "best_val" else final
-    # identity columns (system, model, hyperparameters, ...) come from the configuration (run_record)
-    measured = dict(dataset_nodes=described["nodes"], dataset_edges=graph.num_edges,
-                    dataset_features=described["features"], framework_version=F.version,
-                    allocator=loaded_allocator(),  # the one the process loaded, which the identity only predicts
-                    prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak,
-                    train_accuracy=accuracy["train"], val_accuracy=accuracy["val"], test_accuracy=accuracy["test"],
-                    first_loss=phases.losses[0] if phases.losses else None,
-                    final_loss=phases.losses[-1] if phases.losses else None,
-                    cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra)
-    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **measured})
+    return ok_row(spec, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
+                  accuracy=best if spec.selection == "best_val" else final,
+                  prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
 
 
-def _memory_figures(memory: PeakMemory, tuning: "_FirstUseTuning", extra: dict[str, Any]) -> int:
-    """The loop's peak memory less tuning's (Note [tune on first use]); records pages and held bytes in ``extra``."""
-    peak = max(memory.peak_above_baseline() - tuning.residue, tuning.peak_before)
-    extra["huge_page_bytes"] = huge_page_bytes()  # the pages the epochs ran on (Note [allocator])
-    held = memory.held_above_baseline()  # Note [peak memory]; it releases, so after the huge pages
-    # at most the peak: reading the peak and the pages may itself have grown the resident set by a few pages
-    extra["held_bytes"] = None if held is None else min(max(held - tuning.residue, 0), peak)
-    return peak
-
-
-def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: _Phases,
+def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases,
                   time_kernels: bool, tuning: "_FirstUseTuning", clock, report):
     """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``."""
     optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
@@ -318,15 +246,7 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
         F.zero_grad(optimizer)
         with measuring() if time_kernels else nullcontext() as kernels:
             t0 = clock()
-            loss = objective.loss(forward(True))
-            F.sync()
-            t1 = clock()
-            F.backward(loss)
-            F.sync()
-            t2 = clock()
-            F.step(optimizer)
-            F.sync()
-            t3 = clock()
+            loss, t1, t2, t3 = timed_step(F, optimizer, lambda: objective.loss(forward(True)), clock)
         phases.losses.append(F.to_float(loss))
         if epoch >= spec.warmup:
             phases.forward.append(t1 - t0)
@@ -346,7 +266,7 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
     return best, best_epoch, final
 
 
-def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: _Phases, time_kernels: bool,
+def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases, time_kernels: bool,
            tuning: "_FirstUseTuning", clock, report):
     """Forward passes only, without autograd (Note [inference mode]); returns ``(last, last epoch, last)``:
     the untrained model's accuracies are both the selected and the final ones."""

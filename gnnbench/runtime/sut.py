@@ -14,6 +14,11 @@ test for the same five things whatever it is, and never for its kind or name:
   ``extra`` (its own report, a fallback's share, a modeled time), so that no
   platform module names a system.
 
+The mini-batch loop (:func:`gnnbench.run.sampled.train_sampled`) asks for
+:meth:`~SystemUnderTest.blocks` instead of ``prepare`` and ``model``: the
+system's model on sampled blocks (a :class:`BlockModel`), which prepares each
+batch's blocks inside the epoch (Note [sampled batching] there).
+
 :class:`KernelSystem` replaces gnnbench's graph operators with a system's
 kernels and keeps gnnbench's model; the native baselines
 (:class:`gnnbench.peers.NativeBaseline`) replace the model. A
@@ -23,14 +28,36 @@ kernels and keeps gnnbench's model; the native baselines
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from gnnbench.core.measurement import Measurement
 from gnnbench.errors import UserError
 
-__all__ = ["SystemUnderTest", "KernelSystem", "system_under_test", "configure_options", "modeled_inference",
-           "AGGREGATION_KERNELS"]
+__all__ = ["SystemUnderTest", "BlockModel", "KernelSystem", "KernelBlocks", "system_under_test", "configure_options",
+           "modeled_inference", "AGGREGATION_KERNELS"]
+
+
+class BlockModel(Protocol):
+    """A system's model on sampled blocks (Note [sampled batching] in :mod:`gnnbench.run.sampled`)."""
+
+    #: the trainable tensors by name, for the optimizer
+    params: dict[str, Any]
+
+    def prepare(self, graphs: Sequence[Any]) -> Any:
+        """A batch's blocks (rectangular ``Graph`` objects, outermost first) as :meth:`forward` takes them: the
+        per-block preparation the loop times (its *block prepare* phase)."""
+
+    def whole(self, graph: Any, layers: int) -> Any:
+        """The whole ``graph`` as every one of ``layers`` layers' block, for full-neighbour inference."""
+
+    def forward(self, prepared: Any, x: Any, training: bool) -> Any:
+        """Logits of the batch's seeds from the features of its input nodes ``x``."""
+
+    def tune(self, prepared: Any, budget_s: float, log: Callable[[str], None]) -> float:
+        """Tune the block classes this batch met untuned (Note [tuning blocks]); the seconds it took, 0 when it
+        tuned nothing."""
 
 
 class SystemUnderTest(Protocol):
@@ -50,6 +77,10 @@ class SystemUnderTest(Protocol):
     def checked_graph(self) -> Any | None:
         """The bound graph whose kernels the run-time check compares with ``reference`` (Note [run-time
         check] in gnnbench.check.run_check), or None when the system runs no kernels of its own."""
+
+    def blocks(self, model, initial: Mapping[str, Any], F) -> BlockModel:
+        """The model on sampled blocks, from the same initial parameters (instead of :meth:`prepare` and
+        :meth:`model`)."""
 
     def sections(self, *, mode: str, passes: int, epoch_times: Sequence[float], kernel_times: Sequence[float],
                  kernel_by_name: Sequence[Mapping[str, float]], lent_times: Sequence[float]) -> dict[str, Any]: ...
@@ -95,7 +126,7 @@ class KernelSystem:
         self.bound.prepare()
 
     def model(self, model, initial, F, x):
-        params = {name: F.parameter(value) for name, value in initial.items()}
+        params = _parameters(initial, F)
         bound = self.bound
 
         def forward(training: bool):
@@ -109,6 +140,9 @@ class KernelSystem:
     def tuner(self):
         hook = self.glue.hook("tune")
         return None if hook is None else (hook, self.bound)
+
+    def blocks(self, model, initial, F) -> "KernelBlocks":
+        return KernelBlocks(self.glue, model, _parameters(initial, F), F)
 
     def sections(self, *, mode, passes, epoch_times, kernel_times, kernel_by_name, lent_times) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -124,6 +158,44 @@ class KernelSystem:
 
             out["fallback"] = fallback_summary(self.bound, list(lent_times), list(kernel_times))
         return out
+
+
+def _parameters(initial: Mapping[str, Any], F) -> dict[str, Any]:
+    """gnnbench's model's trainable tensors from its initial values."""
+    return {name: F.parameter(value) for name, value in initial.items()}
+
+
+class KernelBlocks:
+    """A kernel system on sampled blocks: gnnbench's model, each block bound to the system's kernels
+    (a :class:`BlockModel`)."""
+
+    def __init__(self, glue, model, params: dict[str, Any], F):
+        self.glue, self.model, self.params, self.F = glue, model, params, F
+
+    def prepare(self, graphs):
+        from gnnbench.runtime.glue import BoundGraph
+
+        bound = [BoundGraph(g, self.glue) for g in graphs]
+        for b in bound:
+            b.prepare()  # both orientations, inside the epoch (Note [sampled batching], phase 3)
+        return bound
+
+    def whole(self, graph, layers: int):
+        from gnnbench.runtime.glue import BoundGraph
+
+        return BoundGraph(graph, self.glue)  # one graph serves every layer; its views are prepared on first use
+
+    def forward(self, prepared, x, training: bool):
+        return self.model.forward(self.F, self.params, prepared, x, training)
+
+    def tune(self, prepared, budget_s: float, log) -> float:
+        tuner = self.glue.hook("tune")
+        if tuner is None:
+            return 0.0
+        start = time.perf_counter()
+        tuned = [tuner(b.graph, views=(b.view(False), b.view(True)), budget_s=budget_s, progress=log)
+                 for b in prepared]
+        return time.perf_counter() - start if any(r is not None for r in tuned) else 0.0
 
 
 def system_under_test(config) -> SystemUnderTest:

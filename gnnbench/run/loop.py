@@ -1,0 +1,136 @@
+"""What both training loops share: the phases they time, one timed training step, and the row of a finished run.
+
+The full-graph loop (:func:`gnnbench.run.harness.train`) and the mini-batch
+loop (:func:`gnnbench.run.sampled.train_sampled`) time different phases of
+different units of work (an epoch; the batches of an epoch), but what a phase
+becomes in the row, how a training step is split into forward, backward and
+optimizer, how the memory figures are read and which columns a successful run
+measures are the same for both, and written here once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from gnnbench.core.measurement import Measurement
+from gnnbench.results.row import PHASES
+
+__all__ = ["set_up", "Phases", "timed_step", "memory_figures", "ok_row"]
+
+
+def set_up(spec, model_cls, hyper):
+    """The run's frontend, dataset, model and seeded initial parameters, alike for every system (Note [fair
+    timing] in gnnbench.run.harness); returns ``(F, dataset, model, initial)``."""
+    import numpy as np
+
+    from gnnbench.datasets import load_dataset
+    from gnnbench.frameworks import get_frontend
+
+    F = get_frontend(spec.framework, spec.device, spec.dtype)
+    if spec.threads:
+        F.set_threads(spec.threads)
+    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
+    model = model_cls(dataset.features.shape[1], dataset.num_classes, hyper)
+    F.seed(spec.seed)
+    return F, dataset, model, model.init_params(spec.seed)
+
+
+@dataclass
+class Phases:
+    """Per-epoch samples of every timed phase (:data:`~gnnbench.results.row.PHASES`); a phase a run does not
+    time stays empty, so null in its row."""
+
+    forward: list[float] = field(default_factory=list)
+    backward: list[float] = field(default_factory=list)
+    optimizer: list[float] = field(default_factory=list)
+    epoch: list[float] = field(default_factory=list)
+    kernel: list[float] = field(default_factory=list)
+    kernel_by_name: list[dict[str, float]] = field(default_factory=list)
+    lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
+    losses: list[float] = field(default_factory=list)
+    # timed by sampled runs only (Note [sampled batching] in gnnbench.run.sampled)
+    sample: list[float] = field(default_factory=list)
+    gather: list[float] = field(default_factory=list)
+    block_prepare: list[float] = field(default_factory=list)
+
+    def columns(self) -> dict[str, Any]:
+        """Each timed phase's columns (:data:`~gnnbench.results.row.PHASES`): median, spread, raw samples."""
+        out: dict[str, Any] = {}
+        for name, cols in PHASES.items():
+            samples = getattr(self, name)
+            if not samples:
+                continue  # a phase this run does not time stays null
+            m = Measurement(tuple(samples))
+            out[cols["samples"]] = samples
+            out[cols["median"]] = m.median
+            if "iqr" in cols:
+                out[cols["iqr"]] = m.iqr
+        return out
+
+    def add_kernels(self, kernels) -> None:
+        """Record one timed epoch's kernel clock (Note [kernel time]); nothing when kernels are not timed."""
+        if kernels is not None:
+            self.kernel.append(kernels.total)
+            self.kernel_by_name.append(dict(kernels.seconds))
+            self.lent.append(kernels.lent_total)
+
+    def kernel_breakdown(self) -> dict[str, float]:
+        """Median seconds per epoch of each kernel (0 in epochs that did not call it)."""
+        names = sorted({name for epoch in self.kernel_by_name for name in epoch})
+        return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
+
+
+def timed_step(F, optimizer, loss: Callable[[], Any], clock: Callable[[], float]) -> tuple[Any, float, float, float]:
+    """One training step after its start's clock reading: ``loss()`` (the forward pass and the loss), backward,
+    optimizer step, each closed by a device sync (Note [fair timing] in gnnbench.run.harness).
+
+    Returns:
+        ``(loss, forward end, backward end, step end)``: the loss tensor and the three clock readings.
+    """
+    value = loss()
+    F.sync()
+    forward_end = clock()
+    F.backward(value)
+    F.sync()
+    backward_end = clock()
+    F.step(optimizer)
+    F.sync()
+    return value, forward_end, backward_end, clock()
+
+
+def memory_figures(memory, extra: dict[str, Any], residue: int = 0, peak_before: int = 0) -> int:
+    """The loop's peak memory above its baseline, less ``residue`` (what first-use tuning left resident) but at
+    least ``peak_before`` (the peak before tuning; Note [tune on first use]); records the huge pages, the bytes
+    still held and how memory was measured in ``extra``."""
+    from gnnbench.run.allocator import huge_page_bytes
+
+    peak = max(memory.peak_above_baseline() - residue, peak_before)
+    extra["huge_page_bytes"] = huge_page_bytes()  # the pages the epochs ran on (Note [allocator])
+    held = memory.held_above_baseline()  # Note [peak memory]; it releases, so after the huge pages
+    # at most the peak: reading the peak and the pages may itself have grown the resident set by a few pages
+    extra["held_bytes"] = None if held is None else min(max(held - residue, 0), peak)
+    extra["memory_method"] = memory.method
+    return peak
+
+
+def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: dict[str, float],
+           extra: dict[str, Any], **measured: Any) -> dict[str, Any]:
+    """The row of a run of ``spec`` that finished: its phases' columns, what it ran on, the ``accuracy`` it
+    reports, its losses and ``extra``, and the loop's own ``measured`` columns (``prepare_time_s``, ...).
+
+    Identity columns (system, model, hyperparameters, ...) come from the configuration
+    (:func:`~gnnbench.run.record.run_record`).
+    """
+    from gnnbench.run.allocator import loaded_allocator
+    from gnnbench.run.environment import cpu_model, machine_info
+    from gnnbench.run.record import run_record
+
+    described = dataset.describe()
+    columns = dict(dataset_nodes=described["nodes"], dataset_edges=graph.num_edges,
+                   dataset_features=described["features"], framework_version=F.version,
+                   allocator=loaded_allocator(),  # the one the process loaded, which the identity only predicts
+                   train_accuracy=accuracy["train"], val_accuracy=accuracy["val"], test_accuracy=accuracy["test"],
+                   first_loss=phases.losses[0] if phases.losses else None,
+                   final_loss=phases.losses[-1] if phases.losses else None,
+                   cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra)
+    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured})
