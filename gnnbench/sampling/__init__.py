@@ -1,6 +1,6 @@
 """Mini-batch neighbour sampling: gnnbench's own sampler and adapters over PyG's and DGL's (issue 34)."""
-from gnnbench.sampling.neighbor import Block, NeighborSampler, SampledBatch, check_fanouts, epoch_batches
+from gnnbench.sampling.neighbor import Block, NeighborSampler, SampledBatch, Sampler, check_fanouts, epoch_batches
 from gnnbench.sampling.adapters import SAMPLERS, make_sampler, sampler_unavailable_reason
 
-__all__ = ["Block", "NeighborSampler", "SampledBatch", "check_fanouts", "epoch_batches", "SAMPLERS",
+__all__ = ["Block", "Sampler", "NeighborSampler", "SampledBatch", "check_fanouts", "epoch_batches", "SAMPLERS",
            "make_sampler", "sampler_unavailable_reason"]

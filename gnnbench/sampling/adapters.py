@@ -1,7 +1,7 @@
 """``--sampler gnnbench|pyg|dgl``: the same loop on PyG's or DGL's sampler, converted into gnnbench's block form.
 
-Every sampler has ``sample(seeds, epoch, batch) -> SampledBatch`` and
-``batches(train_nodes, batch_size, epoch)``; the batches of seed nodes are
+Every sampler is a :class:`~gnnbench.sampling.neighbor.Sampler`: ``sample(seeds, epoch, batch) ->
+SampledBatch`` and ``batches(train_nodes, batch_size, epoch)``; the batches of seed nodes are
 :func:`~gnnbench.sampling.neighbor.epoch_batches`'s for all three, so only
 the draw of neighbours differs.
 
@@ -21,11 +21,11 @@ Note [foreign samplers]
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from gnnbench.sampling.neighbor import Block, NeighborSampler, SampledBatch, check_fanouts, epoch_batches
+from gnnbench.sampling.neighbor import Block, NeighborSampler, SampledBatch, Sampler
 
 __all__ = ["SAMPLERS", "make_sampler", "sampler_unavailable_reason", "DGLSampler", "PyGSampler"]
 
@@ -61,23 +61,7 @@ def _csr_block(dst_local: np.ndarray, src_local: np.ndarray, num_dst: int, num_s
     return Block(indptr, src_local[order].astype(index_dtype), num_dst, num_src)
 
 
-class _Foreign:
-    name = "foreign"
-
-    def __init__(self, indptr, indices, fanouts: Sequence[int], seed: int = 0, index_dtype: Any = np.int64):
-        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(indices, dtype=np.int64)
-        self.num_nodes = self.indptr.shape[0] - 1
-        self.fanouts = check_fanouts(fanouts)
-        self.seed = int(seed)
-        self.index_dtype = np.dtype(index_dtype)
-
-    def batches(self, train_nodes, batch_size: int, epoch: int, shuffle: bool = True) -> Iterator[SampledBatch]:
-        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
-            yield self.sample(seeds, epoch, b)
-
-
-class DGLSampler(_Foreign):
+class DGLSampler(Sampler):
     """DGL's ``sample_neighbors`` + ``to_block`` per layer (Note [foreign samplers])."""
 
     name = "dgl"
@@ -109,7 +93,7 @@ class DGLSampler(_Foreign):
         return SampledBatch(blocks, nodes.numpy().astype(np.int64), np.asarray(seeds, dtype=np.int64))
 
 
-class PyGSampler(_Foreign):
+class PyGSampler(Sampler):
     """``torch_geometric.sampler.NeighborSampler`` (Note [foreign samplers])."""
 
     name = "pyg"
@@ -150,4 +134,4 @@ def make_sampler(name: str, graph, fanouts: Sequence[int], seed: int = 0):
     classes = {"gnnbench": NeighborSampler, "pyg": PyGSampler, "dgl": DGLSampler}
     if name not in classes:
         raise ValueError(f"unknown sampler '{name}'; choose one of: {', '.join(SAMPLERS)}")
-    return classes[name](graph.indptr, graph.indices, fanouts, seed, graph.index_dtype)
+    return classes[name].from_graph(graph, fanouts, seed)

@@ -42,7 +42,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["Block", "SampledBatch", "NeighborSampler", "epoch_batches", "check_fanouts"]
+__all__ = ["Block", "SampledBatch", "Sampler", "NeighborSampler", "epoch_batches", "check_fanouts"]
 
 #: Note [without replacement]: Floyd's algorithm up to this fanout, reservoir sampling beyond.
 _FLOYD_MAX_K = 64
@@ -212,8 +212,9 @@ def _relabel(dst_nodes, picked, local, local_of):
     return src
 
 
-class NeighborSampler:
-    """Uniform neighbour sampling without replacement over a graph's in-edges.
+class Sampler:
+    """What every sampler (``--sampler``) shares: the graph's in-edges, the fanouts, the seed and the epoch's
+    batches of seed nodes (:func:`epoch_batches`, the same for every sampler); a subclass draws the blocks.
 
     Args:
         indptr (np.ndarray): ``[N + 1]`` CSR-by-destination offsets of the full graph.
@@ -221,12 +222,9 @@ class NeighborSampler:
         fanouts (sequence of int): per layer, outermost first; ``-1`` takes every neighbour.
         seed (int): the run's seed (default: 0).
         index_dtype: dtype of the blocks' indices (default: int64).
-
-    ``sample(seeds, epoch, batch)`` returns a :class:`SampledBatch`; equal
-    ``(seed, epoch, batch)`` and seeds give equal blocks (Note [sampling determinism]).
     """
 
-    name = "gnnbench"
+    name = "sampler"
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, fanouts: Sequence[int], seed: int = 0,
                  index_dtype: Any = np.int64):
@@ -236,11 +234,34 @@ class NeighborSampler:
         self.fanouts = check_fanouts(fanouts)
         self.seed = int(seed)
         self.index_dtype = np.dtype(index_dtype)
-        self._local_of = np.full(self.num_nodes, -1, dtype=np.int64)
 
     @classmethod
-    def from_graph(cls, graph, fanouts: Sequence[int], seed: int = 0) -> "NeighborSampler":
+    def from_graph(cls, graph, fanouts: Sequence[int], seed: int = 0) -> "Sampler":
         return cls(graph.indptr, graph.indices, fanouts, seed, graph.index_dtype)
+
+    def sample(self, seeds: np.ndarray, epoch: int = 0, batch: int = 0) -> SampledBatch:
+        """The blocks of batch ``batch`` of epoch ``epoch``, whose seed nodes are ``seeds``."""
+        raise NotImplementedError
+
+    def batches(self, train_nodes: np.ndarray, batch_size: int, epoch: int,
+                shuffle: bool = True) -> Iterator[SampledBatch]:
+        """The epoch's sampled batches, in order (:func:`epoch_batches`)."""
+        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
+            yield self.sample(seeds, epoch, b)
+
+
+class NeighborSampler(Sampler):
+    """Uniform neighbour sampling without replacement over a graph's in-edges (arguments as :class:`Sampler`).
+
+    ``sample(seeds, epoch, batch)`` returns a :class:`SampledBatch`; equal
+    ``(seed, epoch, batch)`` and seeds give equal blocks (Note [sampling determinism]).
+    """
+
+    name = "gnnbench"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._local_of = np.full(self.num_nodes, -1, dtype=np.int64)
 
     def _key(self, epoch: int, batch: int, layer: int) -> np.uint64:
         words = np.random.SeedSequence([self.seed, epoch, batch, layer]).generate_state(2, np.uint32)
@@ -265,9 +286,3 @@ class NeighborSampler:
             nodes = src
         blocks.reverse()
         return SampledBatch(blocks, nodes, seeds)
-
-    def batches(self, train_nodes: np.ndarray, batch_size: int, epoch: int,
-                shuffle: bool = True) -> Iterator[SampledBatch]:
-        """The epoch's sampled batches, in order (:func:`epoch_batches`)."""
-        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
-            yield self.sample(seeds, epoch, b)
