@@ -1,8 +1,9 @@
 """A run's result as typed data, declared once: :class:`RunResult`.
 
 Every column of the ``runs`` table is one field of :class:`RunResult`, and the
-field carries its column metadata once (:func:`column`): SQL type,
-description and roles. What other modules list is derived from it:
+field carries its column metadata once (:func:`column`, or its role's
+:func:`identity`, :func:`measured`, :func:`outcome`): description and roles;
+its SQL type is its annotation's (:func:`sql_type`). What other modules list is derived from it:
 
 * :data:`RUN_COLUMNS` is the store's ``RUN_FIELDS`` (the table, the CSV
   columns, ``docs/results-schema.md``, the frame's columns);
@@ -38,7 +39,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["RunResult", "Extra", "FallbackUse", "Tuning", "ModeledInference", "Field", "column",
+__all__ = ["RunResult", "Extra", "FallbackUse", "Tuning", "ModeledInference", "Field", "column", "identity",
+           "measured", "outcome", "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
 
@@ -61,24 +63,53 @@ class Field(NamedTuple):
     description: str
 
 
-def column(sqltype: str, roles: tuple[str, ...], description: str, *, comparable: int | None = None,
+def column(roles: tuple[str, ...], description: str, *, comparable: int | None = None,
            phase: tuple[str, str] | None = None) -> Any:
-    """A field of :class:`RunResult` with its column metadata (null by default).
+    """A field of :class:`RunResult` with its column metadata (null by default); its SQL type follows from
+    its annotation (:func:`sql_type`).
 
     Args:
-        sqltype (str): ``INTEGER``, ``REAL``, ``TEXT`` or ``JSON``.
         roles (tuple): of :data:`IDENTITY`, :data:`PROVENANCE`, :data:`MEASURED`, :data:`OUTCOME`.
         description (str): the column's line in ``docs/results-schema.md``.
         comparable (int, optional): its place in :data:`COMPARABLE_FIELDS` (default: not one of them).
         phase (tuple, optional): ``(phase, "median" | "iqr" | "samples")`` of a timed phase's column.
     """
-    if sqltype not in ("INTEGER", "REAL", "TEXT", "JSON"):
-        raise ValueError(f"sqltype must be INTEGER, REAL, TEXT or JSON (got {sqltype!r})")
     unknown = set(roles) - {IDENTITY, PROVENANCE, MEASURED, OUTCOME}
     if unknown:
         raise ValueError(f"unknown role(s) {sorted(unknown)}; choose among identity, provenance, measured, outcome")
-    return field(default=None, metadata={"sqltype": sqltype, "roles": frozenset(roles), "description": description,
+    return field(default=None, metadata={"roles": frozenset(roles), "description": description,
                                          "comparable": comparable, "phase": phase})
+
+
+def identity(description: str, *, provenance: bool = True, comparable: int | None = None) -> Any:
+    """An :data:`IDENTITY` column, of the provenance key too unless ``provenance`` is false."""
+    return column((IDENTITY, PROVENANCE) if provenance else (IDENTITY,), description, comparable=comparable)
+
+
+def measured(description: str, *, comparable: int | None = None, phase: tuple[str, str] | None = None) -> Any:
+    """A :data:`MEASURED` column."""
+    return column((MEASURED,), description, comparable=comparable, phase=phase)
+
+
+def outcome(description: str) -> Any:
+    """An :data:`OUTCOME` column."""
+    return column((OUTCOME,), description)
+
+
+#: a column's SQL type by its annotation's type; lists, mappings and records are JSON
+_SQL_TYPES = {"float": "REAL", "int": "INTEGER", "str": "TEXT"}
+
+
+def sql_type(annotation: str) -> str:
+    """The SQL type of a column annotated ``annotation`` (``float | None``: ``REAL``): ``INTEGER``, ``REAL``,
+    ``TEXT`` or ``JSON`` (TEXT holding JSON, decoded back to Python objects when read)."""
+    base = annotation.removesuffix(" | None")
+    if base in _SQL_TYPES:
+        return _SQL_TYPES[base]
+    if base.startswith(("list[", "dict[")) or base == "Extra":
+        return "JSON"
+    raise TypeError(f"a column annotated {annotation!r} has no SQL type: annotate it float, int, str, list[...], "
+                    f"dict[...] or Extra, each `| None`")
 
 
 # ---------------------------------------------------------------- typed records of ``extra``
@@ -200,101 +231,101 @@ class Extra:
 class RunResult:
     """One run, whatever its outcome: the stored row as typed data (see the module's docstring)."""
 
-    id: int | None = column("INTEGER", (OUTCOME,),
+    id: int | None = outcome(
         "Row id, assigned on insert; increases with insertion order.")
-    timestamp: str | None = column("TEXT", (OUTCOME,),
+    timestamp: str | None = outcome(
         "When the run started, UTC ISO 8601 (`2024-05-01T12:00:00+00:00`); set once, by "
         "`gnnbench.run.record.run_record`.")
-    status: str | None = column("TEXT", (OUTCOME,),
+    status: str | None = outcome(
         "Outcome: `ok`, `failed`, `skipped`, `timeout`, `oom` or `crashed`.")
-    error: str | None = column("TEXT", (OUTCOME,),
+    error: str | None = outcome(
         "One-line reason when the status is not `ok` (a signal is named, e.g. `worker killed by SIGKILL`); "
         "null when ok.")
-    system: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    system: str | None = identity(
         "Kernel system name (`reference`, ...).")
-    system_version: str | None = column("TEXT", (IDENTITY,),
-        "The system's declared version.")
-    system_hash: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    system_version: str | None = identity(
+        "The system's declared version.", provenance=False)
+    system_hash: str | None = identity(
         "Hash of spec + generated glue + kernels; rows of one system with different hashes are not "
         "comparable.")
-    verified: str | None = column("TEXT", (OUTCOME,),
+    verified: str | None = outcome(
         "Correctness against `reference`: `passed`, `failed` or `unverified`.")
-    model: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    model: str | None = identity(
         "Model name (`gcn`, `gat`, `gin`, `sage`).")
-    hyperparameters: dict[str, Any] | None = column("JSON", (IDENTITY, PROVENANCE),
+    hyperparameters: dict[str, Any] | None = identity(
         "Object: the model's resolved hyperparameters (hidden, layers, heads, lr, epochs, ...) with warmup, "
         "dtype, index_dtype, selection and system_options; the same shape for every outcome; `fallback` (a "
         "system name) only for a run with `--fallback`; `normalisation` (`node` or `edge`, Note [GCN as node "
         "scales] in models/gcn.py) only for GCN rows, so a GCN row stored without it ran the edge form.")
-    dataset: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    dataset: str | None = identity(
         "Canonical dataset name, every parameter spelled out (`sbm:classes=4,degree=12,...`), whatever the "
         "outcome.")
-    dataset_nodes: int | None = column("INTEGER", (MEASURED,),
+    dataset_nodes: int | None = measured(
         "Number of nodes.", comparable=4)
-    dataset_edges: int | None = column("INTEGER", (MEASURED,),
+    dataset_edges: int | None = measured(
         "Number of edges (after preprocessing, e.g. self loops).", comparable=5)
-    dataset_features: int | None = column("INTEGER", (MEASURED,),
+    dataset_features: int | None = measured(
         "Input feature width.")
-    framework: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    framework: str | None = identity(
         "Framework that ran the model (`torch`, ...).")
-    framework_version: str | None = column("TEXT", (MEASURED,),
+    framework_version: str | None = measured(
         "Framework version string.")
-    device: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    device: str | None = identity(
         "Device (`cpu`, `cuda:0`, ...).", comparable=0)
-    seed: int | None = column("INTEGER", (IDENTITY, PROVENANCE),
+    seed: int | None = identity(
         "Random seed.")
-    threads: int | None = column("INTEGER", (IDENTITY, PROVENANCE),
+    threads: int | None = identity(
         "Intra-op threads the run was pinned to.", comparable=2)
-    epochs: int | None = column("INTEGER", (IDENTITY, PROVENANCE),
+    epochs: int | None = identity(
         "Epochs trained, warm-ups included (`len(epoch_times)` are timed).")
-    warmup: int | None = column("INTEGER", (IDENTITY,),
-        "Untimed warmup epochs.")
-    epoch_time_median_s: float | None = column("REAL", (MEASURED,),
+    warmup: int | None = identity(
+        "Untimed warmup epochs.", provenance=False)
+    epoch_time_median_s: float | None = measured(
         "Median epoch time in seconds.", phase=("epoch", "median"))
-    epoch_time_iqr_s: float | None = column("REAL", (MEASURED,),
+    epoch_time_iqr_s: float | None = measured(
         "Interquartile range of the epoch times in seconds.", phase=("epoch", "iqr"))
-    forward_median_s: float | None = column("REAL", (MEASURED,),
+    forward_median_s: float | None = measured(
         "Median forward-pass time per epoch in seconds.", phase=("forward", "median"))
-    backward_median_s: float | None = column("REAL", (MEASURED,),
+    backward_median_s: float | None = measured(
         "Median backward-pass time per epoch in seconds.", phase=("backward", "median"))
-    optimizer_median_s: float | None = column("REAL", (MEASURED,),
+    optimizer_median_s: float | None = measured(
         "Median optimizer-step time per epoch in seconds.", phase=("optimizer", "median"))
-    prepare_time_s: float | None = column("REAL", (MEASURED,),
+    prepare_time_s: float | None = measured(
         "Time of the system's one-off `prepare` step in seconds, less any JIT compilation in it "
         "(`extra.compile_time_s`).")
-    tune_time_s: float | None = column("REAL", (MEASURED,),
+    tune_time_s: float | None = measured(
         "Seconds spent autotuning the system's kernels for this run before training, apart from "
         "`prepare_time_s` and from epochs; null when the run did not tune.")
-    peak_memory_bytes: int | None = column("INTEGER", (MEASURED,),
+    peak_memory_bytes: int | None = measured(
         "Peak memory of the timed loop above its start, in bytes: the host's resident set on the CPU, the "
         "framework's CUDA allocator on a GPU (extra.memory_method names which; Note [peak memory]).")
-    train_accuracy: float | None = column("REAL", (MEASURED,),
+    train_accuracy: float | None = measured(
         "Training accuracy, a fraction in [0, 1], of the epoch the selection rule picks: the best-validation "
         "epoch by default (`hyperparameters.selection` = `best_val`), else the last; the last epoch's are in "
         "`extra.final_accuracy`.")
-    val_accuracy: float | None = column("REAL", (MEASURED,),
+    val_accuracy: float | None = measured(
         "Validation accuracy of the selected epoch (see `train_accuracy`).")
-    test_accuracy: float | None = column("REAL", (MEASURED,),
+    test_accuracy: float | None = measured(
         "Test accuracy of the selected epoch (see `train_accuracy`).")
-    first_loss: float | None = column("REAL", (MEASURED,),
+    first_loss: float | None = measured(
         "Training loss of epoch 0 (the first epoch, a warm-up when `warmup` > 0).")
-    final_loss: float | None = column("REAL", (MEASURED,),
+    final_loss: float | None = measured(
         "Training loss of the last epoch.")
-    epoch_times: list[float] | None = column("JSON", (MEASURED,),
+    epoch_times: list[float] | None = measured(
         "List of floats: every timed epoch in seconds (raw samples).", phase=("epoch", "samples"))
-    forward_times: list[float] | None = column("JSON", (MEASURED,),
+    forward_times: list[float] | None = measured(
         "List of floats: forward time of every timed epoch in seconds.", phase=("forward", "samples"))
-    backward_times: list[float] | None = column("JSON", (MEASURED,),
+    backward_times: list[float] | None = measured(
         "List of floats: backward time of every timed epoch in seconds.", phase=("backward", "samples"))
-    optimizer_times: list[float] | None = column("JSON", (MEASURED,),
+    optimizer_times: list[float] | None = measured(
         "List of floats: optimizer time of every timed epoch in seconds.", phase=("optimizer", "samples"))
-    cpu_model: str | None = column("TEXT", (MEASURED,),
+    cpu_model: str | None = measured(
         "CPU model name.", comparable=1)
-    machine: dict[str, Any] | None = column("JSON", (MEASURED,),
+    machine: dict[str, Any] | None = measured(
         "Object: hostname, platform, cpu count, GPU, library versions.")
-    git_commit: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    git_commit: str | None = identity(
         "gnnbench git commit the run was made from.")
-    extra: Extra | None = column("JSON", (MEASURED,),
+    extra: Extra | None = measured(
         "Object of system-specific figures (tuned parameters, counters). A run with `--fallback` adds "
         "`fallback`: the lender's `system`, `system_version` and `system_hash`, the `operators` it ran (e.g. "
         "`[\"edge_softmax\", \"sddmm(op=add)\"]`), `kernel_time_s` (its median kernel seconds per epoch), "
@@ -314,43 +345,43 @@ class RunResult:
         "by 10 %; see Note [allocator]. It also has `held_bytes`: how much of `peak_memory_bytes` was still "
         "resident after the epochs (one-time start-up of the libraries, optimizer state; null where not "
         "measured), nearly all of the peak on a small graph; see Note [peak memory].")
-    stderr: str | None = column("TEXT", (OUTCOME,),
+    stderr: str | None = outcome(
         "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
         "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")
     # added in schema 3 (appended, so an upgraded table has the columns of a new one)
-    kernel_median_s: float | None = column("REAL", (MEASURED,),
+    kernel_median_s: float | None = measured(
         "Median seconds per epoch spent inside the system's own kernels (forward, backward and optimizer "
         "phases; a fallback's are in `extra.fallback`); null for native baselines and non-CPU devices. See "
         "Note [kernel time].", phase=("kernel", "median"))
-    kernel_times: list[float] | None = column("JSON", (MEASURED,),
+    kernel_times: list[float] | None = measured(
         "List of floats: kernel seconds of every timed epoch (null when not measured).", phase=("kernel", "samples"))
-    allocator: str | None = column("TEXT", (IDENTITY, PROVENANCE),
+    allocator: str | None = identity(
         "Memory allocator the run's process used: `tcmalloc`, `jemalloc`, `jemalloc-thp` (jemalloc on "
         "transparent huge pages) or `system` (the C library's malloc); null for runs stored before schema 3. "
         "See Note [allocator].", comparable=3)
     # added in schema 5: sampled mini-batch runs (Note [sampled batching]); null for full-graph runs
-    sample_median_s: float | None = column("REAL", (MEASURED,),
+    sample_median_s: float | None = measured(
         "Median seconds per epoch drawing the mini-batches' neighbourhoods (`--batching sampled`; null for "
         "full-graph runs). See Note [sampled batching].", phase=("sample", "median"))
-    gather_median_s: float | None = column("REAL", (MEASURED,),
+    gather_median_s: float | None = measured(
         "Median seconds per epoch gathering the input features `x[input_nodes]` and the seeds' labels into "
         "framework tensors (sampled runs).", phase=("gather", "median"))
-    block_prepare_median_s: float | None = column("REAL", (MEASURED,),
+    block_prepare_median_s: float | None = measured(
         "Median seconds per epoch of per-block system preparation (the system's `prepare` hook on each block, "
         "both orientations; a native baseline's own block construction) (sampled runs).",
         phase=("block_prepare", "median"))
-    sample_times: list[float] | None = column("JSON", (MEASURED,),
+    sample_times: list[float] | None = measured(
         "List of floats: sampling seconds of every timed epoch (sampled runs).", phase=("sample", "samples"))
-    gather_times: list[float] | None = column("JSON", (MEASURED,),
+    gather_times: list[float] | None = measured(
         "List of floats: gather seconds of every timed epoch (sampled runs).", phase=("gather", "samples"))
-    block_prepare_times: list[float] | None = column("JSON", (MEASURED,),
+    block_prepare_times: list[float] | None = measured(
         "List of floats: per-block preparation seconds of every timed epoch (sampled runs).",
         phase=("block_prepare", "samples"))
-    seeds_per_s: float | None = column("REAL", (MEASURED,),
+    seeds_per_s: float | None = measured(
         "Seed (training) nodes per second of epoch time, median epoch (sampled runs).")
-    edges_per_s: float | None = column("REAL", (MEASURED,),
+    edges_per_s: float | None = measured(
         "Sampled edges (all blocks, before self loops) per second of epoch time, median epoch (sampled runs).")
-    accuracy_method: str | None = column("TEXT", (MEASURED,),
+    accuracy_method: str | None = measured(
         "How the accuracies were computed: `full-graph` (one full-graph pass), `full-neighbour` (layer-wise "
         "full-neighbour inference after sampled training) or `sampled` (sampled evaluation with fixed "
         "fanouts); null for rows before schema 5, all of them full-graph.")
@@ -403,7 +434,7 @@ def _with_role(role: str) -> tuple[str, ...]:
 
 
 #: The ``runs`` table's columns, in table order (the store's ``RUN_FIELDS``).
-RUN_COLUMNS: tuple[Field, ...] = tuple(Field(f.name, f.metadata["sqltype"], f.metadata["description"])
+RUN_COLUMNS: tuple[Field, ...] = tuple(Field(f.name, sql_type(f.type), f.metadata["description"])
                                        for f in fields(RunResult))
 IDENTITY_FIELDS: tuple[str, ...] = _with_role(IDENTITY)
 PROVENANCE_FIELDS: tuple[str, ...] = _with_role(PROVENANCE)

@@ -66,7 +66,7 @@ def test_a_phase_is_its_measurement():
 
 # One declaration, appended to RunResult as a developer would write it in gnnbench/results/row.py; the
 # subprocess loads row.py with it, then checks every place that lists columns.
-_ADDED = '''    batch_size: int | None = column("INTEGER", (IDENTITY, PROVENANCE), "Seeds per mini-batch.")
+_ADDED = '''    batch_size: int | None = identity("Seeds per mini-batch.")
 '''
 _CHECK = textwrap.dedent('''
     import importlib.util, io, json, sys
