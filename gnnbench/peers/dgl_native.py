@@ -46,6 +46,12 @@ from ._layers import build_convs, check_model, gat_shape, layer_loop, named_para
 
 __all__ = ["build", "build_blocks"]
 
+#: this baseline as the registry lists it, read there without importing this module (Note [native baseline
+#: discovery] in gnnbench.runtime.registry)
+NATIVE_BASELINE = {"name": "dgl-native", "requires": ("dgl", "pandas"), "position": 1,
+                   "summary": "DGL's own GraphConv/GATConv/GINConv/SAGEConv models (framework baseline)",
+                   "version_of": "dgl"}
+
 
 def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray]):
     from dgl.nn import GATConv, GINConv, GraphConv, SAGEConv

@@ -58,6 +58,12 @@ from ._layers import build_convs, check_model, gat_shape, layer_loop, named_para
 
 __all__ = ["build", "configure", "ADJACENCIES", "PATCHES"]
 
+#: this baseline as the registry lists it, read there without importing this module (Note [native baseline
+#: discovery] in gnnbench.runtime.registry)
+NATIVE_BASELINE = {"name": "pyg-native", "requires": ("torch_geometric",), "position": 0,
+                   "summary": "PyG's own GCNConv/GATConv/GINConv/SAGEConv models (framework baseline)",
+                   "version_of": "torch_geometric"}
+
 ADJACENCIES = ("edge_index", "sparse")
 PATCHES = ("none", "isplib")
 _OPTIONS = {"adjacency": "edge_index", "patch": "none"}

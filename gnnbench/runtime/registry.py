@@ -7,7 +7,19 @@ asked for (cheap, no kernel import) to say whether the system can run here
 and why not; a spec that cannot be read breaks its own system only (Note
 [discovery one system at a time]). Its generated glue is imported only to run it.
 Native baselines (``pyg-native``, ``dgl-native``) replace the model instead of
-the kernels and register through :data:`NATIVE_SYSTEMS`.
+the kernels; they are found by one rule too (Note [native baseline discovery]).
+
+Note [native baseline discovery]
+    A native baseline is a module of ``gnnbench/peers/`` that declares
+    itself with a literal ``NATIVE_BASELINE = {...}``: its ``name``, the
+    packages it ``requires``, a ``summary``, the package whose version is its
+    own (``version_of``) and its ``position`` among the native baselines in
+    listings. The registry reads that literal from the file without
+    importing the module (which imports its library), as it reads a kernel
+    system's spec without importing its kernels, and :data:`NATIVE_SYSTEMS`
+    holds what it found. A new baseline is one module with its declaration
+    (and ``build``/``build_blocks``, Note [native model parity] in
+    :mod:`gnnbench.peers`); nothing else lists it.
 """
 from __future__ import annotations
 
@@ -25,17 +37,37 @@ from gnnbench.errors import UnavailableError, UserError
 from gnnbench.runtime.glue import SystemGlue
 
 __all__ = ["SystemInfo", "list_systems", "system_names", "spec_source", "forget_systems", "system_info",
-           "load_system", "system_hash", "NATIVE_SYSTEMS", "native_configure"]
+           "load_system", "system_hash", "NATIVE_SYSTEMS", "NATIVE_DECLARATION", "native_configure"]
 
-#: name -> "module:function" building a native model runner; filled by gnnbench.peers
-NATIVE_SYSTEMS: dict[str, dict] = {
-    "pyg-native": {"module": "gnnbench.peers.pyg_native", "requires": ("torch_geometric",),
-                   "summary": "PyG's own GCNConv/GATConv/GINConv/SAGEConv models (framework baseline)",
-                   "version_of": "torch_geometric"},
-    "dgl-native": {"module": "gnnbench.peers.dgl_native", "requires": ("dgl", "pandas"),
-                   "summary": "DGL's own GraphConv/GATConv/GINConv/SAGEConv models (framework baseline)",
-                   "version_of": "dgl"},
-}
+#: the name a native baseline module declares itself under (Note [native baseline discovery])
+NATIVE_DECLARATION = "NATIVE_BASELINE"
+_NATIVE_KEYS = frozenset({"name", "requires", "summary", "version_of", "position"})
+
+
+def _find_native_baselines(folder: Path) -> dict[str, dict]:
+    """Name -> declaration (with its ``module``) of every native baseline in ``folder``, by ``position``
+    (Note [native baseline discovery])."""
+    import ast
+
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if not re.search(rf"^{NATIVE_DECLARATION} = ", text, re.MULTILINE):
+            continue  # the common case costs no parse
+        for node in ast.parse(text, str(path)).body:
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [NATIVE_DECLARATION]:
+                entry = ast.literal_eval(node.value)
+                if not isinstance(entry, dict) or set(entry) != _NATIVE_KEYS:
+                    raise ValueError(f"{path}: {NATIVE_DECLARATION} must be a literal dict with exactly the keys "
+                                     f"{', '.join(sorted(_NATIVE_KEYS))}")
+                found.append({**entry, "module": f"gnnbench.peers.{path.stem}"})
+    found.sort(key=lambda entry: (entry["position"], entry["name"]))
+    return {entry["name"]: {k: v for k, v in entry.items() if k != "name"} for entry in found}
+
+
+#: name -> the declaration of each native baseline (``module``, ``requires``, ``summary``, ``version_of``,
+#: ``position``), found in gnnbench/peers/ (Note [native baseline discovery])
+NATIVE_SYSTEMS: dict[str, dict] = _find_native_baselines(Path(__file__).resolve().parent.parent / "peers")
 
 
 def native_configure(name: str):

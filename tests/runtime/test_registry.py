@@ -78,3 +78,21 @@ def test_block_support_comes_from_the_spec():
     no = replace(ref, blocks="no", blocks_reason="builds an N x N matrix")
     assert no.blocks_unavailable_reason() == ("does not support sampled blocks (its spec: `blocks no`): "
                                               "builds an N x N matrix")
+
+
+def test_native_baselines_are_found_by_their_declaration_without_importing_them(tmp_path):
+    """Note [native baseline discovery]: a module declaring NATIVE_BASELINE is listed by its position."""
+    from gnnbench.runtime.registry import _find_native_baselines
+
+    declared = ('NATIVE_BASELINE = {{"name": "{0}", "requires": (), "summary": "s", "version_of": "torch", '
+                '"position": {1}}}\nraise RuntimeError("never imported")\n')
+    (tmp_path / "b_native.py").write_text(declared.format("b-native", 0))
+    (tmp_path / "a_native.py").write_text(declared.format("a-native", 1))
+    (tmp_path / "_helpers.py").write_text("X = 1\n")
+    found = _find_native_baselines(tmp_path)
+    assert list(found) == ["b-native", "a-native"]
+    assert found["a-native"]["module"] == "gnnbench.peers.a_native" and found["a-native"]["requires"] == ()
+    assert list(NATIVE_SYSTEMS) == ["pyg-native", "dgl-native"]
+    (tmp_path / "c_native.py").write_text('NATIVE_BASELINE = {"name": "c-native"}\n')
+    with pytest.raises(ValueError, match="c_native.py: NATIVE_BASELINE must be a literal dict with exactly the keys"):
+        _find_native_baselines(tmp_path)
