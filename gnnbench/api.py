@@ -65,6 +65,7 @@ Note [NaN policy]
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Operator", "OPERATORS", "ATTRIBUTE_VALUES"]
 
@@ -79,6 +80,9 @@ class Operator:
         outputs: output names.
         attrs: attribute name -> allowed values, or a type name (``"float"``)
             for a free numeric attribute.
+
+    :data:`OPERATORS` (name -> operator) is derived from the operators
+    ``gnnbench/api.gnn`` declares, the one statement of their signatures.
     """
 
     name: str
@@ -94,20 +98,40 @@ class Operator:
         return f"{name}?" in self.inputs
 
 
-OPERATORS: dict[str, Operator] = {
-    op.name: op
-    for op in (
-        Operator("spmm", ("x", "weight?"), ("out",), {"reduce": ("sum", "mean", "max")}),
-        Operator("sddmm", ("src", "dst"), ("out",), {"op": ("dot", "add")}),
-        Operator("edge_softmax", ("scores",), ("out",)),
-        Operator("gat_aggregate", ("x", "score_src", "score_dst"), ("out",), {"negative_slope": "float"}),
-    )
-}
+def _operators() -> dict[str, Operator]:
+    """Every operator declared in ``gnnbench/api.gnn``, in declaration order (one per name: an operator declared
+    once per attribute value, like ``sddmm(op=dot)`` and ``sddmm(op=add)``, has one signature of names)."""
+    from gnnbench.dsl.system_api import system_api
 
-#: Every enumerated attribute and its allowed values, for error messages.
-ATTRIBUTE_VALUES = {
-    (op.name, attr): values
-    for op in OPERATORS.values()
-    for attr, values in op.attrs.items()
-    if isinstance(values, tuple)
-}
+    api = system_api()
+    out: dict[str, Operator] = {}
+    for name in dict.fromkeys(o.name for o in api.operators):
+        signatures = {(tuple(p.name + ("?" if p.optional else "") for p in decl.inputs),
+                       tuple(p.name for p in decl.outputs)) for decl in api.operator(name)}
+        if len(signatures) != 1:
+            raise ValueError(f"gnnbench/api.gnn declares operator '{name}' with different argument names "
+                             f"{sorted(signatures)}; give every declaration of it the same names")
+        [(inputs, outputs)] = signatures
+        out[name] = Operator(name, inputs, outputs, api.operator_attrs(name))
+    return out
+
+
+_DERIVED: dict[str, Any] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`OPERATORS` (name -> :class:`Operator`) and :data:`ATTRIBUTE_VALUES` (every enumerated attribute
+    ``(operator, attribute)`` -> its allowed values, for error messages), derived from ``gnnbench/api.gnn`` on
+    first use.
+
+    Lazily, because parsing the API costs about a third of a second, and every ``gnnbench`` command builds
+    its argument parser (``verify --operator``) whether it needs the operators or not.
+    """
+    if name not in ("OPERATORS", "ATTRIBUTE_VALUES"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not _DERIVED:
+        operators = _operators()
+        _DERIVED["OPERATORS"] = operators
+        _DERIVED["ATTRIBUTE_VALUES"] = {(op.name, attr): values for op in operators.values()
+                                        for attr, values in op.attrs.items() if isinstance(values, tuple)}
+    return _DERIVED[name]

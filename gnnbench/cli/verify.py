@@ -12,12 +12,24 @@ from ._common import add_results_option, open_store, print_json
 HELP = "check a system's operators and training against reference (the gate before its figures count)"
 
 
-def add_arguments(p) -> None:
-    from gnnbench.api import OPERATORS
+class _OperatorNames:
+    """The system API's operator names as ``--operator``'s choices, read from ``gnnbench/api.gnn`` only when the
+    option is given (every command builds this parser; the API costs a third of a second to parse)."""
 
+    def __iter__(self):
+        from gnnbench.api import OPERATORS
+
+        return iter(OPERATORS)
+
+    def __contains__(self, name) -> bool:
+        return name in tuple(self)
+
+
+def add_arguments(p) -> None:
     p.add_argument("--system", required=True, help="kernel system to verify (see `gnnbench systems`)")
-    p.add_argument("--operator", choices=tuple(OPERATORS), default=None,
-                   help="only this operator's conformance cases (recorded only if it fails)")
+    p.add_argument("--operator", choices=_OperatorNames(), default=None, metavar="OPERATOR",
+                   help="only this operator's conformance cases (recorded only if it fails): an operator of "
+                        "gnnbench/api.gnn, e.g. spmm")
     p.add_argument("--slow", action="store_true",
                    help="also run the case whose flat element index passes 2^31 (needs ~44 GiB free memory)")
     p.add_argument("--fast", action="store_true", help="the CI subset: widths 1, 17 and 130 only")
