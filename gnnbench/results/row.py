@@ -231,27 +231,21 @@ class Extra:
 class RunResult:
     """One run, whatever its outcome: the stored row as typed data (see the module's docstring)."""
 
-    id: int | None = outcome(
-        "Row id, assigned on insert; increases with insertion order.")
+    id: int | None = outcome("Row id, assigned on insert; increases with insertion order.")
     timestamp: str | None = outcome(
         "When the run started, UTC ISO 8601 (`2024-05-01T12:00:00+00:00`); set once, by "
         "`gnnbench.run.record.run_record`.")
-    status: str | None = outcome(
-        "Outcome: `ok`, `failed`, `skipped`, `timeout`, `oom` or `crashed`.")
+    status: str | None = outcome("Outcome: `ok`, `failed`, `skipped`, `timeout`, `oom` or `crashed`.")
     error: str | None = outcome(
         "One-line reason when the status is not `ok` (a signal is named, e.g. `worker killed by SIGKILL`); "
         "null when ok.")
-    system: str | None = identity(
-        "Kernel system name (`reference`, ...).")
-    system_version: str | None = identity(
-        "The system's declared version.", provenance=False)
+    system: str | None = identity("Kernel system name (`reference`, ...).")
+    system_version: str | None = identity("The system's declared version.", provenance=False)
     system_hash: str | None = identity(
         "Hash of spec + generated glue + kernels; rows of one system with different hashes are not "
         "comparable.")
-    verified: str | None = outcome(
-        "Correctness against `reference`: `passed`, `failed` or `unverified`.")
-    model: str | None = identity(
-        "Model name (`gcn`, `gat`, `gin`, `sage`).")
+    verified: str | None = outcome("Correctness against `reference`: `passed`, `failed` or `unverified`.")
+    model: str | None = identity("Model name (`gcn`, `gat`, `gin`, `sage`).")
     hyperparameters: dict[str, Any] | None = identity(
         "Object: the model's resolved hyperparameters (hidden, layers, heads, lr, epochs, ...) with warmup, "
         "dtype, index_dtype, selection and system_options; the same shape for every outcome; `fallback` (a "
@@ -260,28 +254,17 @@ class RunResult:
     dataset: str | None = identity(
         "Canonical dataset name, every parameter spelled out (`sbm:classes=4,degree=12,...`), whatever the "
         "outcome.")
-    dataset_nodes: int | None = measured(
-        "Number of nodes.", comparable=4)
-    dataset_edges: int | None = measured(
-        "Number of edges (after preprocessing, e.g. self loops).", comparable=5)
-    dataset_features: int | None = measured(
-        "Input feature width.")
-    framework: str | None = identity(
-        "Framework that ran the model (`torch`, ...).")
-    framework_version: str | None = measured(
-        "Framework version string.")
-    device: str | None = identity(
-        "Device (`cpu`, `cuda:0`, ...).", comparable=0)
-    seed: int | None = identity(
-        "Random seed.")
-    threads: int | None = identity(
-        "Intra-op threads the run was pinned to.", comparable=2)
-    epochs: int | None = identity(
-        "Epochs trained, warm-ups included (`len(epoch_times)` are timed).")
-    warmup: int | None = identity(
-        "Untimed warmup epochs.", provenance=False)
-    epoch_time_median_s: float | None = measured(
-        "Median epoch time in seconds.", phase=("epoch", "median"))
+    dataset_nodes: int | None = measured("Number of nodes.", comparable=4)
+    dataset_edges: int | None = measured("Number of edges (after preprocessing, e.g. self loops).", comparable=5)
+    dataset_features: int | None = measured("Input feature width.")
+    framework: str | None = identity("Framework that ran the model (`torch`, ...).")
+    framework_version: str | None = measured("Framework version string.")
+    device: str | None = identity("Device (`cpu`, `cuda:0`, ...).", comparable=0)
+    seed: int | None = identity("Random seed.")
+    threads: int | None = identity("Intra-op threads the run was pinned to.", comparable=2)
+    epochs: int | None = identity("Epochs trained, warm-ups included (`len(epoch_times)` are timed).")
+    warmup: int | None = identity("Untimed warmup epochs.", provenance=False)
+    epoch_time_median_s: float | None = measured("Median epoch time in seconds.", phase=("epoch", "median"))
     epoch_time_iqr_s: float | None = measured(
         "Interquartile range of the epoch times in seconds.", phase=("epoch", "iqr"))
     forward_median_s: float | None = measured(
@@ -303,14 +286,10 @@ class RunResult:
         "Training accuracy, a fraction in [0, 1], of the epoch the selection rule picks: the best-validation "
         "epoch by default (`hyperparameters.selection` = `best_val`), else the last; the last epoch's are in "
         "`extra.final_accuracy`.")
-    val_accuracy: float | None = measured(
-        "Validation accuracy of the selected epoch (see `train_accuracy`).")
-    test_accuracy: float | None = measured(
-        "Test accuracy of the selected epoch (see `train_accuracy`).")
-    first_loss: float | None = measured(
-        "Training loss of epoch 0 (the first epoch, a warm-up when `warmup` > 0).")
-    final_loss: float | None = measured(
-        "Training loss of the last epoch.")
+    val_accuracy: float | None = measured("Validation accuracy of the selected epoch (see `train_accuracy`).")
+    test_accuracy: float | None = measured("Test accuracy of the selected epoch (see `train_accuracy`).")
+    first_loss: float | None = measured("Training loss of epoch 0 (the first epoch, a warm-up when `warmup` > 0).")
+    final_loss: float | None = measured("Training loss of the last epoch.")
     epoch_times: list[float] | None = measured(
         "List of floats: every timed epoch in seconds (raw samples).", phase=("epoch", "samples"))
     forward_times: list[float] | None = measured(
@@ -319,12 +298,9 @@ class RunResult:
         "List of floats: backward time of every timed epoch in seconds.", phase=("backward", "samples"))
     optimizer_times: list[float] | None = measured(
         "List of floats: optimizer time of every timed epoch in seconds.", phase=("optimizer", "samples"))
-    cpu_model: str | None = measured(
-        "CPU model name.", comparable=1)
-    machine: dict[str, Any] | None = measured(
-        "Object: hostname, platform, cpu count, GPU, library versions.")
-    git_commit: str | None = identity(
-        "gnnbench git commit the run was made from.")
+    cpu_model: str | None = measured("CPU model name.", comparable=1)
+    machine: dict[str, Any] | None = measured("Object: hostname, platform, cpu count, GPU, library versions.")
+    git_commit: str | None = identity("gnnbench git commit the run was made from.")
     extra: Extra | None = measured(
         "Object of system-specific figures (tuned parameters, counters). A run with `--fallback` adds "
         "`fallback`: the lender's `system`, `system_version` and `system_hash`, the `operators` it ran (e.g. "
@@ -377,8 +353,7 @@ class RunResult:
     block_prepare_times: list[float] | None = measured(
         "List of floats: per-block preparation seconds of every timed epoch (sampled runs).",
         phase=("block_prepare", "samples"))
-    seeds_per_s: float | None = measured(
-        "Seed (training) nodes per second of epoch time, median epoch (sampled runs).")
+    seeds_per_s: float | None = measured("Seed (training) nodes per second of epoch time, median epoch (sampled runs).")
     edges_per_s: float | None = measured(
         "Sampled edges (all blocks, before self loops) per second of epoch time, median epoch (sampled runs).")
     accuracy_method: str | None = measured(
