@@ -19,7 +19,7 @@ from gnnbench.check.conformance import run_suite
 from gnnbench.check.model_check import MODEL_CHECK_NAMES, check_model
 from gnnbench.results.store import ResultsStore
 
-from gnnbench.check.verify import large_index_case, plan, verify
+from gnnbench.verify.suite import large_index_case, plan, verify
 
 API_SPEC = "gnnbench/api.gnn"  # how spec locations name the system API (dsl/system_api.py)
 REPO = Path(__file__).resolve().parents[2]
@@ -161,7 +161,7 @@ def test_large_index_case_logic_on_a_small_threshold(demos):
 
 
 def test_large_index_case_is_skipped_with_its_reason_when_memory_is_short(monkeypatch):
-    monkeypatch.setattr("gnnbench.check.verify._available_bytes", lambda device: 4 * 2**30)
+    monkeypatch.setattr("gnnbench.verify.suite._available_bytes", lambda device: 4 * 2**30)
     row = large_index_case("reference")
     assert row.status == "skipped"
     assert row.reason == ("needs about 44 GiB of free memory for N=33555456, F=64 float32 "

@@ -29,7 +29,7 @@ import numpy as np
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.check.conformance import E2E_TOLERANCE, TOLERANCES, CaseResult, _nullcontext, _torch_threads, compare, guarded
 from gnnbench.errors import UnavailableError, UserError
-from gnnbench.check.isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
+from gnnbench.verify.isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
 
 __all__ = ["VerifyReport", "verify", "plan", "end_to_end", "large_index_case", "E2E_MODELS", "E2E_DATASET", "E2E_EPOCHS"]
 
