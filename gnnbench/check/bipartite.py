@@ -27,10 +27,19 @@ import numpy as np
 
 from gnnbench.runtime.graph import Graph
 
-__all__ = ["bipartite_graphs", "BIPARTITE_GRAPHS"]
+__all__ = ["bipartite_graphs", "BIPARTITE_GRAPHS", "BLOCK_PREFIX", "is_block"]
 
 #: The names :func:`bipartite_graphs` returns, in report order.
 BIPARTITE_GRAPHS = ("block_wide", "block_unsampled", "block_no_edges", "block_fanout_10k")
+
+
+#: every block's name starts so (conformance's fast profile runs blocks at one shape)
+BLOCK_PREFIX = "block_"
+
+
+def is_block(name: str) -> bool:
+    """Whether graph ``name`` is one of :func:`bipartite_graphs`' blocks."""
+    return name.startswith(BLOCK_PREFIX)
 
 
 def bipartite_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:

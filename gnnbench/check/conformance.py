@@ -51,6 +51,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
+from gnnbench.check.bipartite import is_block
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.frameworks import torch_runtime
 from gnnbench.runtime.graph import Graph
@@ -110,7 +111,10 @@ E2E_TOLERANCE = {"float64": E2ETolerance(first_loss_rtol=1e-9, test_accuracy_ato
 #: Widths and head counts include values off every vector width (3, 17, 33; 3 heads).
 PROFILES = {
     "full": {"widths": (1, 3, 17, 33, 64, 130), "heads": (1, 3, 4), "index_dtypes": ("int32", "int64")},
-    "fast": {"widths": (1, 17, 33), "heads": (1, 3), "index_dtypes": ("int32", "int64")},
+    # the fast suite runs the sampled blocks (gnnbench.check.bipartite) at one shape: their cases are about
+    # rows and columns, not widths, and every width and head count would add half again to its time
+    "fast": {"widths": (1, 17, 33), "heads": (1, 3), "index_dtypes": ("int32", "int64"),
+             "blocks": {"widths": (17,), "heads": (3,)}},
     # the fast suite's second float type: every check once per graph (Note [what runs] in gnnbench.check.dims)
     "sampled": {"widths": (17,), "heads": (3,), "index_dtypes": ("int32",)},
 }
@@ -499,7 +503,7 @@ def case_grid(case: OpCase, profile: str, graph_names) -> list[tuple[str, str, i
         for name in graph_names:
             if case.values == "NaN/inf" and name not in SPECIAL_VALUE_GRAPHS:
                 continue
-            shapes = REDUCED_SHAPES.get(name, settings)
+            shapes = REDUCED_SHAPES.get(name) or (settings.get("blocks", settings) if is_block(name) else settings)
             heads = shapes["heads"] if case.values != "NaN/inf" else (1, 3)
             widths = (shapes["widths"] if case.values != "NaN/inf" else (17,)) if case.uses_width else (None,)
             grid.extend((idx, name, h, w) for h in heads for w in widths)

@@ -12,7 +12,10 @@ Note [what runs]
       suite, the model checks and end-to-end parity again in float32 for a
       system that supports both, rows labelled ``[float32]``; the fast profile
       samples that pass (:data:`SAMPLED_PROFILE`: one shape per graph, every
-      check at least once);
+      operator check at least once; :data:`SAMPLED_MODEL_CHECKS` and
+      :data:`SAMPLED_END_TO_END`: one model check and one end-to-end model,
+      the many-head GAT and the cheapest, so that each kind of check still runs
+      in each float type; the full suite runs them all);
     * ``widths``: every operator variant on the ``hub`` graph at
       :data:`WIDE_WIDTHS` features (one head);
     * ``heads``: every operator variant on ``hub`` at :data:`MANY_HEADS` heads;
@@ -50,7 +53,7 @@ from gnnbench.check.conformance import (OP_CASES, TOLERANCES, CaseResult, OpCase
 from gnnbench.runtime.graph import Graph
 
 __all__ = ["float_dtypes", "dtype_label", "split_dtype", "DIMENSION_CHECKS", "SAMPLED_PROFILE", "WIDE_WIDTHS",
-           "MANY_HEADS", "LADDER_EDGES", "LADDER_WIDTH", "check_dimension", "ladder_graphs"]
+           "SAMPLED_MODEL_CHECKS", "SAMPLED_END_TO_END", "MANY_HEADS", "LADDER_EDGES", "LADDER_WIDTH", "check_dimension", "ladder_graphs"]
 
 #: widths of real datasets and layers (Reddit 602, wide hidden layers); off and on vector widths
 WIDE_WIDTHS = (256, 257, 602, 1024)
@@ -65,6 +68,9 @@ FAST = {"widths": (257, 1024), "heads": (8, 16), "ladder": LADDER_EDGES[-1:]}
 LADDER_SAMPLES = 48
 #: the conformance profile of the second float type's pass in the fast suite (Note [what runs])
 SAMPLED_PROFILE = "sampled"
+#: the model checks and end-to-end models of the second float type's pass in the fast suite (Note [what runs])
+SAMPLED_MODEL_CHECKS = ("gat-8heads",)
+SAMPLED_END_TO_END = ("gcn",)
 #: the dimension checks, in report order: label -> kind
 DIMENSION_CHECKS = {f"widths F={', '.join(map(str, WIDE_WIDTHS))}": "widths",
                     f"heads H={', '.join(map(str, MANY_HEADS))}": "heads",

@@ -51,8 +51,8 @@ def run(system: str, operator: str | None = None, slow: bool = False, fast: bool
         framework: str = "torch", threads: int | None = None, e2e: bool = True, store_path: str | None = None,
         store: bool = True, time_limit: float | None = None, fallback: str | None = None):
     """Verify ``system`` and record the outcome in the results store; returns the :class:`VerifyReport`."""
-    from gnnbench.check.verify import verify
-    from gnnbench.check.isolation import DEFAULT_TIME_LIMIT
+    from gnnbench.verify.suite import verify
+    from gnnbench.verify.isolation import DEFAULT_TIME_LIMIT
 
     kwargs = dict(operator=operator, slow=slow, profile="fast" if fast else "full", framework=framework,
                   device=device, threads=threads, e2e=e2e, time_limit=time_limit or DEFAULT_TIME_LIMIT,

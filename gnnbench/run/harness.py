@@ -206,7 +206,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     params, forward = system.model(model, initial, F, x)
     checked = system.checked_graph()  # None for a native baseline: it runs no kernels of a system
     if checked is not None:  # Note [run-time check]: before any epoch, timed apart from them
-        from gnnbench.check.run_check import check_run  # the one call into check (tests/test_layers.py)
+        from gnnbench.check.run_check import check_run
 
         extra["run_check"] = check_run(spec, F, forward, checked)
 

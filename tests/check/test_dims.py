@@ -11,7 +11,7 @@ import pytest
 from gnnbench.check.conformance import run_suite
 from gnnbench.check.dims import DIMENSION_CHECKS, check_dimension, dtype_label, float_dtypes, split_dtype
 from gnnbench.check.model_check import check_model
-from gnnbench.check.verify import plan
+from gnnbench.verify.suite import plan
 
 DEMO_SYSTEMS = Path(__file__).resolve().parents[1] / "demo_systems"
 WIDTHS, HEADS, LADDER = DIMENSION_CHECKS

@@ -19,7 +19,7 @@ from gnnbench.check.conformance import run_suite
 from gnnbench.check.model_check import MODEL_CHECK_NAMES, check_model
 from gnnbench.results.store import ResultsStore
 
-from gnnbench.check.verify import large_index_case, plan, verify
+from gnnbench.verify.suite import large_index_case, plan, verify
 
 API_SPEC = "gnnbench/api.gnn"  # how spec locations name the system API (dsl/system_api.py)
 REPO = Path(__file__).resolve().parents[2]
@@ -95,11 +95,12 @@ def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
         report = verify("reference", profile="fast", threads=1, store=db)
     assert report.status == "passed", report.failures()
     assert report.large_index.status == "skipped" and "--slow" in report.large_index.reason
-    assert {r.operator for r in report.end_to_end} == {f"end-to-end {m} on sbm{tag}" for m in ("gcn", "gin", "sage",
-                                                                                             "gat")
-                                                       for tag in ("", " [float32]")}
+    # the fast suite samples the second float type's models (Note [what runs]); the full suite runs them all
+    assert [r.operator for r in report.end_to_end] == [f"end-to-end {m} on sbm" for m in ("gcn", "gin", "sage", "gat")
+                                                       ] + ["end-to-end gcn on sbm [float32]"]
     names = ("gcn", "gin", "sage", "gat", "gat-8heads", "weighted-gcn", "gcn-forms")
-    assert [r.operator for r in report.models] == [f"model {m}{tag}" for tag in ("", " [float32]") for m in names]
+    assert [r.operator for r in report.models] == [f"model {m}" for m in names] + ["model gat-8heads [float32]"]
+    assert len([t for t in plan("reference", None, False, True, "full") if t[0] in ("model", "e2e")]) == 2 * (7 + 4)
     assert report.largest_graph == {"graph": "random_1114k", "nodes": 139264, "edges": 1114112,
                                     "check": "size ladder (E > 2^20)"}
     assert all(r.status == "passed" for r in report.models)
@@ -161,7 +162,7 @@ def test_large_index_case_logic_on_a_small_threshold(demos):
 
 
 def test_large_index_case_is_skipped_with_its_reason_when_memory_is_short(monkeypatch):
-    monkeypatch.setattr("gnnbench.check.verify._available_bytes", lambda device: 4 * 2**30)
+    monkeypatch.setattr("gnnbench.verify.suite._available_bytes", lambda device: 4 * 2**30)
     row = large_index_case("reference")
     assert row.status == "skipped"
     assert row.reason == ("needs about 44 GiB of free memory for N=33555456, F=64 float32 "

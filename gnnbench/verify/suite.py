@@ -29,7 +29,7 @@ import numpy as np
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.check.conformance import E2E_TOLERANCE, TOLERANCES, CaseResult, _nullcontext, _torch_threads, compare, guarded
 from gnnbench.errors import UnavailableError, UserError
-from gnnbench.check.isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
+from gnnbench.verify.isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
 
 __all__ = ["VerifyReport", "verify", "plan", "end_to_end", "large_index_case", "E2E_MODELS", "E2E_DATASET", "E2E_EPOCHS"]
 
@@ -139,7 +139,7 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
         from gnnbench.runtime.fallback import check_fallback
 
         check_fallback(system, fallback, framework, device)
-    tasks = [t for t in plan(system, operator, slow, e2e) if kinds is None or t[0] in kinds]
+    tasks = [t for t in plan(system, operator, slow, e2e, profile) if kinds is None or t[0] in kinds]
     options = dict(profile=profile, framework=framework, device=device, threads=threads, guard=guard,
                    models=models, dataset=E2E_DATASET, epochs=E2E_EPOCHS, fallback=fallback)
     outcome = run_isolated(system, tasks, options, time_limit) if isolate else run_inline(system, tasks, options)
@@ -200,8 +200,9 @@ def largest_graph(report: VerifyReport) -> dict[str, Any] | None:
     return None
 
 
-def plan(system: str, operator: str | None, slow: bool, e2e: bool) -> list[tuple[str, str]]:
-    """The check groups of one verification, in report order, as ``(kind, row label)``."""
+def plan(system: str, operator: str | None, slow: bool, e2e: bool, profile: str = "full") -> list[tuple[str, str]]:
+    """The check groups of one verification, in report order, as ``(kind, row label)``; the ``fast`` profile
+    samples the model checks and end-to-end models of the second float type (Note [what runs])."""
     from gnnbench.check.conformance import OP_CASES
 
     from gnnbench.check.dims import DIMENSION_CHECKS, dtype_label, float_dtypes
@@ -225,12 +226,16 @@ def plan(system: str, operator: str | None, slow: bool, e2e: bool) -> list[tuple
     if slow and operator in (None, "spmm"):
         tasks.append(("large", f"large index (N x F > 2^31, F={LARGE_WIDTH})"))
     if e2e and operator is None:
+        from gnnbench.check.dims import SAMPLED_END_TO_END, SAMPLED_MODEL_CHECKS
         from gnnbench.check.model_check import MODEL_CHECK_NAMES
 
+        def sampled(names, subset, dtype):
+            return subset if profile == "fast" and dtype != dtypes[0] else names
+
         tasks += [("model", dtype_label(f"model {name}", dtype, dtypes[0])) for dtype in dtypes
-                  for name in MODEL_CHECK_NAMES]
+                  for name in sampled(MODEL_CHECK_NAMES, SAMPLED_MODEL_CHECKS, dtype)]
         tasks += [("e2e", dtype_label(f"end-to-end {model} on {E2E_DATASET.split(':')[0]}", dtype, dtypes[0]))
-                  for dtype in dtypes for model in E2E_MODELS]
+                  for dtype in dtypes for model in sampled(E2E_MODELS, SAMPLED_END_TO_END, dtype)]
     return tasks
 
 

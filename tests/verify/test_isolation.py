@@ -1,4 +1,4 @@
-"""gnnbench/check/isolation.py: how a verification process's death, hang or load failure is told."""
+"""gnnbench/verify/isolation.py: how a verification process's death, hang or load failure is told."""
 from __future__ import annotations
 
 import signal
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.check.isolation import _death, describe_load_failure
+from gnnbench.verify.isolation import _death, describe_load_failure
 
 DEMO_SYSTEMS = Path(__file__).resolve().parents[1] / "demo_systems"
 

@@ -230,7 +230,7 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
     common = dict(framework=options["framework"], device=options["device"], threads=options["threads"],
                   guard=options["guard"])
     if kind == "large":
-        from gnnbench.check.verify import large_index_case
+        from gnnbench.verify.suite import large_index_case
 
         send(("case", label, "'ring' (int32, F=64, H=1, float32)"))
         return [large_index_case(system, **common)]
@@ -250,7 +250,7 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
         rows = [check_model(system, base.split()[1], dtype=dtype, models=options["models"],
                             on_case=lambda where: send(("case", label, where)), **common)]
     else:
-        from gnnbench.check.verify import end_to_end
+        from gnnbench.verify.suite import end_to_end
 
         model = base.split()[1]
         send(("case", label, f"'{options['dataset'].split(':')[0]}' (seed 0, {options['epochs']} epochs, {dtype})"))
