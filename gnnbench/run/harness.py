@@ -113,7 +113,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -177,6 +177,7 @@ class _Phases:
     epoch: list[float] = field(default_factory=list)
     kernel: list[float] = field(default_factory=list)
     kernel_by_name: list[dict[str, float]] = field(default_factory=list)
+    spmm_work: list[dict[str, Any]] = field(default_factory=list)  # per epoch: kernel -> SpmmWork (Note [spmm work])
     lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
     losses: list[float] = field(default_factory=list)
     # timed by sampled runs only (Note [sampled batching]); empty, so null, in a full-graph row
@@ -203,6 +204,7 @@ class _Phases:
         if kernels is not None:
             self.kernel.append(kernels.total)
             self.kernel_by_name.append(dict(kernels.seconds))
+            self.spmm_work.append(dict(kernels.work))
             self.lent.append(kernels.lent_total)
 
     def kernel_breakdown(self) -> dict[str, float]:
@@ -285,6 +287,9 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
                                  kernel_times=phases.kernel, kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
+    figures = _spmm_figures(phases, extra, spec.threads)
+    if figures is not None:
+        extra["spmm_figures"] = asdict(figures)
     described, accuracy = dataset.describe(), best if spec.selection == "best_val" else final
     # identity columns (system, model, hyperparameters, ...) come from the configuration (run_record)
     measured = dict(dataset_nodes=described["nodes"], dataset_edges=graph.num_edges,
@@ -296,6 +301,19 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
                     final_loss=phases.losses[-1] if phases.losses else None,
                     cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra)
     return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **measured})
+
+
+def _spmm_figures(phases: _Phases, extra: dict[str, Any], threads: int | None):
+    """GB/s, GFLOP/s and fractions of this machine's cached bounds of each SpMM-type kernel (Note [spmm
+    figures], Note [bounds in a run]); None when none ran, or when their time is a simulation's (Note [modeled
+    rows] in gnnbench.results.frame: the figures would be the simulator's)."""
+    from gnnbench.results.frame import timing_of
+    from gnnbench.run.bounds import cached_bounds, run_figures
+
+    if not any(phases.spmm_work) or timing_of(extra)[0] != "measured":
+        return None
+    return run_figures(phases.spmm_work, extra.get("kernel_median_s_by_kernel") or {}, cached_bounds(threads),
+                       threads)
 
 
 def _memory_figures(memory: PeakMemory, tuning: "_FirstUseTuning", extra: dict[str, Any]) -> int:
