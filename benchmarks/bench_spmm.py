@@ -97,6 +97,7 @@ import torch
 from numba import njit, prange
 
 from gnnbench.core.measurement import Measurement
+from gnnbench.run.bounds import measure_bounds, spmm_bytes
 from gnnbench.runtime.graph import Graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
@@ -123,12 +124,6 @@ def uniform_graph(quick: bool) -> tuple[str, Graph]:
 
 
 # ------------------------------------------------------------- bandwidth
-@njit(parallel=True, cache=True)
-def _triad(a, b, c, s):
-    for i in prange(a.shape[0]):
-        a[i] = b[i] + s * c[i]
-
-
 @njit(cache=True)
 def _chase(nxt, steps):
     # one dependent load after another: each address is the previous load's value
@@ -147,18 +142,6 @@ def load_latency_ns(table_mib: int, steps: int) -> float:
     nxt[order * 8] = np.roll(order, -1) * 8
     _chase(nxt, steps)
     return min(_timed(lambda: _chase(nxt, steps)) for _ in range(3)) / steps * 1e9
-
-
-@njit(parallel=True, cache=True)
-def _gather(table, rows, out):
-    # each thread sums its share of randomly chosen rows: reads only
-    nt = out.shape[0]
-    n = rows.shape[0]
-    for t in prange(nt):
-        for k in range(t * n // nt, (t + 1) * n // nt):
-            r = rows[k]
-            for f in range(table.shape[1]):
-                out[t, f] += table[r, f]
 
 
 def gathers_alone(graph: Graph, variant, x: np.ndarray, in_order: bool = False) -> Callable[[], object]:
@@ -193,13 +176,10 @@ def gathers_alone(graph: Graph, variant, x: np.ndarray, in_order: bool = False) 
     return lambda: run_variant(variant, blocks, rows, indices, None, None, x, sink, None, None, dummies)
 
 
-def _triad_seconds(n: int) -> tuple[float, float]:
-    """The best STREAM triad time over ``n`` float64 elements: numba on all threads, NumPy on one."""
+def _numpy_triad_seconds(n: int) -> float:
+    """The best of three NumPy triads over ``n`` float64 elements (one thread, two passes)."""
     a, b, c = np.empty(n), np.full(n, 1.0), np.full(n, 2.0)  # freed on return, before the gather's table
-    _triad(a, b, c, 3.0)
-    best = min(_timed(lambda: _triad(a, b, c, 3.0)) for _ in range(5))
-    best_np = min(_timed(lambda: np.add(b, np.multiply(c, 3.0, out=a), out=a)) for _ in range(3))
-    return best, best_np
+    return min(_timed(lambda: np.add(b, np.multiply(c, 3.0, out=a), out=a)) for _ in range(3))
 
 
 #: table sizes of the dependent-load latency: inside L2, about L3's share of a core, and as large as ``x``
@@ -207,18 +187,16 @@ _LATENCY_TABLES_MIB = (1, 4, 32)
 
 
 def measure_bandwidth(quick: bool) -> dict[str, object]:
+    """The bounds at this benchmark's sizes, measured by :func:`gnnbench.run.bounds.measure_bounds` (the one
+    module that measures them), plus NumPy's one-thread triad and the dependent-load latencies."""
     n = 10_000_000 if quick else 100_000_000
-    best, best_np = _triad_seconds(n)
     rows_total = (1 << 20) if quick else (1 << 22)
-    table = np.random.default_rng(0).random((rows_total, 64), dtype=np.float32)  # 256-byte rows
-    rows = np.random.default_rng(1).integers(0, rows_total, rows_total)
-    out = np.zeros((numba.get_num_threads(), 64), dtype=np.float32)
-    _gather(table, rows, out)
-    gather = min(_timed(lambda: _gather(table, rows, out)) for _ in range(5))
+    bounds = measure_bounds(triad_elements=n, gather_rows=rows_total, repeats=5)  # all threads
+    best_np = _numpy_triad_seconds(n)
     steps = 200_000 if quick else 2_000_000
-    return {"triad_GBps": 24 * n / best / 1e9, "triad_numpy_1thread_GBps": 24 * n / best_np / 1e9,
-            "triad_array_elements": n, "gather256_GBps": 256 * rows_total / gather / 1e9,
-            "gather_table_MiB": table.nbytes / 2**20,
+    return {"triad_GBps": bounds.triad_GBps, "triad_numpy_1thread_GBps": 24 * n / best_np / 1e9,
+            "triad_array_elements": n, "gather256_GBps": bounds.gather256_GBps,
+            "gather_table_MiB": 256 * rows_total / 2**20,  # 64 float32 a row
             "load_latency_ns": {mib: load_latency_ns(mib, steps) for mib in _LATENCY_TABLES_MIB}}
 
 
@@ -329,7 +307,7 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
         for name, fn in systems.items():
             samples[name].append(_timed(fn))
     idx_bytes = graph.indices.dtype.itemsize
-    moved = idx_bytes * (graph.num_edges + graph.num_nodes + 1) + 4 * width * (graph.num_edges + graph.num_nodes)
+    moved = spmm_bytes(graph.num_edges, graph.num_nodes, width, idx_bytes, 4)  # Note [spmm figures]
     results = {}
     gathered = idx_bytes * graph.num_edges + 4 * width * graph.num_edges  # the gathers alone read only these
     for name, ts in samples.items():

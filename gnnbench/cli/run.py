@@ -147,6 +147,7 @@ def summary(row: dict) -> str:
          else "  mode       inference: forward passes only, without autograd"),
         *_sampled_lines(row),
         *_kernel_lines(row, unit),
+        *_spmm_lines(row),
         *_fallback_lines(row),
         f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)"
         + (f"; JIT compilation {compiled:.2f} s, once per machine (apart)"
@@ -204,6 +205,22 @@ def _kernel_lines(row: dict, unit: str = "epoch") -> list[str]:
     named = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in top)
     return [f"  kernels    {kernel * 1e3:.2f} ms median ({share:.0%} of the {unit}) inside {row['system']}'s kernels"
             + (f"; {named} ms" if named else "")]
+
+
+def _spmm_lines(row: dict) -> list[str]:
+    """The costliest SpMM-type kernel's GB/s, GFLOP/s and share of the gather bound (Note [spmm figures])."""
+    from gnnbench.results.row import Extra, SpmmFigures
+    from gnnbench.results.tables import fmt_number
+
+    figures = (Extra.from_dict(row.get("extra")) or Extra()).spmm_figures
+    top = figures.top() if isinstance(figures, SpmmFigures) else None
+    if top is None or top[1].GBps is None:
+        return []
+    name, k = top
+    share = (f" ({k.of_gather:.0%} of gather bound)" if k.of_gather is not None else "")
+    missing = "" if k.of_gather is not None else " (no bounds cached on this machine: `gnnbench bounds` measures them)"
+    return [f"  spmm       {name} {k.median_s * 1e3:.2f} ms, {fmt_number(k.GBps)} GB/s{share}, "
+            f"{fmt_number(k.GFLOPs)} GFLOP/s{missing}"]
 
 
 def _flatten(report: dict, prefix: str = ""):

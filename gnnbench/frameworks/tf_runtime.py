@@ -40,7 +40,7 @@ from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, 
 from ..errors import BoundaryError
 from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
 from gnnbench.runtime.graph import GraphView
-from gnnbench.runtime.kernel_clock import call_kernel
+from gnnbench.runtime.kernel_clock import call_kernel, spmm_work
 
 __all__ = ["run", "facts", "to_view", "allocate", "data_pointer", "GradContext", "bind_system"]
 
@@ -173,7 +173,8 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
     in_views = [None if t is None else to_view(t, arrays, writable=True, kernel=kernel, name=decl.name)
                 for decl, t in zip(kernel.inputs, inputs)]
     kwargs = {name: attrs[name] for name in kernel.attrs}
-    call_kernel(kernel.name, kernel.fn, view, *in_views, *args, **kwargs)  # Note [kernel time]
+    call_kernel(kernel.name, kernel.fn, (view, *in_views, *args), kwargs,  # Note [kernel time]
+                spmm_work(kernel, view, env, float_dtype))  # Note [spmm work]
     keep = len(kernel.outputs) + len(kernel.saves)
     return tuple(results[:keep])
 

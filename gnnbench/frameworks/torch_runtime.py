@@ -17,7 +17,7 @@ import torch
 from gnnbench.runtime.boundary import KernelDecl, TensorFacts, allocation_plan, check_call, check_inputs, graph_symbols
 from gnnbench.runtime.glue import OperatorCall, bind_system as _bind_system
 from gnnbench.runtime.graph import GraphView
-from gnnbench.runtime.kernel_clock import call_kernel
+from gnnbench.runtime.kernel_clock import call_kernel, spmm_work
 
 __all__ = ["run", "facts", "to_view", "bind_system"]
 
@@ -65,7 +65,8 @@ def run(kernel: KernelDecl, view: GraphView, inputs: Sequence[Any], attrs: dict[
         args.append(to_view(t, arrays))
     in_views = [None if t is None else to_view(t, arrays) for t in inputs]
     kwargs = {name: attrs[name] for name in kernel.attrs}
-    call_kernel(kernel.name, kernel.fn, view, *in_views, *args, **kwargs)  # Note [kernel time]
+    call_kernel(kernel.name, kernel.fn, (view, *in_views, *args), kwargs,  # Note [kernel time]
+                spmm_work(kernel, view, env, float_dtype))  # Note [spmm work]
     keep = len(kernel.outputs) + len(kernel.saves)
     return tuple(results[:keep])
 

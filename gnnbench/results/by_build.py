@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gnnbench.errors import UserError
-from gnnbench.results.compare import Comparison, SystemResult, compare
+from gnnbench.results.compare import Comparison, SystemResult, compare, spmm_columns
 from gnnbench.results.tables import Table, fmt_number
 
 __all__ = ["Build", "BuildComparison", "builds_of", "compare_builds", "compare_stores", "history_of", "build_key"]
@@ -167,7 +167,10 @@ class BuildComparison:
              f"significant, ! run did not succeed, x not comparable (a machine or problem field differs). "
              f"Unverified runs are included (Note [builds are compared unverified])."),
         ]
-        return Table(header, rows, [False] * (len(c.group_by) + 2) + [True] * 3, notes=notes)
+        spmm_header, spmm_cells, spmm_numeric, spmm_notes = spmm_columns(self.results)  # Note [spmm columns]
+        rows = [row + cells for row, cells in zip(rows, spmm_cells)]
+        return Table(header + spmm_header, rows, [False] * (len(c.group_by) + 2) + [True] * 3 + spmm_numeric,
+                     notes=notes + spmm_notes)
 
     def render(self, format: str = "text") -> str:
         if format == "csv":

@@ -37,6 +37,17 @@ Note [comparable runs]
     baseline's in its group. A field null on either side (rows stored before
     it existed) is not a difference. The table-wide ``warnings`` still report
     mixed settings across groups.
+
+Note [spmm columns]
+    A row whose run stored SpMM figures (``extra.spmm_figures``, Note [spmm
+    figures] in :mod:`gnnbench.run.bounds`) shows its costliest SpMM-type
+    kernel's name, GB/s, GFLOP/s and fractions of the STREAM and gather
+    bounds of the machine it ran on: figures that compare across machines
+    and with papers, where an epoch time does not. The five columns appear
+    only when some row of the table has them, so a table of rows stored
+    before the figures existed (or of systems whose kernels are not timed)
+    reads as it always did; in CSV they are always there (one column per
+    :class:`SystemResult` field), empty where unknown.
 """
 from __future__ import annotations
 
@@ -48,11 +59,11 @@ import numpy as np
 
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
-from gnnbench.results.row import COMPARABLE_FIELDS
+from gnnbench.results.row import COMPARABLE_FIELDS, Extra, SpmmFigures
 from gnnbench.results.tables import FORMATS, Table, fmt_number
 
 __all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
-           "latest_runs"]
+           "latest_runs", "spmm_columns"]
 
 MIN_SAMPLES = 3  # below this a bootstrap interval is degenerate; no significance is claimed
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
@@ -133,6 +144,8 @@ class SystemResult:
         timing: ``measured``, ``modeled`` or ``simulated`` (Note [modeled rows]).
         memory_ratio: peak memory / the baseline's.
         accuracy_diff: test accuracy minus ``reference``'s, as a fraction.
+        spmm_kernel, spmm_GBps, spmm_GFLOPs, spmm_of_stream, spmm_of_gather: the run's costliest
+            SpMM-type kernel and its figures (Note [spmm columns]), ``None`` when the row has none.
     """
 
     group: dict[str, Any]
@@ -155,6 +168,11 @@ class SystemResult:
     accuracy_diff: float | None = None
     fallback: str | None = None
     timing: str = "measured"
+    spmm_kernel: str | None = None
+    spmm_GBps: float | None = None
+    spmm_GFLOPs: float | None = None
+    spmm_of_stream: float | None = None
+    spmm_of_gather: float | None = None
 
     @property
     def noise(self) -> float | None:
@@ -224,9 +242,11 @@ class Comparison:
                          f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "",
                          f"{r.memory_ratio:.2f}x" if r.memory_ratio is not None else "n/a",
                          f"{r.accuracy_diff * 100:+.2f} pp" if r.accuracy_diff is not None else "n/a"])
-        notes = _footer(self) + ([f"Warning: {w}" for w in self.warnings] if warnings else [])
-        numeric = [False] * (len(self.group_by) + 3) + [True] * 5
-        return Table(header, rows, numeric, notes=notes)
+        spmm_header, spmm_cells, spmm_numeric, spmm_notes = spmm_columns(self.results)
+        rows = [row + cells for row, cells in zip(rows, spmm_cells)]
+        notes = _footer(self) + spmm_notes + ([f"Warning: {w}" for w in self.warnings] if warnings else [])
+        numeric = [False] * (len(self.group_by) + 3) + [True] * 5 + spmm_numeric
+        return Table(header + spmm_header, rows, numeric, notes=notes)
 
     def render(self, format: str = "text", *, warnings: bool = True) -> str:
         """The table as ``text`` (aligned), ``markdown``, ``csv`` or ``html``.
@@ -327,7 +347,7 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
         return SystemResult(**common, mark="m", note="simulated: no time to compare")
     m = _measurement(row)
     out: dict[str, Any] = dict(median_s=None if m.empty else m.median, iqr_s=None if m.empty else m.iqr,
-                               samples=len(m), noisy=m.noisy)
+                               samples=len(m), noisy=m.noisy, **_spmm(row))
     base = systems.get(baseline)
     if _ok(base) and row.get("peak_memory_bytes") is not None and base.get("peak_memory_bytes"):
         out["memory_ratio"] = row["peak_memory_bytes"] / base["peak_memory_bytes"]
@@ -362,6 +382,33 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
     if timing == "modeled" or (base.get("timing") or "measured") == "modeled":
         return SystemResult(**common, **out, speedup=speedup, mark="m", note="modeled")
     return SystemResult(**common, **out, speedup=speedup, mark=mark)
+
+
+def _spmm(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The :class:`SystemResult` fields of the run's costliest SpMM-type kernel (Note [spmm columns])."""
+    figures = (Extra.from_dict(row.get("extra")) or Extra()).spmm_figures
+    top = figures.top() if isinstance(figures, SpmmFigures) else None
+    if top is None or top[1].GBps is None:
+        return {}
+    name, k = top
+    return dict(spmm_kernel=name, spmm_GBps=k.GBps, spmm_GFLOPs=k.GFLOPs, spmm_of_stream=k.of_stream,
+                spmm_of_gather=k.of_gather)
+
+
+def spmm_columns(results: Sequence[SystemResult]) -> tuple[list[str], list[list[str]], list[bool], list[str]]:
+    """``(header, cells per result, numeric flags, footnotes)`` of the SpMM columns, all empty when no result
+    has figures (Note [spmm columns])."""
+    if not any(r.spmm_GBps is not None for r in results):
+        return [], [[] for _ in results], [], []
+    share = lambda v: f"{v:.0%}" if v is not None else "n/a"  # noqa: E731
+    cells = [[r.spmm_kernel, fmt_number(r.spmm_GBps), fmt_number(r.spmm_GFLOPs), share(r.spmm_of_stream),
+              share(r.spmm_of_gather)] if r.spmm_GBps is not None else ["", "", "", "", ""] for r in results]
+    note = ("SpMM: the run's costliest SpMM-type kernel, its GB/s (bytes it moved at least over its median "
+            "time per epoch), GFLOP/s (E F / t) and their share of the STREAM triad and random-gather bounds of "
+            "the machine it ran on; n/a where no bounds were cached (`gnnbench bounds`). See Note [spmm figures] "
+            "in gnnbench/run/bounds.py.")
+    return (["SpMM kernel", "GB/s", "GFLOP/s", "of STREAM", "of gather"], cells, [False, True, True, True, True],
+            [note])
 
 
 def _measurement(row: Mapping[str, Any]) -> Measurement:

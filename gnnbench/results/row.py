@@ -25,7 +25,7 @@ timed phase is its two columns tagged ``phase=(name, "median")`` and
 
 The ``extra`` column is :class:`Extra`: typed records for what the harness
 and the runner add (:class:`FallbackUse`, :class:`Tuning`,
-:class:`ModeledInference`, compile time, huge pages, held memory), a system's
+:class:`ModeledInference`, :class:`SpmmFigures`, compile time, huge pages, held memory), a system's
 own ``system_report`` (the one open mapping), and ``other`` for keys this
 version does not declare (a sweep's details, keys of a later version), kept
 as they came.
@@ -36,11 +36,11 @@ the stored dict; ``from_row(to_row(r)) == r`` for every status.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, NamedTuple
 
-__all__ = ["RunResult", "Extra", "FallbackUse", "Tuning", "ModeledInference", "Field", "column", "identity",
-           "measured", "outcome", "sql_type",
+__all__ = ["RunResult", "Extra", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures", "SpmmKernelFigures",
+           "Field", "column", "identity", "measured", "outcome", "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
 
@@ -149,6 +149,56 @@ class ModeledInference:
     passes_modeled: int
 
 
+def _key(description: str) -> Any:
+    """A field of a record in ``extra`` with its line in the ``extra`` column's description."""
+    return field(metadata={"description": description})
+
+
+@dataclass(frozen=True)
+class SpmmKernelFigures:
+    """One SpMM-type kernel's work in an epoch and what it achieved (Note [spmm figures] in gnnbench/run/bounds.py)."""
+
+    calls: int = _key("its calls in the epoch")
+    edges: int = _key("edges its calls gathered along, the sum of `E`")
+    rows: int = _key("rows they wrote, the sum of `N`")
+    flops: int = _key("the sum of `E F`, `F` the width, heads x features")
+    bytes: int = _key("bytes they moved at least, `s (E + N + 1) + v F (E + N)` for `s`-byte indices and "
+                      "`v`-byte values, summed")
+    median_s: float = _key("its median seconds per epoch, as in `kernel_median_s_by_kernel`")
+    GBps: float | None = _key("`bytes / median_s` in GB/s")
+    GFLOPs: float | None = _key("`flops / median_s` in GFLOP/s, as DGL's kernel benchmarks count them")
+    of_stream: float | None = _key("`GBps` over this machine's STREAM triad bound, null without bounds")
+    of_gather: float | None = _key("`GBps` over its random 256-byte gather bound, null without bounds")
+
+
+@dataclass(frozen=True)
+class SpmmFigures:
+    """``extra.spmm_figures``: the run's SpMM-type kernels as GB/s, GFLOP/s and fractions of this machine's
+    bounds (Note [spmm figures], Note [bounds in a run] in gnnbench/run/bounds.py)."""
+
+    kernels: dict[str, SpmmKernelFigures] = _key("kernel name -> its figures")
+    bounds: dict[str, Any] | None = _key("the bounds the fractions divide by, as `gnnbench bounds --json` prints "
+                                         "them, null when none were cached for the machine and thread count")
+    note: str | None = _key("why the fractions are null, when they are")
+
+    def top(self) -> tuple[str, SpmmKernelFigures] | None:
+        """The kernel that took the most time per epoch (then moved the most bytes) and its figures, or None."""
+        return max(self.kernels.items(), key=lambda kv: (kv[1].median_s, kv[1].bytes, kv[0]), default=None)
+
+    @classmethod
+    def from_dict(cls, value: Any) -> "SpmmFigures | Any":
+        """The record a stored ``extra.spmm_figures`` holds; any other shape kept as it came."""
+        value = _record(cls, value)
+        if not isinstance(value, cls):
+            return value
+        return replace(value, kernels={k: _record(SpmmKernelFigures, v) for k, v in (value.kernels or {}).items()})
+
+
+def _keys_text(cls) -> str:
+    """``[`a`: its description; `b`: ...]`` of a record's fields, for the ``extra`` column's description."""
+    return "[" + "; ".join(f"`{f.name}`: {f.metadata['description']}" for f in fields(cls)) + "]"
+
+
 def _record(cls, value: Any) -> Any:
     """``value`` as a ``cls`` when it has exactly its keys; any other shape (older rows) kept as it came."""
     if isinstance(value, Mapping) and set(value) == {f.name for f in fields(cls)}:
@@ -180,6 +230,7 @@ class Extra:
     modeled_inference: ModeledInference | None = None
     memory_method: str | None = None
     kernel_median_s_by_kernel: dict[str, float] | None = None
+    spmm_figures: SpmmFigures | None = None      # Note [spmm figures]
     fallback: FallbackUse | None = None
     bad_input: bool | None = None                # Note [bad input in a worker]
     stderr_path: str | None = None
@@ -221,6 +272,8 @@ class Extra:
             values["fallback"] = _record(FallbackUse, values["fallback"])
         if "modeled_inference" in values:
             values["modeled_inference"] = _record(ModeledInference, values["modeled_inference"])
+        if "spmm_figures" in values:
+            values["spmm_figures"] = SpmmFigures.from_dict(values["spmm_figures"])
         other = {k: v for k, v in data.items() if k not in known and k not in ("tuning", "tuned_after_timed_epoch")}
         return cls(**values, other=other)
 
@@ -320,7 +373,10 @@ class RunResult:
         "transparent huge pages after the epochs (`AnonHugePages`; null off Linux), which moves epoch times "
         "by 10 %; see Note [allocator]. It also has `held_bytes`: how much of `peak_memory_bytes` was still "
         "resident after the epochs (one-time start-up of the libraries, optimizer state; null where not "
-        "measured), nearly all of the peak on a small graph; see Note [peak memory].")
+        "measured), nearly all of the peak on a small graph; see Note [peak memory]. A kernel system's run "
+        "whose kernels were timed has `spmm_figures` when SpMM-type kernels ran (Note [spmm work] in "
+        "gnnbench/runtime/kernel_clock.py), " + _keys_text(SpmmFigures) + ", each kernel's figures "
+        + _keys_text(SpmmKernelFigures) + "; see Note [spmm figures] and Note [bounds in a run] in gnnbench/run/bounds.py.")
     stderr: str | None = outcome(
         "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
         "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")

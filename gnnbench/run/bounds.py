@@ -14,9 +14,18 @@ Note [spmm figures]
     "copy_u_sum ... GFLOP/s"); bytes moved are
     ``s (E + N + 1) + v F (E + N)`` for ``s``-byte indices and ``v``-byte
     values (indices, indptr, gathered rows, output rows), the formula of
-    ``bench_spmm.py``. The fractions divide the achieved GB/s by the STREAM
+    ``bench_spmm.py`` (:meth:`~gnnbench.runtime.kernel_clock.SpmmWork.of_call`
+    computes both). The fractions divide the achieved GB/s by the STREAM
     and the gather bound measured on the same machine: an SpMM is a gather,
     so the gather bound is the one it can approach.
+
+    A run's row gives them per SpMM-type kernel (``extra.spmm_figures``,
+    :func:`run_figures`): the kernel clock sums each kernel's work over its
+    calls in each timed epoch (Note [spmm work] in
+    :mod:`gnnbench.runtime.kernel_clock`), and the figures divide the work of
+    the median epoch (every epoch of a full-graph run does the same work) by
+    the kernel's median seconds per epoch, the ``kernel_median_s_by_kernel``
+    of the row.
 
 Note [bounds cache]
     Bounds are a property of the machine, not of a run: measuring them takes
@@ -25,6 +34,18 @@ Note [bounds cache]
     ``bounds/<key>.json``, the key a hash of hostname, CPU model, CPU count
     and thread count, so another machine, or the same one pinned to other
     threads, measures its own.
+
+Note [bounds in a run]
+    A run reads this machine's bounds from the cache and never measures
+    them, not even after its epochs: measuring compiles two kernels and runs
+    a 480 MB triad and a 512 MiB gather (seconds, and a GiB that a run under
+    ``--memory-limit`` may not have), inside the worker's time limit and a
+    sweep's interleaved rounds, and it would measure under whatever load the
+    sweep itself puts on the machine. Bounds are the machine's, measured once
+    and deliberately, by ``gnnbench bounds`` on a quiet machine. A run that
+    finds none stores GB/s and GFLOP/s, leaves the fractions null and says so
+    in ``extra.spmm_figures.note``. The row keeps the bounds it divided by,
+    so a later ``gnnbench bounds --refresh`` changes no stored figure.
 """
 from __future__ import annotations
 
@@ -33,13 +54,17 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Bounds", "machine_key", "measure_bounds", "machine_bounds", "spmm_figures", "spmm_bytes"]
+from gnnbench.results.row import SpmmFigures, SpmmKernelFigures
+from gnnbench.runtime.kernel_clock import SpmmWork
+
+__all__ = ["Bounds", "machine_key", "measure_bounds", "machine_bounds", "cached_bounds", "spmm_figures",
+           "spmm_bytes", "work_figures", "run_figures"]
 
 
 @dataclass(frozen=True)
@@ -119,20 +144,31 @@ def measure_bounds(triad_elements: int = 20_000_000, gather_rows: int = 1 << 21,
                   gather_rows, utc_now())
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("GNNBENCH_CACHE") or Path.home() / ".cache" / "gnnbench") / "bounds"
+def _cache_path(threads: int | None) -> Path:
+    root = Path(os.environ.get("GNNBENCH_CACHE") or Path.home() / ".cache" / "gnnbench")
+    return root / "bounds" / f"{machine_key(threads)}.json"
+
+
+def cached_bounds(threads: int | None = None) -> Bounds | None:
+    """This machine's bounds on ``threads`` threads if the cache holds them, else None; never measures
+    (Note [bounds in a run])."""
+    path = _cache_path(threads)
+    if not path.is_file():
+        return None
+    try:
+        return Bounds(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None  # a damaged cache file is as good as none: `gnnbench bounds` measures again
 
 
 def machine_bounds(threads: int | None = None, *, refresh: bool = False,
                    measure: Callable[..., Bounds] = measure_bounds) -> Bounds:
     """This machine's bounds from the cache, measured first when absent or ``refresh`` (Note [bounds cache])."""
-    path = _cache_dir() / f"{machine_key(threads)}.json"
-    if not refresh and path.is_file():
-        try:
-            return Bounds(**json.loads(path.read_text()))
-        except (ValueError, TypeError):
-            pass  # a damaged cache file is measured again
+    bounds = None if refresh else cached_bounds(threads)
+    if bounds is not None:
+        return bounds
     bounds = measure(threads=threads)
+    path = _cache_path(threads)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(bounds)))
@@ -142,17 +178,50 @@ def machine_bounds(threads: int | None = None, *, refresh: bool = False,
 
 def spmm_bytes(edges: int, nodes: int, width: int, index_bytes: int = 4, value_bytes: int = 4) -> int:
     """Bytes an SpMM moves at least: indices, indptr, gathered rows, output rows (Note [spmm figures])."""
-    return index_bytes * (edges + nodes + 1) + value_bytes * width * (edges + nodes)
+    return SpmmWork.of_call(edges, nodes, width, index_bytes, value_bytes).bytes
 
 
-def spmm_figures(edges: int, nodes: int, width: int, seconds: float, bounds: Bounds | None = None, *,
-                 index_bytes: int = 4, value_bytes: int = 4) -> dict[str, float | None]:
-    """GB/s, GFLOP/s (``E F / t``) and the fractions of the bounds of one SpMM of ``seconds``.
+def work_figures(work: SpmmWork, seconds: float, bounds: Bounds | None = None) -> dict[str, float | None]:
+    """GB/s, GFLOP/s and the fractions of the bounds of ``work`` done in ``seconds`` (Note [spmm figures]).
 
     Returns:
         ``{"GBps", "GFLOPs", "of_stream", "of_gather"}``; the fractions are None without ``bounds``.
     """
-    gbps = spmm_bytes(edges, nodes, width, index_bytes, value_bytes) / seconds / 1e9
-    return {"GBps": gbps, "GFLOPs": edges * width / seconds / 1e9,
+    gbps = work.bytes / seconds / 1e9
+    return {"GBps": gbps, "GFLOPs": work.flops / seconds / 1e9,
             "of_stream": gbps / bounds.triad_GBps if bounds else None,
             "of_gather": gbps / bounds.gather256_GBps if bounds else None}
+
+
+def spmm_figures(edges: int, nodes: int, width: int, seconds: float, bounds: Bounds | None = None, *,
+                 index_bytes: int = 4, value_bytes: int = 4) -> dict[str, float | None]:
+    """:func:`work_figures` of one SpMM of ``edges``, ``nodes`` and ``width`` that took ``seconds``."""
+    return work_figures(SpmmWork.of_call(edges, nodes, width, index_bytes, value_bytes), seconds, bounds)
+
+
+def run_figures(work_by_epoch: Sequence[Mapping[str, SpmmWork]], median_s: Mapping[str, float],
+                bounds: Bounds | None, threads: int | None = None) -> SpmmFigures | None:
+    """A run's ``extra.spmm_figures`` (Note [spmm figures]), or None when no SpMM-type kernel ran.
+
+    Args:
+        work_by_epoch: each timed epoch's kernel clock ``work`` (kernel name -> :class:`SpmmWork`).
+        median_s: each kernel's median seconds per epoch (``kernel_median_s_by_kernel``).
+        bounds: this machine's cached bounds (:func:`cached_bounds`), or None (Note [bounds in a run]).
+        threads: the run's thread count, named in the note when ``bounds`` is None (default: all).
+    """
+    names = sorted({name for epoch in work_by_epoch for name in epoch})
+    if not names:
+        return None
+    kernels = {}
+    for name in names:
+        works = sorted((epoch.get(name, SpmmWork()) for epoch in work_by_epoch), key=lambda w: w.bytes)
+        work = works[(len(works) - 1) // 2]  # the median epoch's (all alike in a full-graph run)
+        seconds = median_s.get(name) or 0.0
+        figures = work_figures(work, seconds, bounds) if seconds > 0 else dict.fromkeys(
+            ("GBps", "GFLOPs", "of_stream", "of_gather"))
+        kernels[name] = SpmmKernelFigures(work.calls, work.edges, work.rows, work.flops, work.bytes, seconds,
+                                          **figures)
+    note = None if bounds is not None else (
+        f"no bounds cached for this machine on {threads or os.cpu_count()} threads when the run ran, so no "
+        "fractions: `gnnbench bounds` measures them (Note [bounds in a run])")
+    return SpmmFigures(kernels, asdict(bounds) if bounds is not None else None, note)

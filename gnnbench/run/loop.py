@@ -9,7 +9,7 @@ measures are the same for both, and written here once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from gnnbench.core.measurement import Measurement
@@ -46,6 +46,7 @@ class Phases:
     epoch: list[float] = field(default_factory=list)
     kernel: list[float] = field(default_factory=list)
     kernel_by_name: list[dict[str, float]] = field(default_factory=list)
+    spmm_work: list[dict[str, Any]] = field(default_factory=list)  # per epoch: kernel -> SpmmWork (Note [spmm work])
     lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
     losses: list[float] = field(default_factory=list)
     # timed by sampled runs only (Note [sampled batching] in gnnbench.run.sampled)
@@ -72,6 +73,7 @@ class Phases:
         if kernels is not None:
             self.kernel.append(kernels.total)
             self.kernel_by_name.append(dict(kernels.seconds))
+            self.spmm_work.append(dict(kernels.work))
             self.lent.append(kernels.lent_total)
 
     def kernel_breakdown(self) -> dict[str, float]:
@@ -125,6 +127,9 @@ def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: d
     from gnnbench.run.environment import cpu_model, machine_info
     from gnnbench.run.record import run_record
 
+    figures = _spmm_figures(phases, extra, spec.threads)
+    if figures is not None:
+        extra["spmm_figures"] = asdict(figures)
     described = dataset.describe()
     columns = dict(dataset_nodes=described["nodes"], dataset_edges=graph.num_edges,
                    dataset_features=described["features"], framework_version=F.version,
@@ -134,3 +139,16 @@ def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: d
                    final_loss=phases.losses[-1] if phases.losses else None,
                    cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra)
     return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured})
+
+
+def _spmm_figures(phases: Phases, extra: dict[str, Any], threads: int | None):
+    """GB/s, GFLOP/s and fractions of this machine's cached bounds of each SpMM-type kernel (Note [spmm
+    figures], Note [bounds in a run]); None when none ran, or when their time is a simulation's (Note [modeled
+    rows] in gnnbench.results.frame: the figures would be the simulator's)."""
+    from gnnbench.results.frame import timing_of
+    from gnnbench.run.bounds import cached_bounds, run_figures
+
+    if not any(phases.spmm_work) or timing_of(extra)[0] != "measured":
+        return None
+    return run_figures(phases.spmm_work, extra.get("kernel_median_s_by_kernel") or {}, cached_bounds(threads),
+                       threads)

@@ -42,3 +42,21 @@ def test_markdown_ranks_systems_against_tuned_isplib_and_flags_noise(bench):
             "(Note [gather bounds])." in text)
     assert "at random over a table of 1 MiB 7 ns, 32 MiB 180 ns (Note [gather bounds])" in text
     assert "| the same gathers reading x's rows in sequence (not an SpMM) | 6.0 |" in text  # a bound, not a peer
+
+
+def test_the_bounds_come_from_the_one_module_that_measures_them(bench, monkeypatch):
+    from gnnbench.run.bounds import Bounds
+
+    sizes = []
+
+    def measure(triad_elements, gather_rows, repeats):
+        sizes.append((triad_elements, gather_rows, repeats))
+        return Bounds(12.0, 3.0, 2, triad_elements, gather_rows, "now")
+
+    monkeypatch.setattr(bench, "measure_bounds", measure)
+    monkeypatch.setattr(bench, "_numpy_triad_seconds", lambda n: 24 * n / 6e9)  # 6 GB/s
+    monkeypatch.setattr(bench, "load_latency_ns", lambda mib, steps: float(mib))
+    bw = bench.measure_bandwidth(quick=True)
+    assert sizes == [(10_000_000, 1 << 20, 5)]
+    assert bw == {"triad_GBps": 12.0, "triad_numpy_1thread_GBps": pytest.approx(6.0), "triad_array_elements": 10**7,
+                  "gather256_GBps": 3.0, "gather_table_MiB": 256.0, "load_latency_ns": {1: 1.0, 4: 4.0, 32: 32.0}}

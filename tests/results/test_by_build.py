@@ -122,3 +122,15 @@ def test_cli_baseline_store_of_another_schema_is_refused(tmp_path, capsys):
     assert cli(["compare", "--results", path, "--baseline-results", str(other)]) == 2
     err = capsys.readouterr().err
     assert "schema version 99" in err and err.count("\n") == 1
+
+
+def test_builds_with_spmm_figures_show_them():
+    from .test_compare import spmm_extra
+
+    rows = build_rows()
+    rows[1]["extra"] = spmm_extra(3.0, 0.5)
+    table = compare_builds(frame_from_rows(rows), "isplib").table()
+    assert list(table.header[-5:]) == ["SpMM kernel", "GB/s", "GFLOP/s", "of STREAM", "of gather"]
+    assert [list(r[-5:]) for r in table.rows] == [["", "", "", "", ""], ["spmm_sum", "3.00", "0.300", "25%", "50%"],
+                                                  ["", "", "", "", ""]]
+    assert "SpMM" not in compare_builds(frame_from_rows(build_rows()), "isplib").render("text")

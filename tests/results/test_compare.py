@@ -186,3 +186,40 @@ def test_modeled_and_simulated_times_are_never_shown_as_epochs(rows):
     text = c.render("text")
     assert "5.00 (modeled)" in text and "simulated" in text and "m: a modeled time" in text
     assert compare([reference]).group_by == ("dataset", "model", "framework")  # training only: no mode column
+
+
+def spmm_extra(gbps, of_gather=None, kernel="spmm_sum"):
+    """An ``extra.spmm_figures`` whose costliest kernel reached ``gbps`` GB/s (Note [spmm figures])."""
+    figures = {"calls": 2, "edges": 20, "rows": 10, "flops": 100, "bytes": 1000, "median_s": 0.002, "GBps": gbps,
+               "GFLOPs": gbps / 10, "of_stream": None if of_gather is None else of_gather / 2, "of_gather": of_gather}
+    cheap = {**figures, "median_s": 0.001, "GBps": 99.0}
+    return {"spmm_figures": {"kernels": {kernel: figures, "spmm_sum_backward": cheap},
+                             "bounds": None if of_gather is None else {"gather256_GBps": gbps / of_gather},
+                             "note": None if of_gather is not None else "no bounds cached"}}
+
+
+def test_rows_with_spmm_figures_add_their_columns(rows, tmp_path):
+    for row in rows:
+        if row["dataset"] == "cora" and row["system"] in ("reference", "fused"):
+            row["extra"] = spmm_extra(14.1, 0.38) if row["system"] == "fused" else spmm_extra(2.5)
+    with ResultsStore(tmp_path / "figures.sqlite") as store:  # stored and read back like any row
+        store.insert_many([{k: v for k, v in r.items() if k != "id"} for r in rows])
+        rows = store.rows()
+    c = compare(rows)
+    fused = by_system(c)["fused"]
+    assert (fused.spmm_kernel, fused.spmm_GBps, fused.spmm_of_gather) == ("spmm_sum", 14.1, 0.38)
+    table = c.table()
+    assert list(table.header[-5:]) == ["SpMM kernel", "GB/s", "GFLOP/s", "of STREAM", "of gather"]
+    cells = {row[4]: row[-5:] for row in table.rows if row[1] == "cora"}
+    assert cells["fused"] == ["spmm_sum", "14.1", "1.41", "19%", "38%"]
+    assert cells["reference"] == ["spmm_sum", "2.50", "0.250", "n/a", "n/a"]  # no bounds cached where it ran
+    assert cells["slow"] == ["", "", "", "", ""]
+    header = c.render("markdown").splitlines()[0]
+    assert [cell.strip() for cell in header.split("|")[-6:-1]] == ["SpMM kernel", "GB/s", "GFLOP/s", "of STREAM",
+                                                                   "of gather"]
+    assert any(n.startswith("SpMM: the run's costliest SpMM-type kernel") for n in table.notes)
+
+
+def test_a_table_without_spmm_figures_has_no_spmm_columns(rows):
+    text = compare(rows).render("text")
+    assert "SpMM" not in text and "GB/s" not in text  # the golden table above, byte for byte

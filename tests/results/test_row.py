@@ -109,3 +109,16 @@ def test_a_column_declared_once_reaches_the_store_frame_csv_schema_doc_and_prove
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_spmm_figures_are_typed_records_and_other_shapes_load_as_they_came():
+    from gnnbench.results.row import SpmmFigures, SpmmKernelFigures
+
+    kernel = SpmmKernelFigures(2, 20, 10, 100, 1000, 0.002, 0.5, 0.05, None, None)
+    extra = Extra(spmm_figures=SpmmFigures({"spmm_sum": kernel}, None, "no bounds cached"))
+    stored = extra.as_dict()
+    assert stored["spmm_figures"]["kernels"]["spmm_sum"]["GBps"] == 0.5
+    loaded = Extra.from_dict(stored)
+    assert loaded == extra and loaded.spmm_figures.top() == ("spmm_sum", kernel)
+    odd = {"spmm_figures": {"GBps": 1.0}}  # a shape this version does not declare (a later one's, say)
+    assert Extra.from_dict(odd).spmm_figures == {"GBps": 1.0} and Extra.from_dict(odd).as_dict() == odd

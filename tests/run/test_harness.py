@@ -41,7 +41,8 @@ def test_phases_come_from_the_clock_and_warmups_are_excluded():
     assert lines[1] == "  epoch      33.00 ms median, IQR 2.00 ms over 9 timed epochs (3 warm-up excluded)"
     assert lines[2] == "  phases     forward 11.00 ms, backward 20.00 ms, optimizer 2.00 ms"
     assert lines[3].startswith("  kernels    ") and "inside reference's kernels; spmm_sum" in lines[3]  # real clock
-    assert lines[4] == "  prepare    250.0 ms (apart from epochs)"
+    assert lines[4].startswith("  spmm       spmm_sum ") and " GB/s" in lines[4]  # Note [spmm figures]
+    assert lines[5] == "  prepare    250.0 ms (apart from epochs)"
 
 
 def test_the_row_records_how_much_of_the_process_ran_on_huge_pages():
@@ -155,7 +156,7 @@ def test_jit_compilation_in_prepare_is_reported_apart_from_it(monkeypatch):
     row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=4, warmup=1), clock=MockClock())
     assert row["prepare_time_s"] == pytest.approx(0.15) and row["extra"]["compile_time_s"] == 0.1
     lines = summary({**row, "verified": "passed"}).splitlines()
-    assert lines[4] == "  prepare    150.0 ms (apart from epochs); JIT compilation 0.10 s, once per machine (apart)"
+    assert lines[5] == "  prepare    150.0 ms (apart from epochs); JIT compilation 0.10 s, once per machine (apart)"
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))

@@ -101,9 +101,9 @@ def _comparable(rows: list[dict]) -> dict[tuple, dict]:
     out = {}
     for row in rows:
         kept = {k: v for k, v in row.items() if k not in _VOLATILE}
-        if isinstance(kept.get("extra"), dict):  # per-kernel times are timings, held memory a measurement too;
+        if isinstance(kept.get("extra"), dict):  # per-kernel times and SpMM rates are timings, held memory too;
             kept["extra"] = {k: v for k, v in kept["extra"].items()  # log files are per run
-                             if k not in ("kernel_median_s_by_kernel", "held_bytes", "stderr_path")}
+                             if k not in ("kernel_median_s_by_kernel", "spmm_figures", "held_bytes", "stderr_path")}
             if isinstance(kept["extra"].get("run_check"), dict):  # the check's own time is a timing too
                 kept["extra"]["run_check"] = {k: v for k, v in kept["extra"]["run_check"].items() if k != "seconds"}
         out[(row["system"], row["model"], row["seed"])] = kept

@@ -53,7 +53,7 @@ def pinned(row: dict) -> dict:
         elif key == "extra" and value:
             value = {k: (_EXTRA_PINNED[k] if k in _EXTRA_PINNED and v is not None else
                          _pin_floats(v) if k in ("kernel_median_s_by_kernel", "modeled_inference", "system_report",
-                                                 "fallback", "tuning", "run_check")
+                                                 "fallback", "tuning", "run_check", "spmm_figures")
                          else v) for k, v in value.items()}
         out[key] = value
     return out

@@ -12,7 +12,7 @@ from gnnbench.cli import main as cli
 from gnnbench.errors import UnavailableError, UserError
 from gnnbench.runtime.fallback import BorrowedView, check_fallback
 from gnnbench.run.harness import RunConfig, train
-from gnnbench.runtime.kernel_clock import call_kernel, measuring
+from gnnbench.runtime.kernel_clock import SpmmWork, call_kernel, measuring
 from tests.out_of_tree import installed_example
 
 GAT = dict(model="gat", dataset="karate", epochs=4, warmup=1)
@@ -92,9 +92,10 @@ def test_the_kernel_clock_files_borrowed_calls_under_the_lender():
     view = Graph.from_edges(np.array([0, 1]), np.array([1, 0]), 2).view()
     lent = BorrowedView.of(view, "reference")
     with measuring() as clock:
-        call_kernel("spmm_sum", lambda g: None, view)
-        call_kernel("spmm_sum", lambda g: None, lent)
+        call_kernel("spmm_sum", lambda g: None, (view,), work=SpmmWork.of_call(2, 2, 1))
+        call_kernel("spmm_sum", lambda g: None, (lent,), work=SpmmWork.of_call(2, 2, 1))
     assert set(clock.seconds) == {"spmm_sum"} and clock.calls == {"spmm_sum": 1}
+    assert clock.work == {"spmm_sum": SpmmWork.of_call(2, 2, 1)}  # the lent call's work is not the system's
     assert set(clock.lent) == {"reference.spmm_sum"} and clock.lent_total >= 0
 
 
