@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, measured_note, ok, out_path, provenance,  # noqa: E402
-                     rounds_pooled, run_campaign, stored_rows, versions, write_results)
+from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, measured_note, ok,  # noqa: E402
+                     out_path, print_plan, provenance, rounds_pooled, run_script, versions, write_results)
 
 NATIVES = ("pyg-native", "dgl-native")
 FIGURE = ROOT / "results" / "figures"
@@ -138,13 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=None, help="results database (default: the campaign's)")
     parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "sampled"))
     parser.add_argument("--figures", default=str(FIGURE), help="folder of the phases figure (results/figures)")
-    from gnnbench.errors import UserError
-
-    try:
-        return _run(parser.parse_args(argv))
-    except UserError as error:  # bad flags: one line, exit status 2
-        print(f"bench_sampled: {error}", file=sys.stderr)
-        return 2
+    return run_script("bench_sampled", parser, _run, argv)
 
 
 def _run(args) -> int:
@@ -156,31 +150,11 @@ def _run(args) -> int:
     results = Path(args.results or the_campaign.results)
     results = results if results.is_absolute() else ROOT / results
     if args.dry_run:
-        from gnnbench.run.sweep import run_sweep
-
-        report = run_sweep(the_campaign, results, dry_run=True)
-        for task in report.todo:
-            print(task.describe())
-        print(f"bench_sampled: would run {len(report.todo)} of {report.planned} runs "
-              f"({report.already_stored} already stored)")
-        return 0
+        return print_plan("bench_sampled", the_campaign, results)
     systems = list(dict.fromkeys(s for m in the_campaign.matrices for s in m.axis("system")))
     datasets = {d for m in the_campaign.matrices for d in m.axis("dataset")}
-    if args.render_only:
-        latest: dict[tuple, dict] = {}
-        for r in sorted(stored_rows(results), key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
-            if r.get("dataset") in datasets and r.get("system") in systems:
-                latest[(*_group(r), r["system"])] = r
-        rows = list(latest.values())
-        if not rows:
-            raise UserError(f"no stored runs of campaign {args.campaign} in {results} to render")
-        load = (None, None)
-    else:
-        from gnnbench.results.frame import frame_records
-
-        load_start = os.getloadavg()[0]
-        rows = frame_records(run_campaign(the_campaign, results))
-        load = (load_start, os.getloadavg()[0])
+    rows, load = measure_or_render(the_campaign, results, args.render_only, lambda r: (
+        (*_group(r), r["system"]) if r.get("dataset") in datasets and r.get("system") in systems else None))
     rows.sort(key=lambda r: (str(_group(r)), systems.index(r["system"]) if r["system"] in systems else 99))
     from gnnbench.results.frame import frame_from_rows
     from gnnbench.results.phases_figure import phases_figure

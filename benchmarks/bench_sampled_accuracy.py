@@ -31,15 +31,14 @@ measured (their ``git_commit`` stays in the JSON).
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, measured_note, ok, out_path, provenance,  # noqa: E402
-                     run_campaign, stored_rows, versions, write_results)
+from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, measured_note, ok,  # noqa: E402
+                     out_path, print_plan, provenance, run_script, versions, write_results)
 
 #: issue 34: a system's per-seed test accuracy on the same blocks within this many points of reference's
 SAME_BLOCKS_POINTS = 0.5
@@ -64,19 +63,21 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def campaign_rows(rows: list[dict], the_campaign) -> list[dict]:
-    """The stored rows that are this campaign's configurations, the latest of each (for ``--render-only``)."""
+def campaign_key(the_campaign):
+    """For ``--render-only``: a stored row's configuration in this campaign, or None when it is not one of them."""
     config = the_campaign.matrices[0].configs[0]
     datasets = set(the_campaign.matrices[0].axis("dataset"))
-    chosen: dict[tuple, dict] = {}
-    for r in sorted(rows, key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
+
+    def key(r: Mapping[str, Any]) -> tuple | None:
         h = _hyper(r)
         sampled = (_batching(r) == "sampled" and list(h.get("fanouts") or ()) == list(config.fanouts)
                    and h.get("batch_size") == config.batch_size)
         full = _batching(r) == "full" and r.get("system") == "reference"
         if r.get("model") == config.model and r.get("dataset") in datasets and (sampled or full):
-            chosen[(r["system"], r["dataset"], r.get("seed"), _batching(r), h.get("selection"))] = r
-    return list(chosen.values())
+            return r["system"], r["dataset"], r.get("seed"), _batching(r), h.get("selection")
+        return None
+
+    return key
 
 
 def judge(rows: list[dict]) -> dict[str, dict[str, Any]]:
@@ -187,13 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=count, default=None, help="sampled epochs per run (default: 100)")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
     parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "sampled_accuracy"))
-    from gnnbench.errors import UserError
-
-    try:
-        return _run(parser.parse_args(argv))
-    except UserError as error:  # bad flags: one line, exit status 2
-        print(f"bench_sampled_accuracy: {error}", file=sys.stderr)
-        return 2
+    return run_script("bench_sampled_accuracy", parser, _run, argv)
 
 
 def _run(args) -> int:
@@ -206,25 +201,8 @@ def _run(args) -> int:
     the_campaign = campaign(CAMPAIGN, seeds=seeds, epochs=args.epochs)
     results = args.results or ROOT / "results" / "benchmarks.sqlite"
     if args.dry_run:
-        from gnnbench.run.sweep import run_sweep
-
-        report = run_sweep(the_campaign, results, dry_run=True)
-        for task in report.todo:
-            print(task.describe())
-        print(f"bench_sampled_accuracy: would run {len(report.todo)} of {report.planned} runs "
-              f"({report.already_stored} already stored)")
-        return 0
-    if args.render_only:
-        rows = campaign_rows(stored_rows(results), the_campaign)
-        if not rows:
-            raise UserError(f"no stored runs of campaign {CAMPAIGN} in {results} to render")
-        load = (None, None)
-    else:
-        from gnnbench.results.frame import frame_records
-
-        load_start = os.getloadavg()[0]
-        rows = frame_records(run_campaign(the_campaign, results))
-        load = (load_start, os.getloadavg()[0])
+        return print_plan("bench_sampled_accuracy", the_campaign, results)
+    rows, load = measure_or_render(the_campaign, results, args.render_only, campaign_key(the_campaign))
     from gnnbench.run.environment import cpu_model
 
     config = the_campaign.matrices[0].configs[0]
