@@ -83,7 +83,7 @@ def phases_figure(data: Any, out_dir: str | os.PathLike, name: str = "sampled_ph
     """
     from gnnbench.core.oracle import REFERENCE
     from gnnbench.errors import UserError
-    from gnnbench.results.plot import _label, _matplotlib, _save
+    from gnnbench.results.plot import _matplotlib, _save
 
     shares = phase_shares(data)
     if not shares:
@@ -108,12 +108,12 @@ def phases_figure(data: Any, out_dir: str | os.PathLike, name: str = "sampled_ph
             ax.annotate(f"{group[s]['seconds']:.2f} s", (x, 100), textcoords="offset points", xytext=(0, 3),
                         ha="center", fontsize="x-small")
         ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize="small")
-        ax.set_title(_label(key), fontsize="small")
+        ax.set_title(" / ".join(str(v) for v in key if v is not None), fontsize="small")
         ax.set_ylim(0, 108)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("share of the sampled epoch (%)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles[::-1], labels[::-1], loc="outside right upper", fontsize="small")
+    fig.legend(handles[::-1], labels[::-1], loc="outside right center", fontsize="small")
     fig.suptitle("Phases of a sampled epoch (medians; seconds per epoch above each bar)", fontsize="medium")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
