@@ -34,7 +34,8 @@ from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
-           "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table", "load_note"]
+           "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table", "load_note", "run_script",
+           "print_plan", "measure_or_render"]
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = ROOT / "campaigns"
@@ -81,6 +82,52 @@ def out_path(text: str) -> str:
     except UserError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
+
+
+def run_script(name: str, parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:
+    """``run(parser.parse_args(argv))``; a bad flag or input (:class:`~gnnbench.errors.UserError`) prints one
+    line naming the script and exits with status 2."""
+    from gnnbench.errors import UserError
+
+    try:
+        return run(parser.parse_args(argv))
+    except UserError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 2
+
+
+def print_plan(name: str, the_campaign, results: str | Path) -> int:
+    """``--dry-run``: the runs ``the_campaign`` would make (none is made), and how many are already stored."""
+    from gnnbench.run.sweep import run_sweep
+
+    report = run_sweep(the_campaign, results, dry_run=True)
+    for task in report.todo:
+        print(task.describe())
+    print(f"{name}: would run {len(report.todo)} of {report.planned} runs ({report.already_stored} already stored)")
+    return 0
+
+
+def measure_or_render(the_campaign, results: str | Path, render_only: bool, latest_key) -> tuple[list[dict], tuple]:
+    """The campaign's rows and the load they ran under, ``(start, end)``.
+
+    Runs (or resumes) ``the_campaign``; under ``render_only`` runs nothing and returns, of the stored rows,
+    the latest for each ``latest_key(row)`` that is not None (whatever commit it was measured at), with the load
+    ``(None, None)``: it was not kept."""
+    from gnnbench.errors import UserError
+    from gnnbench.results.frame import frame_records
+
+    if not render_only:
+        start = os.getloadavg()[0]
+        rows = frame_records(run_campaign(the_campaign, results))
+        return rows, (start, os.getloadavg()[0])
+    latest: dict[Any, dict] = {}
+    for r in sorted(stored_rows(results), key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
+        key = latest_key(r)
+        if key is not None:
+            latest[key] = r
+    if not latest:
+        raise UserError(f"no stored runs of campaign {the_campaign.name} in {results} to render")
+    return list(latest.values()), (None, None)
 
 
 def rounds_pooled(rows: list[Mapping[str, Any]]) -> int | str:

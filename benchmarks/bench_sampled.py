@@ -1,0 +1,184 @@
+"""Sampled mini-batch training, every phase timed: every CPU system against the native baselines (issue 34).
+
+    python benchmarks/bench_sampled.py [--campaign sampled_small] [--dry-run] [--render-only] [--rounds N]
+
+The runs are a campaign (default ``campaigns/sampled_small.toml``: sampled
+SAGE, fanouts 25,10, batches of 1024, on the graph of Reddit's shape; the full
+matrix is ``--campaign sampled``), each run in its own process through
+``gnnbench sweep``, interleaved, stored with its provenance in the campaign's
+results store. This script renders one table per dataset x model x batching:
+the epoch (median, IQR) and each of its six phases (Note [sampled batching]
+in gnnbench/run/sampled.py), the block-prepare share, seeds and sampled
+edges per second, peak memory, and the ratios against ``pyg-native`` and
+``dgl-native`` measured in the same run (native epoch / system epoch: above 1,
+the system is faster); and it draws each phase's share of the epoch as
+stacked bars (:func:`gnnbench.results.phases_figure.phases_figure`) to
+``results/figures/sampled_phases.{svg,png}``.
+
+Writes results/sampled.{md,json}; ``--dry-run`` prints the plan and runs
+nothing; ``--render-only`` renders what the campaign's store holds, at
+whatever commit the rows were measured (their ``git_commit`` stays in the JSON).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, measured_note, ok,  # noqa: E402
+                     out_path, print_plan, provenance, rounds_pooled, run_script, versions, write_results)
+
+NATIVES = ("pyg-native", "dgl-native")
+FIGURE = ROOT / "results" / "figures"
+#: what results/sampled.md keeps from its first, rough measurement (commit 06ef8d7's merge of wt-34a)
+HISTORY = """## Earlier: the first rough measurement and isplib's per-block warm-up
+
+The first table (SAGE, the same graph and fanouts, 2 timed epochs, one run per system, not interleaved, load
+average 9-13) found isplib's per-block `prepare` at 62 % of its epoch (11.17 s an epoch; block prepare 6.91 s):
+it re-ran `warm_up` (its kernels on a tiny graph) for every forward view, 0.44 of 0.68 s per batch in a profile.
+Warming up once per process (commit "isplib's prepare warms its kernels up once per process") brought block
+prepare to 0.20 s an epoch, 10 % of a 1.97 s epoch. What was left of a block's preparation was mostly the
+transposed view's parallel counting sort (`csr_transpose`), whose numba `prange` launches cost ~20 ms each on
+the loaded machine even for 10k-edge blocks. The sampler alone (benchmarks/bench_sampler.py,
+[results/sampler.md](sampler.md)): 16.9 M edges/s against DGL's 3.3 at one thread on the same graph; PyG's
+sampler needs pyg-lib or torch-sparse, neither installable here.
+"""
+
+
+def _hyper(row: Mapping[str, Any]) -> dict:
+    return row.get("hyperparameters") or {}
+
+
+def _s(seconds: float | None, digits: int = 2) -> str:
+    return "-" if seconds is None else f"{seconds:.{digits}f}"
+
+
+def _group(row: Mapping[str, Any]) -> tuple:
+    h = _hyper(row)
+    batching = h.get("batching") or "full"
+    shape = f"fanouts {','.join(map(str, h.get('fanouts') or ()))}, batch {h.get('batch_size')}" if (
+        batching == "sampled") else "full graph"
+    return row.get("dataset"), row.get("model"), batching, shape
+
+
+def _ratio(native: Mapping[str, Any] | None, row: Mapping[str, Any]) -> str:
+    if not (ok(native) and ok(row) and row.get("epoch_time_median_s")):
+        return "-"
+    return f"{native['epoch_time_median_s'] / row['epoch_time_median_s']:.2f}x"
+
+
+def _cells(row: Mapping[str, Any], natives: dict[str, Mapping[str, Any] | None]) -> list[str]:
+    if not ok(row):
+        return [row["system"], f"{row.get('status')}: {row.get('error')}"] + ["-"] * 13
+    share = (row.get("extra") or {}).get("block_prepare_share")
+    edges = row.get("edges_per_s")
+    peak = row.get("peak_memory_bytes")
+    return [row["system"], f"{_s(row['epoch_time_median_s'])} ({_s(row.get('epoch_time_iqr_s'))})",
+            _s(row.get("sample_median_s")), _s(row.get("gather_median_s")), _s(row.get("block_prepare_median_s")),
+            _s(row.get("forward_median_s")), _s(row.get("backward_median_s")), _s(row.get("optimizer_median_s")),
+            "-" if share is None else f"{100 * share:.1f}%",
+            "-" if row.get("seeds_per_s") is None else f"{row['seeds_per_s']:.0f}",
+            "-" if edges is None else f"{edges / 1e6:.3f}", "-" if peak is None else f"{peak / 2**20:.0f}",
+            *(_ratio(natives.get(n), row) for n in NATIVES),
+            "-" if row.get("test_accuracy") is None else f"{row['test_accuracy']:.3f}"]
+
+
+def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None) -> str:
+    start = meta.get("load_average_start")
+    lines = ["# Sampled mini-batch training, every phase timed (issue 34)", "",
+             f"Campaign `campaigns/{meta['campaign']}.toml` (`python benchmarks/bench_sampled.py`; the full matrix "
+             f"is `campaigns/sampled.toml`): {meta['epochs']} epochs, {meta['warmup']} of them untimed warm-ups, "
+             f"{meta['rounds']} run(s) per configuration, threads {meta['threads']}, torch, float32, each run its "
+             f"own process, interleaved. CPU: {meta['cpu']}. "
+             + measured_note(None if start is None else (start, meta["load_average_end"]), meta.get("measured_at")),
+             "",
+             "Seconds per epoch, medians over the timed epochs (an epoch is a pass over every training node); the "
+             "six phases add up to the epoch (Note [sampled batching] in gnnbench/run/sampled.py), each closed by a "
+             "sync. Block prepare: each block's `Graph` and the system's `prepare` on both orientations, inside the "
+             "epoch (a native baseline builds its own blocks). Every row draws the same blocks (gnnbench's sampler, "
+             "the same seed). seeds/s and M edges/s: training seeds and sampled edges (all blocks, before self "
+             "loops) per second of epoch. Peak: resident memory above the pre-training baseline over the epochs. "
+             "vs pyg-native, vs dgl-native: the native baseline's epoch over the row's, measured in the same run "
+             "(above 1: the row is faster). Test accuracy: full-neighbour inference after the last epoch; R-MAT's "
+             "labels are random, so it is near chance and only says that every system trained the same function.",
+             ""]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(_group(r), []).append(r)
+    header = ["system", "epoch s (IQR)", "sample", "gather", "block prepare", "forward", "backward", "optimizer",
+              "block prepare share", "seeds/s", "M edges/s", "peak MiB", "vs pyg-native", "vs dgl-native",
+              "test acc"]
+    for (dataset, model, batching, shape), members in groups.items():
+        natives = {n: next((r for r in members if r["system"] == n), None) for n in NATIVES}
+        described = next((r for r in members if ok(r)), {})
+        size = (f": {described.get('dataset_nodes'):,} nodes, {described.get('dataset_edges'):,} edges"
+                if described.get("dataset_nodes") else "")
+        sampled = (f", {described['extra']['sampled_edges_per_epoch']:,} sampled edges an epoch"
+                   if (described.get("extra") or {}).get("sampled_edges_per_epoch") else "")
+        lines += [f"## {model}, {batching} ({shape}) on `{dataset}`{size}{sampled}", "",
+                  Table(header, [_cells(r, natives) for r in members], [False] + [True] * 13 + [True])
+                  .render("markdown").rstrip("\n"), ""]
+    if figure:
+        lines += ["Each phase's share of the sampled epoch (summed phase medians above each bar; "
+                  "`gnnbench.results.phases_figure`):", "", f"![phases of a sampled epoch]({figure})", ""]
+    lines += meta.get("findings", []) + ["", HISTORY]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--campaign", default="sampled_small", help="campaigns/NAME.toml (default: sampled_small)")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
+    parser.add_argument("--render-only", action="store_true", help="run nothing; render what the store holds")
+    parser.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration, their "
+                        "timed epochs pooled (default: 1; Note [rounds pool] in benchmarks/_common.py)")
+    parser.add_argument("--results", default=None, help="results database (default: the campaign's)")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "sampled"))
+    parser.add_argument("--figures", default=str(FIGURE), help="folder of the phases figure (results/figures)")
+    return run_script("bench_sampled", parser, _run, argv)
+
+
+def _run(args) -> int:
+    from gnnbench.errors import UserError
+
+    if not (ROOT / "campaigns" / f"{args.campaign}.toml").is_file():
+        raise UserError(f"--campaign {args.campaign}: no campaigns/{args.campaign}.toml")
+    the_campaign = campaign(args.campaign, rounds=args.rounds)
+    results = Path(args.results or the_campaign.results)
+    results = results if results.is_absolute() else ROOT / results
+    if args.dry_run:
+        return print_plan("bench_sampled", the_campaign, results)
+    systems = list(dict.fromkeys(s for m in the_campaign.matrices for s in m.axis("system")))
+    datasets = {d for m in the_campaign.matrices for d in m.axis("dataset")}
+    rows, load = measure_or_render(the_campaign, results, args.render_only, lambda r: (
+        (*_group(r), r["system"]) if r.get("dataset") in datasets and r.get("system") in systems else None))
+    rows.sort(key=lambda r: (str(_group(r)), systems.index(r["system"]) if r["system"] in systems else 99))
+    from gnnbench.results.frame import frame_from_rows
+    from gnnbench.results.phases_figure import phases_figure
+    from gnnbench.run.environment import cpu_model
+
+    shares = {}
+    figure = None
+    if any(ok(r) and (_hyper(r).get("batching") == "sampled") for r in rows):
+        paths, shares = phases_figure(frame_from_rows(rows), args.figures, systems=systems)
+        figure = os.path.relpath(paths[1], Path(args.out).parent)
+    config = the_campaign.matrices[0].configs[0]
+    meta = provenance(campaign=args.campaign, epochs=config.epochs, warmup=config.warmup, threads=config.threads,
+                      rounds=rounds_pooled(rows), cpu=cpu_model(), load_average_start=load[0],
+                      load_average_end=load[1], versions=versions("torch", "torch_geometric", "dgl"),
+                      measured_at=sorted({r.get("git_commit") for r in rows if r.get("git_commit")}))
+    keep = ("id", "system", "model", "dataset", "status", "error", "hyperparameters", "epoch_time_median_s",
+            "epoch_time_iqr_s", "sample_median_s", "gather_median_s", "block_prepare_median_s", "forward_median_s",
+            "backward_median_s", "optimizer_median_s", "seeds_per_s", "edges_per_s", "peak_memory_bytes",
+            "test_accuracy", "epoch_times", "git_commit", "system_hash")
+    write_results(args.out, {"meta": meta, "runs": [{k: r.get(k) for k in keep} for r in rows],
+                             "phase_shares": {" / ".join(map(str, k)): v for k, v in shares.items()}},
+                  render(rows, meta, figure))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

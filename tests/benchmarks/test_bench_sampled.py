@@ -1,0 +1,36 @@
+"""benchmarks/bench_sampled.py: the phases table with the ratios against the native baselines of the same run."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def bench(load_benchmark):
+    return load_benchmark("bench_sampled")
+
+
+def _row(system, epoch_s, status="ok"):
+    phases = dict(zip(("sample", "gather", "block_prepare", "forward", "backward", "optimizer"),
+                      (0.1, 0.1, 0.2, 0.4, 0.15, 0.05)))
+    return {"system": system, "model": "sage", "dataset": "rmat:like=reddit", "status": status,
+            "error": None if status == "ok" else "boom",
+            "hyperparameters": {"batching": "sampled", "fanouts": [25, 10], "batch_size": 1024},
+            "epoch_time_median_s": epoch_s, "epoch_time_iqr_s": 0.01,
+            **{f"{k}_median_s": v * epoch_s for k, v in phases.items()},
+            "seeds_per_s": 1000 / epoch_s, "edges_per_s": 2e6 / epoch_s, "peak_memory_bytes": 300 * 2**20,
+            "test_accuracy": 0.08, "dataset_nodes": 100, "dataset_edges": 1000,
+            "extra": {"block_prepare_share": 0.2, "sampled_edges_per_epoch": 2_000_000}}
+
+
+def test_render_sets_each_system_against_both_natives_of_the_run(bench):
+    rows = [_row("isplib", 1.0), _row("pyg-native", 4.0), _row("dgl-native", 2.0), _row("mkl", 1.0, "oom")]
+    meta = {"campaign": "sampled_small", "epochs": 5, "warmup": 2, "rounds": 1, "threads": 2, "cpu": "test cpu",
+            "load_average_start": 3.0, "load_average_end": 4.0, "measured_at": ["abc1234"]}
+    text = bench.render(rows, meta, "figures/sampled_phases.svg")
+    isplib = next(line for line in text.splitlines() if line.startswith("| isplib"))
+    assert [c.strip() for c in isplib.strip("|").split("|")] == [
+        "isplib", "1.00 (0.01)", "0.10", "0.10", "0.20", "0.40", "0.15", "0.05", "20.0%", "1000", "2.000", "300",
+        "4.00x", "2.00x", "0.080"]
+    assert "| mkl " in text and "oom: boom" in text
+    assert "![phases of a sampled epoch](figures/sampled_phases.svg)" in text
+    assert "2,000,000 sampled edges an epoch" in text and "isplib's per-block warm-up" in text
