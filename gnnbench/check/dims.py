@@ -167,11 +167,12 @@ def check_dimension(system: str, label: str, *, dtype: str, framework: str = "to
                         _torch_threads(threads or torch.get_num_threads()):
                     got = _run_one(F_sys, b_sys, case, arrays, seed, device)
                 if kind == "ladder":
-                    got, expected = _sampled(case, graph, arrays, seed, got, ref_glue, F_ref)
+                    got, expected, magnitude = _sampled(case, graph, arrays, seed, got, ref_glue, F_ref)
                 else:
                     with _torch_threads(1):  # Note [oracle threads]
                         expected = _run_one(F_ref, b_ref, case, arrays, seed, "cpu")
-                problems = _problems(got, expected, tol)
+                        magnitude = _run_one(F_ref, b_ref, case, arrays, seed, "cpu", absolute=True)
+                problems = _problems(got, expected, tol, magnitude)
                 row.cases += 1
                 if problems:
                     row.failed_cases += 1
@@ -196,7 +197,8 @@ _SPACE = {"x": "src", "weight": "edge", "src": "src", "dst": "dst", "scores": "e
 
 
 def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue, F_ref):
-    """The system's and the oracle's outputs and gradients, restricted to sampled rows and columns."""
+    """The system's and the oracle's outputs and gradients, and the oracle's sums of |terms| (Note
+    [cancelling sums]), restricted to sampled rows and columns."""
     from gnnbench.runtime.glue import BoundGraph
 
     rng = np.random.default_rng(seed)
@@ -215,11 +217,14 @@ def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue,
     sub_row_edges = np.searchsorted(positions, row_edges)
     out_s, grads_s, stage, err = got
     if out_s is None:
-        return got, (None, {}, None, None)
+        return got, (None, {}, None, None), None
     edge_out = out_s.shape[0] == graph.num_edges and case.operator in ("sddmm", "edge_softmax")
     g_full = _grid(np.random.default_rng(seed), tuple(out_s.shape))
     g_sub = g_full[positions] if edge_out else g_full
-    expected = _run_with_grad(F_ref, BoundGraph(sub, ref_glue), case, sub_arrays, g_sub)
+    b_sub = BoundGraph(sub, ref_glue)
+    expected = _run_with_grad(F_ref, b_sub, case, sub_arrays, g_sub)
+    absolute = _run_with_grad(F_ref, b_sub, case, {k: None if v is None else np.abs(v) for k, v in sub_arrays.items()},
+                              np.abs(g_sub))
 
     def pick_out(a, sub_graph: bool):
         if edge_out:
@@ -232,12 +237,13 @@ def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue,
             return a[sub_row_edges] if sub_graph else a[row_edges]
         return a[cols] if space == "src" else a[rows]
 
-    exp_out, exp_grads = expected
+    def oracle(result):
+        out, grads = result
+        return (pick_out(out, True), {k: pick_grad(k, v, True) for k, v in grads.items() if v is not None}, None, None)
+
     mine = (pick_out(out_s, False), {k: None if v is None else pick_grad(k, v, False) for k, v in grads_s.items()},
             stage, err)
-    theirs = (pick_out(exp_out, True), {k: pick_grad(k, v, True) for k, v in exp_grads.items() if v is not None},
-              None, None)
-    return mine, theirs
+    return mine, oracle(expected), oracle(absolute)
 
 
 def _run_with_grad(F, bound, case: OpCase, arrays: dict, g: np.ndarray):
