@@ -15,7 +15,8 @@ Note [what runs]
       operator check at least once; :data:`SAMPLED_MODEL_CHECKS` and
       :data:`SAMPLED_END_TO_END`: one model check and one end-to-end model,
       the many-head GAT and the cheapest, so that each kind of check still runs
-      in each float type; the full suite runs them all);
+      in each float type; the dimension checks below on one variant of each
+      operator, the first the system implements; the full suite runs them all);
     * ``widths``: every operator variant on the ``hub`` graph at
       :data:`WIDE_WIDTHS` features (one head);
     * ``heads``: every operator variant on ``hub`` at :data:`MANY_HEADS` heads;
@@ -43,6 +44,7 @@ Note [sampled oracle]
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -100,8 +102,10 @@ def split_dtype(label: str) -> tuple[str, str | None]:
 
 
 # ----------------------------------------------------------------- graphs
+@lru_cache(maxsize=4)
 def ladder_graphs(index_dtype: Any = np.int32, rungs=LADDER_EDGES) -> dict[str, Graph]:
-    """Random graphs of ``rungs`` edges, 8 per node on average, with one 2,000-edge hub each way."""
+    """Random graphs of ``rungs`` edges, 8 per node on average, with one 2,000-edge hub each way (built once
+    per process: the ladder runs once in each float type)."""
     graphs = {}
     for edges in rungs:
         rng = np.random.default_rng(edges)
@@ -117,12 +121,18 @@ def _variants() -> list[OpCase]:
     return [case for case in OP_CASES if not case.values]
 
 
+def _one_per_operator(cases: list[OpCase]) -> list[OpCase]:
+    """The first of ``cases`` for each operator (the sampled profile's dimension checks, Note [what runs])."""
+    return list({case.operator: case for case in reversed(cases)}.values())[::-1]
+
+
 # ----------------------------------------------------------------- the checks
 def check_dimension(system: str, label: str, *, dtype: str, framework: str = "torch", device: str = "cpu",
                     threads: int | None = None, guard: bool = True, profile: str = "full",
                     on_case=None) -> CaseResult:
     """One row of :data:`DIMENSION_CHECKS` (``label`` with or without its dtype tag) run in ``dtype``;
-    ``profile="fast"`` runs :data:`FAST`'s subset."""
+    ``profile="fast"`` runs :data:`FAST`'s subset, and :data:`SAMPLED_PROFILE` that subset on one variant of
+    each operator (Note [what runs])."""
     import torch
 
     from gnnbench.frameworks import get_frontend
@@ -137,15 +147,16 @@ def check_dimension(system: str, label: str, *, dtype: str, framework: str = "to
     verification_options(sys_glue)
     guard = guard and guard_supported(sys_glue)
     F_sys, F_ref = get_frontend(framework, device, dtype), get_frontend("torch", "cpu", "float64")
-    fast = profile == "fast"
+    fast = profile in ("fast", SAMPLED_PROFILE)
     widths, heads_list = (FAST["widths"], FAST["heads"]) if fast else (WIDE_WIDTHS, MANY_HEADS)
     graphs = ladder_graphs(rungs=FAST["ladder"] if fast else LADDER_EDGES) if kind == "ladder" else {"hub": adversarial_graphs(np.dtype("int32"))["hub"]}
-    skipped = []
+    skipped = [case.label for case in _variants() if sys_glue.find(case.operator, dict(case.attrs)) is None]
+    variants = [case for case in _variants() if case.label not in skipped]
+    if profile == SAMPLED_PROFILE:
+        variants = _one_per_operator(variants)
+    bound = {name: (BoundGraph(graph, sys_glue), BoundGraph(graph, ref_glue)) for name, graph in graphs.items()}
     seed = 0
-    for case in _variants():
-        if sys_glue.find(case.operator, dict(case.attrs)) is None:
-            skipped.append(case.label)
-            continue
+    for case in variants:
         if kind == "widths":
             shapes = [(1, w) for w in widths] if case.uses_width else []
         elif kind == "heads":
@@ -153,7 +164,7 @@ def check_dimension(system: str, label: str, *, dtype: str, framework: str = "to
         else:
             shapes = [(1, LADDER_WIDTH if case.uses_width else None)]
         for name, graph in graphs.items():
-            b_sys, b_ref = BoundGraph(graph, sys_glue), BoundGraph(graph, ref_glue)
+            b_sys, b_ref = bound[name]
             for heads, width in shapes:
                 seed += 1
                 shape = f"F={width}, H={heads}" if width else f"H={heads}"
@@ -171,7 +182,10 @@ def check_dimension(system: str, label: str, *, dtype: str, framework: str = "to
                 else:
                     with _torch_threads(1):  # Note [oracle threads]
                         expected = _run_one(F_ref, b_ref, case, arrays, seed, "cpu")
-                        magnitude = _run_one(F_ref, b_ref, case, arrays, seed, "cpu", absolute=True)
+
+                    def magnitude(b_ref=b_ref, arrays=arrays, seed=seed):  # only when needed (conformance._problems)
+                        with _torch_threads(1):
+                            return _run_one(F_ref, b_ref, case, arrays, seed, "cpu", absolute=True)
                 problems = _problems(got, expected, tol, magnitude)
                 row.cases += 1
                 if problems:
@@ -184,7 +198,8 @@ def check_dimension(system: str, label: str, *, dtype: str, framework: str = "to
     row.status = "failed" if row.failed_cases else "passed"
     largest = max(graphs.values(), key=lambda g: g.num_edges)
     if row.status == "passed":
-        row.detail = (f"{len(_variants()) - len(skipped)} variants" + (", forward and gradients on sampled rows "
+        sampled = " (one per operator)" if profile == SAMPLED_PROFILE else ""
+        row.detail = (f"{len(variants)} variants{sampled}" + (", forward and gradients on sampled rows "
                       f"and columns vs float64, largest graph {largest.num_edges:,} edges"
                       if kind == "ladder" else "") + (f"; not implemented: {', '.join(skipped)}" if skipped else ""))
     row.seconds = time.perf_counter() - begin
@@ -197,8 +212,8 @@ _SPACE = {"x": "src", "weight": "edge", "src": "src", "dst": "dst", "scores": "e
 
 
 def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue, F_ref):
-    """The system's and the oracle's outputs and gradients, and the oracle's sums of |terms| (Note
-    [cancelling sums]), restricted to sampled rows and columns."""
+    """The system's and the oracle's outputs and gradients, and a function computing the oracle's sums of
+    |terms| (Note [cancelling sums]), restricted to sampled rows and columns."""
     from gnnbench.runtime.glue import BoundGraph
 
     rng = np.random.default_rng(seed)
@@ -223,8 +238,6 @@ def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue,
     g_sub = g_full[positions] if edge_out else g_full
     b_sub = BoundGraph(sub, ref_glue)
     expected = _run_with_grad(F_ref, b_sub, case, sub_arrays, g_sub)
-    absolute = _run_with_grad(F_ref, b_sub, case, {k: None if v is None else np.abs(v) for k, v in sub_arrays.items()},
-                              np.abs(g_sub))
 
     def pick_out(a, sub_graph: bool):
         if edge_out:
@@ -243,7 +256,11 @@ def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue,
 
     mine = (pick_out(out_s, False), {k: None if v is None else pick_grad(k, v, False) for k, v in grads_s.items()},
             stage, err)
-    return mine, oracle(expected), oracle(absolute)
+    def magnitude():
+        return oracle(_run_with_grad(F_ref, b_sub, case, {k: None if v is None else np.abs(v)
+                                                          for k, v in sub_arrays.items()}, np.abs(g_sub)))
+
+    return mine, oracle(expected), magnitude
 
 
 def _run_with_grad(F, bound, case: OpCase, arrays: dict, g: np.ndarray):

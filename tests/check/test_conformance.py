@@ -131,6 +131,16 @@ def test_a_cancelling_sum_is_judged_by_its_terms_and_a_missing_term_still_fails(
     median_term = np.sort(np.abs(terms))[len(terms) // 2]
     assert [q for q, _ in _problems(off_by(median_term), expected, tol, magnitude)] == ["grad x"]
 
+    # the run on absolute values is made only for a case the plain bound fails, and then decides it
+    calls = []
+
+    def lazily():
+        calls.append(1)
+        return magnitude
+
+    assert _problems(off_by(0.0), expected, tol, lazily) == [] and calls == []
+    assert _problems(off_by(0.0016), expected, tol, lazily) == [] and calls == [1]
+
 
 def test_compare_follows_the_nan_policy():
     expected = np.array([np.nan, np.inf, -np.inf, 1.0])
