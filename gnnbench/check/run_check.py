@@ -19,7 +19,10 @@ Note [run-time check]
     kernel writing into an input is caught here even where it behaves under
     verify.
 
-    The check is timed apart from the epochs (``extra.run_check.seconds``). A
+    The check is timed apart from the epochs (``extra.run_check.seconds``; of
+    it, ``forward_seconds`` is the system's checksummed first forward, which
+    holds whatever a first call costs, a JIT compile included, that the
+    untimed warm-up would otherwise pay). A
     mismatch or an input write raises :class:`RunCheckError`, and the worker
     stores the row as ``failed`` with the operator named. ``--no-check``
     (``RunConfig.check=False``) skips it and the row says so
@@ -75,7 +78,9 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
     written: list[str] = []
     with _recording(F, calls), _checksummed(bound.system, written), F.no_grad():
         forward(False)
-    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": list(calls)}
+    # the system's own first forward: work (JIT, first touch) its warm-up epoch would otherwise do
+    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": list(calls),
+                               "forward_seconds": clock() - start}
     if written:
         details.update(status="failed", seconds=clock() - start)
         raise RunCheckError(f"run-time check: {written[0]} during the first forward on {spec.dataset} "
