@@ -56,3 +56,17 @@ def test_a_run_caught_by_the_check_is_stored_as_failed(demos, tmp_path):
     assert row["status"] == "failed"
     assert "wrote into its input 'x'" in row["error"] and row["error"].startswith("run-time check: kernel ")
     assert row["extra"]["run_check"]["status"] == "failed"
+
+
+def test_verify_catches_an_input_written_outside_the_guard(demos):
+    """Issue 35: demo_run_write passes every guarded check; verify's end-to-end row starts the run as
+    `gnnbench run` does, unguarded with the run-time check on, and fails naming what was written."""
+    from gnnbench.verify.suite import end_to_end
+
+    (row,) = end_to_end("demo_run_write", models=("gcn",), threads=1)
+    assert row.status == "failed"
+    assert row.failures[0].startswith("end-to-end gcn on sbm (torch, float32, seed 0, outside verify's guard): "
+                                      "run-time check: kernel ")
+    assert "wrote into its input 'x'" in row.failures[0]
+    (ok,) = end_to_end("reference", models=("gcn",), threads=1)
+    assert ok.status == "passed", ok.failures
