@@ -5,8 +5,9 @@ Note [quantised verification]
     float64 oracle to float tolerance, so its kernels module names the exact
     mode for the operator suite (``VERIFY_OPTIONS``, Note [verification
     options]) and its default, quantised mode in ``VERIFY_QUANTISED``: the
-    options that select it and ``quantisation_scales()``, which returns the
-    ``(x_scale, w_scale)`` of its last call. For each aggregation that mode
+    options that select it, ``active()``, whether the system is in it now,
+    and ``quantisation_scales()``, which returns the ``(x_scale, w_scale)`` of
+    its last call. For each aggregation that mode
     changes (``spmm(reduce=sum|mean)``, with and without weights) on every
     adversarial graph, this check runs the system in the quantised mode and
     requires
@@ -22,7 +23,9 @@ Note [quantised verification]
     The row reports the largest bound and the largest error seen. The modes
     differ only in these aggregations (pim's other kernels run on the host in
     float either way), so the operator suite in the exact mode plus this
-    check cover the default mode that ``gnnbench run`` uses.
+    check cover the default mode that ``gnnbench run`` uses. The run-time
+    check (Note [run-time check]) judges a run's quantised aggregations by the
+    same bound (:func:`quantisation_bound`), on the run's own graph.
 """
 from __future__ import annotations
 
@@ -34,9 +37,29 @@ from gnnbench.core.oracle import REFERENCE
 from gnnbench.check.conformance import (TOLERANCES, CaseResult, OpCase, _run_one, _torch_threads, adversarial_graphs,
                           compare, longest_row)
 
-__all__ = ["quantised_labels", "check_quantised"]
+__all__ = ["quantised_labels", "check_quantised", "quantised_mode_scales", "quantisation_bound"]
 
 _CASES = tuple(OpCase("spmm", (("reduce", r),), w) for r in ("sum", "mean") for w in (False, True))
+
+
+def quantisation_bound(aggregate, x: np.ndarray, w: np.ndarray | None, x_scale: float, w_scale: float) -> np.ndarray:
+    """Note [quantised verification]'s stated bound on each output element, ``aggregate(x, w)`` being the
+    exact (float64) aggregation of the call judged: ``r_i * sum_e (|w_e| s_x / 2 + |x_j| s_w / 2 + s_x s_w / 4)``."""
+    sum_w = aggregate(np.ones_like(x), None if w is None else np.abs(w))
+    if w is None:
+        return sum_w * x_scale / 2
+    sum_x = aggregate(np.abs(x), np.ones_like(w))
+    count = aggregate(np.ones_like(x), None)
+    return sum_w * x_scale / 2 + sum_x * w_scale / 2 + count * x_scale * w_scale / 4
+
+
+def quantised_mode_scales(glue, operator: str, attrs: dict) -> tuple[float, float] | None:
+    """``(x_scale, w_scale)`` of the call just made when it ran in the system's quantised mode, else None
+    (the run-time check judges such a call by :func:`quantisation_bound`, Note [run-time check])."""
+    declared = getattr(glue.module, "VERIFY_QUANTISED", None)
+    if not declared or operator != "spmm" or attrs.get("reduce") not in ("sum", "mean") or not declared["active"]():
+        return None
+    return declared["quantisation_scales"]()
 
 
 def quantised_labels(system: str) -> list[str]:
@@ -90,17 +113,12 @@ def check_quantised(system: str, label: str, *, threads: int | None = None, on_c
                 x, w = arrays["x"], arrays["weight"]
                 dequantised = {"x": np.rint(x / x_scale) * x_scale,
                                "weight": None if w is None else np.rint(w / w_scale) * w_scale}
-                ones = {"x": np.ones_like(x), "weight": None if w is None else np.abs(w)}
-                absx = {"x": np.abs(x), "weight": None if w is None else np.ones_like(w)}
                 b_ref = BoundGraph(graph, ref)
                 with _torch_threads(1):
                     expected = _run_one(F_ref, b_ref, case, dequantised, 1, "cpu")[0]
                     exact = _run_one(F_ref, b_ref, case, arrays, 1, "cpu")[0]
-                    sum_w = _run_one(F_ref, b_ref, case, ones, 1, "cpu")[0]
-                    sum_x = _run_one(F_ref, b_ref, case, absx, 1, "cpu")[0]
-                    count = _run_one(F_ref, b_ref, case, {"x": np.ones_like(x), "weight": None}, 1, "cpu")[0]
-                dw = 0.0 if w is None else w_scale
-                bound = sum_w * x_scale / 2 + sum_x * dw / 2 + count * x_scale * dw / 4
+                    bound = quantisation_bound(lambda x_, w_: _run_one(F_ref, b_ref, case, {"x": x_, "weight": w_}, 1,
+                                                                       "cpu")[0], x, w, x_scale, w_scale)
                 bad = compare(out, expected, tol)
                 if bad:
                     row.failures.append(f"{label} output on {where}: differs from its dequantised expectation "

@@ -28,6 +28,12 @@ Note [run-time check]
     (``RunConfig.check=False``) skips it and the row says so
     (``extra.run_check.status == "off"``). Torch runs only: under TensorFlow
     the row says the check was skipped and why.
+
+    A system run in a quantised mode it declares (pim's default int32
+    arithmetic, Note [quantised verification]) cannot meet a float tolerance
+    in the aggregations that mode changes: those calls are judged by the
+    quantisation's stated bound with the scales of the call itself, and the
+    row lists them (``extra.run_check.quantised``).
 """
 from __future__ import annotations
 
@@ -87,8 +93,8 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
                             f"({spec.dtype}); the row is not a measurement", details)
     graph = bound.graph
     rows = _sample_rows(graph, np.random.default_rng(spec.seed))
-    for label, (operator, attrs, inputs, out) in calls.items():
-        bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype)
+    for label, (operator, attrs, inputs, out, scales) in calls.items():
+        bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
         if bad:
             details.update(status="failed", operator=label, seconds=clock() - start)
             width = inputs[0].shape[-1] if inputs[0] is not None and inputs[0].dim() == 3 else None
@@ -96,6 +102,9 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
                                 f"E={graph.num_edges}{f', F={width}' if width else ''}, {spec.dtype}) differs "
                                 f"from reference on {len(rows)} sampled rows: {bad}; the row is not a "
                                 f"measurement (run `gnnbench verify --system {spec.system}`)", details)
+    quantised = [label for label, call in calls.items() if call[4] is not None]
+    if quantised:  # Note [quantised verification]: judged by the quantisation's stated bound
+        details["quantised"] = quantised
     details.update(rows_sampled=int(len(rows)), seconds=clock() - start)
     return details
 
@@ -110,24 +119,26 @@ def _label(operator: str, attrs: dict, inputs) -> str:
 @contextmanager
 def _recording(F, calls: dict) -> Iterator[None]:
     """Record the first call of each operator variant through frontend ``F``: inputs (copied) and output."""
+    from gnnbench.check.quantised import quantised_mode_scales
+
     call, gat = F._call, F.gat_aggregate
 
-    def keep(operator, attrs, inputs, out):
+    def keep(graph, operator, attrs, inputs, out):
         label = _label(operator, attrs, inputs)
         if label not in calls:
             calls[label] = (operator, dict(attrs), [None if t is None else t.detach().clone() for t in inputs],
-                            out.detach().clone())
+                            out.detach().clone(), quantised_mode_scales(graph.system, operator, attrs))
 
     def recorded_call(graph, operator, attrs, *inputs):
         out = call(graph, operator, attrs, *inputs)
-        keep(operator, attrs, inputs, out)
+        keep(graph, operator, attrs, inputs, out)
         return out
 
     def recorded_gat(graph, x, score_src, score_dst, negative_slope: float = 0.2):
         out = gat(graph, x, score_src, score_dst, negative_slope)
         attrs = {"negative_slope": float(negative_slope)}
         if graph.system.find("gat_aggregate", attrs) is not None:  # fused; else its parts were recorded
-            keep("gat_aggregate", attrs, (x, score_src, score_dst), out)
+            keep(graph, "gat_aggregate", attrs, (x, score_src, score_dst), out)
         return out
 
     F._call, F.gat_aggregate = recorded_call, recorded_gat
@@ -183,7 +194,10 @@ def _sample_rows(graph, rng) -> np.ndarray:
     return np.unique(np.r_[rng.integers(0, n, min(SAMPLED_ROWS, n)), extra]).astype(np.int64)
 
 
-def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, dtype: str) -> str | None:
+def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, dtype: str,
+             scales: tuple[float, float] | None = None) -> str | None:
+    """What is wrong with ``out`` on the sampled ``rows``, or None; ``scales``: the call ran in the system's
+    quantised mode with these ``(x_scale, w_scale)``, and is judged by Note [quantised verification]'s bound."""
     import torch
 
     from gnnbench.check.conformance import TOLERANCES, Tolerance, compare, longest_row
@@ -213,4 +227,21 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     want = want.numpy()
     tol = TOLERANCES[dtype].for_rows(max(longest_row(graph), inputs[0].shape[-1] if operator == "sddmm" else 1))
     scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
-    return compare(got.to(torch.float64).cpu().numpy(), want, scaled)
+    got = got.to(torch.float64).cpu().numpy()
+    if scales is None:
+        return compare(got, want, scaled)
+    from gnnbench.check.quantised import quantisation_bound
+
+    def aggregate(x, w):
+        with torch.no_grad(), _torch_threads(1):
+            return F._call(ref, operator, attrs, torch.from_numpy(x),
+                           None if w is None else torch.from_numpy(w)).numpy()[rows]
+
+    x, w = (None if t is None else t.numpy() for t in tensors)
+    allowed = quantisation_bound(aggregate, x, w, *scales) + scaled.bound(want)
+    error = np.abs(got - want)
+    if np.all(error <= allowed):
+        return None
+    k = np.unravel_index(int(np.argmax(error - allowed)), error.shape)
+    return (f"error {error[k]:.3g} at {list(map(int, k))} exceeds the quantisation bound {allowed[k]:.3g} "
+            f"(x scale {scales[0]:.3g}, w scale {scales[1]:.3g})")

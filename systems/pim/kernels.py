@@ -112,6 +112,7 @@ VERIFY_OPTIONS = {"arithmetic": "float32"}
 #: against its own dequantised expectation and a stated error bound (Note [quantised
 #: verification] in gnnbench/check/quantised.py).
 VERIFY_QUANTISED = {"options": {"arithmetic": "int32"},
+                    "active": lambda: _State.options["arithmetic"] == "int32",
                     "quantisation_scales": lambda: (ACCOUNTING.last_quantisation["x_scale"],
                                                     ACCOUNTING.last_quantisation["w_scale"])}
 
