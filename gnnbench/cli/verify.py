@@ -32,8 +32,9 @@ def add_arguments(p) -> None:
                         "gnnbench/api.gnn, e.g. spmm")
     p.add_argument("--slow", action="store_true",
                    help="also run the case whose flat element index passes 2^31 (needs ~44 GiB free memory)")
-    p.add_argument("--fast", action="store_true", help="the CI subset: fewer widths and head counts, blocks at one shape, float32 sampled "
-                        "(PROFILES in gnnbench/check/conformance.py)")
+    p.add_argument("--fast", action="store_true", help="the CI subset: fewer widths and head counts, blocks at one shape, the size "
+                   "ladder on one variant per operator, float32 sampled (PROFILES in gnnbench/check/conformance.py, "
+                   "Note [what runs] in gnnbench/check/dims.py)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     p.add_argument("--framework", default="torch",
                    help="framework whose glue is verified: torch or tensorflow (default: torch)")
