@@ -105,7 +105,8 @@ def _comparable(rows: list[dict]) -> dict[tuple, dict]:
             kept["extra"] = {k: v for k, v in kept["extra"].items()  # log files are per run
                              if k not in ("kernel_median_s_by_kernel", "spmm_figures", "held_bytes", "stderr_path")}
             if isinstance(kept["extra"].get("run_check"), dict):  # the check's own time is a timing too
-                kept["extra"]["run_check"] = {k: v for k, v in kept["extra"]["run_check"].items() if k != "seconds"}
+                kept["extra"]["run_check"] = {k: v for k, v in kept["extra"]["run_check"].items()
+                                             if k not in ("seconds", "forward_seconds")}
         out[(row["system"], row["model"], row["seed"])] = kept
     return out
 
