@@ -1,6 +1,7 @@
 """The lowest layer: facts every other package may import, and which import nothing of gnnbench's.
 
-``measurement`` is a run's samples and their statistics (Note [noise threshold]); ``oracle`` names the
+``measurement`` is a run's samples and their statistics (Note [noise threshold]); ``stability`` every
+threshold that flags a figure as unsteady (Note [stability thresholds]); ``oracle`` names the
 reference system.
 """
-__all__ = ["measurement", "oracle"]
+__all__ = ["measurement", "stability", "oracle"]

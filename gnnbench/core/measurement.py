@@ -22,10 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench.core.stability import SPREAD_LIMIT
+
 __all__ = ["Measurement", "NOISE_THRESHOLD"]
 
-#: IQR / median above which a measurement flags itself as noisy (Note [noise threshold])
-NOISE_THRESHOLD = 0.10
+#: IQR / median above which a measurement flags itself as noisy (Note [noise threshold]; the limit itself is
+#: Note [stability thresholds]'s SPREAD_LIMIT)
+NOISE_THRESHOLD = SPREAD_LIMIT
 
 
 def _finite(values: Iterable[Any] | None) -> tuple[float, ...]:
