@@ -1,0 +1,218 @@
+"""The A/A benchmark: does ``compare`` claim differences that are not there, and see the one that is? (issue 42)
+
+    python benchmarks/bench_aa.py [--condition quiet|loaded] [--trials N] [--dry-run] [--render-only]
+
+The runs are the campaign ``campaigns/aa.toml``: GCN on one small R-MAT graph
+with three systems of ``benchmarks/aa_systems`` (Note [A/A trials]), each run
+its own process, interleaved round by round through ``gnnbench sweep``, stored
+in one results store per condition. ``--condition loaded`` runs the same
+campaign beside a load generator: a process that keeps one core busy with a
+memory-bound loop (copies between two 64 MiB arrays), started by this script
+and killed when it ends.
+
+Note [A/A trials]
+    A *trial* is :data:`~gnnbench.core.stability.MIN_PROCESSES` consecutive
+    rounds of the campaign: that many processes of each system, the default a
+    comparison asks for. Each trial is compared on its own, with the rows of
+    its processes only, through :func:`gnnbench.results.compare.compare`, the
+    function behind ``gnnbench compare``:
+
+    * ``aa_two`` against ``aa_one`` (two identically built systems, the same
+      configuration): a ``-`` or ``+`` mark is a *false positive*;
+    * ``aa_slow`` (the same kernels plus a fixed amount of extra work) against
+      ``aa_one``: a ``+`` mark, or a significant slowdown at any factor, is a
+      *detection*; their share of the trials is the statistics' *power*.
+
+    The slowdown ``aa_slow`` really has is stated beside it: the ratio of the
+    medians of per-process medians over every process of the condition. The
+    three systems compute ``mkl``'s results bit for bit, so the comparison
+    includes them unverified (``include_unverified``): the point here is the
+    statistics, not the kernels.
+
+Writes results/aa.{md,json}, both conditions in one table (a condition not
+measured yet shows as such).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import (ROOT, Parser, Table, campaign, count, measured_note, ok, out_path,  # noqa: E402
+                     print_plan, provenance, run_script, write_results)
+
+CAMPAIGN = "aa"
+SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
+BASELINE, TWIN, SLOW = "aa_one", "aa_two", "aa_slow"
+CONDITIONS = {"quiet": "nothing else started", "loaded": "beside a load generator keeping one core busy "
+                                                        "(memory-bound copy loop)"}
+#: the load generator: a memory-bound loop, in its own process, until it is killed
+LOAD_LOOP = ("import numpy as np\na = np.ones(2**23)\nb = np.empty_like(a)\n"
+             "while True:\n    np.copyto(b, a)\n    np.copyto(a, b)\n")
+
+
+def store_of(condition: str) -> Path:
+    return ROOT / "results" / f"aa_{condition}.sqlite"
+
+
+def round_of(row: Mapping[str, Any]) -> int | None:
+    """The sweep round a row was run in (``extra.sweep.round``, kept by the sweep), or None."""
+    extra = row.get("extra")
+    sweep = extra.get("sweep") if isinstance(extra, Mapping) else None
+    return sweep.get("round") if isinstance(sweep, Mapping) else None
+
+
+def trials(rows: Sequence[Mapping[str, Any]], size: int) -> list[list[Mapping[str, Any]]]:
+    """The rows grouped into trials of ``size`` consecutive rounds (Note [A/A trials]); a trial missing a
+    round of some system (not run yet, or failed) is left out, so every trial compares ``size`` processes."""
+    by_trial: dict[int, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        r = round_of(row)
+        if r is not None:
+            by_trial.setdefault(r // size, []).append(row)
+    complete = []
+    for number in sorted(by_trial):
+        trial = by_trial[number]
+        if all(sum(1 for row in trial if row.get("system") == s and ok(row)) == size for s in (BASELINE, TWIN, SLOW)):
+            complete.append(trial)
+    return complete
+
+
+def judge(trial: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One trial's verdicts: ``compare``'s result for the twin and for the slow system."""
+    from gnnbench.results.compare import compare
+
+    results = {r.system: r for r in compare(list(trial), baseline=BASELINE, include_unverified=True).results}
+    twin, slow = results[TWIN], results[SLOW]
+    return {"twin_mark": twin.mark, "twin_speedup": twin.speedup, "twin_significant": twin.significant,
+            "slow_mark": slow.mark, "slow_speedup": slow.speedup, "slow_significant": slow.significant}
+
+
+def true_slowdown(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """``aa_slow``'s median of per-process medians over ``aa_one``'s, every process of the condition."""
+    import numpy as np
+
+    from gnnbench.core.measurement import Measurement
+
+    def centre(system: str) -> float | None:
+        medians = [Measurement.from_row(r).median for r in rows if r.get("system") == system and ok(r)]
+        return float(np.median(medians)) if medians else None
+
+    base, slow = centre(BASELINE), centre(SLOW)
+    return slow / base if base and slow else None
+
+
+def summarise(condition: str, rows: Sequence[Mapping[str, Any]], size: int) -> dict[str, Any]:
+    verdicts = [judge(t) for t in trials(rows, size)]
+    n = len(verdicts)
+    false = sum(v["twin_mark"] in ("-", "+") for v in verdicts)
+    marked = sum(v["slow_mark"] == "+" for v in verdicts)
+    significant = sum(bool(v["slow_significant"]) and (v["slow_speedup"] or 1) < 1 for v in verdicts)
+    return {"condition": condition, "trials": n, "processes": size, "false_positives": false,
+            "slow_marked": marked, "slow_significant": significant, "true_slowdown": true_slowdown(rows),
+            "verdicts": verdicts}
+
+
+def _share(k: int, n: int) -> str:
+    return f"{k} of {n} ({k / n:.0%})" if n else "-"
+
+
+def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
+    header = ["condition", "trials", "processes a system per trial", "A/A pairs marked different",
+              "aa_slow marked + (slower beyond factor)", "aa_slow significantly slower", "aa_slow's true slowdown"]
+    rows = [[s["condition"], str(s["trials"]), str(s["processes"]), _share(s["false_positives"], s["trials"]),
+             _share(s["slow_marked"], s["trials"]), _share(s["slow_significant"], s["trials"]),
+             "-" if s["true_slowdown"] is None else f"{(s['true_slowdown'] - 1):+.1%}"] for s in summaries]
+    lines = ["# A/A: false positives and power of compare's statistics (issue 42)", "",
+             f"Campaign `campaigns/{CAMPAIGN}.toml` (`python benchmarks/bench_aa.py --condition quiet|loaded`): "
+             f"GCN on `{meta['dataset']}`, {meta['epochs']} epochs ({meta['warmup']} untimed warm-up), "
+             f"{meta['threads']} thread(s), every run its own process, interleaved. A trial is "
+             f"{meta['processes']} processes of each of `aa_one`, `aa_two` (built identically) and `aa_slow` "
+             "(the same kernels plus extra in-place passes over each SpMM output), compared by "
+             "`gnnbench.results.compare.compare` against `aa_one` (Note [A/A trials] in benchmarks/bench_aa.py). "
+             "Conditions: " + "; ".join(f"{k}: {v}" for k, v in CONDITIONS.items()) + ".", "",
+             Table(header, rows, [False, True, True, False, False, False, True]).render("markdown").rstrip("\n"), "",
+             "Targets (issue 42): A/A pairs marked different in at most 5 % of at least 40 trials in each "
+             "condition; `aa_slow` marked slower in at least 90 % of its comparisons.", ""]
+    for s in summaries:
+        lines.append(f"{s['condition']}: " + measured_note(s.get("load"), meta.get("measured_at")))
+    return "\n".join(lines) + "\n"
+
+
+def _load_generator():
+    """Starts the load generator (its own process, on the last allowed CPU where affinity can be set)."""
+    proc = subprocess.Popen([sys.executable, "-c", LOAD_LOOP], stdin=subprocess.DEVNULL)
+    try:
+        os.sched_setaffinity(proc.pid, {max(os.sched_getaffinity(0))})
+    except (AttributeError, OSError):  # not Linux, or not allowed: it still keeps a core busy
+        pass
+    return proc
+
+
+def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
+    from gnnbench.results.frame import frame_records, load_results
+    from _common import run_campaign
+
+    if args.render_only:
+        if not store_of(condition).exists():
+            return [], (None, None)
+        return frame_records(load_results(store_of(condition))), (None, None)
+    generator = _load_generator() if condition == "loaded" else None
+    try:
+        start = os.getloadavg()[0]
+        run_campaign(the_campaign, store_of(condition))
+        load = (start, os.getloadavg()[0])
+    finally:
+        if generator is not None:
+            generator.kill()
+            generator.wait()
+    return frame_records(load_results(store_of(condition))), load
+
+
+def _run(args) -> int:
+    from gnnbench.core.stability import MIN_PROCESSES
+
+    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(  # the A/A systems live outside systems/
+        p for p in (str(SYSTEMS_DIR), os.environ.get("GNNBENCH_SYSTEMS_PATH", "")) if p)
+    the_campaign = campaign(CAMPAIGN, rounds=None if args.trials is None else args.trials * MIN_PROCESSES)
+    if args.dry_run:
+        return print_plan("bench_aa", the_campaign, store_of(args.condition))
+    config = the_campaign.matrices[0].configs[0]
+    summaries, commits = [], set()
+    for condition in CONDITIONS:
+        if condition == args.condition or args.render_only:
+            rows, load = _measure(args, the_campaign, condition)
+        else:
+            rows, load = ([], (None, None))
+            if store_of(condition).exists():  # the other condition, as measured before
+                from gnnbench.results.frame import frame_records, load_results
+
+                rows = frame_records(load_results(store_of(condition)))
+        commits |= {r.get("git_commit") for r in rows if r.get("git_commit")}
+        summary = summarise(condition, rows, MIN_PROCESSES)
+        summary["load"] = None if load[0] is None else load
+        summaries.append(summary)
+    meta = provenance(campaign=CAMPAIGN, dataset=config.dataset, epochs=config.epochs, warmup=config.warmup,
+                      threads=config.threads, processes=MIN_PROCESSES, measured_at=sorted(commits))
+    write_results(args.out, {"meta": meta, "conditions": summaries}, render(summaries, meta))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--condition", choices=tuple(CONDITIONS), default="quiet",
+                        help="run quiet, or beside a load generator keeping one core busy (default: quiet)")
+    parser.add_argument("--trials", type=count, default=None,
+                        help="trials to run (default: the campaign's rounds / processes per trial)")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
+    parser.add_argument("--render-only", action="store_true", help="run nothing; render what the stores hold")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "aa"))
+    return run_script("bench_aa", parser, _run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""benchmarks/bench_aa.py and benchmarks/aa_systems: trials, verdicts, the rendered table, and twins that are twins."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+AA_SYSTEMS = Path(__file__).resolve().parents[2] / "benchmarks" / "aa_systems"
+TINY = "sbm:nodes=200,classes=2,features=8,degree=4"
+
+
+@pytest.fixture(scope="module")
+def bench(load_benchmark):
+    return load_benchmark("bench_aa")
+
+
+def _row(system, round_, epochs, status="ok"):
+    return {"system": system, "status": status, "dataset": "rmat:nodes=8", "model": "gcn", "framework": "torch",
+            "epoch_times": list(epochs), "extra": {"sweep": {"round": round_}}, "timestamp": f"2026-12-03T10:{round_ // 60:02d}:{round_ % 60:02d}+00:00"}
+
+
+def _store(rounds, slow_factor, spread=0.01, seed=0):
+    """``rounds`` rounds of the three systems; aa_one and aa_two from one distribution, aa_slow scaled."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(rounds):
+        for system, scale in (("aa_one", 1.0), ("aa_two", 1.0), ("aa_slow", slow_factor)):
+            centre = scale * (1 + spread * rng.standard_normal())  # each process its own centre
+            rows.append(_row(system, r, centre * (1 + spread * rng.standard_normal(20)) / 100))
+    return rows
+
+
+def test_trials_are_runs_of_consecutive_rounds_and_incomplete_ones_are_left_out(bench):
+    rows = _store(12, 1.3)
+    rows = [r for r in rows if not (r["system"] == "aa_two" and r["extra"]["sweep"]["round"] == 7)]
+    trials = bench.trials(rows, 5)
+    assert len(trials) == 1  # rounds 0-4; 5-9 lacks aa_two's round 7; 10-11 is short
+    assert sorted({r["extra"]["sweep"]["round"] for r in trials[0]}) == [0, 1, 2, 3, 4]
+
+
+def test_a_clear_slowdown_is_marked_and_identical_twins_are_not(bench):
+    summary = bench.summarise("quiet", _store(10, 1.3), 5)
+    assert summary["trials"] == 2
+    assert summary["false_positives"] == 0
+    assert summary["slow_marked"] == 2 and summary["slow_significant"] == 2
+    assert summary["true_slowdown"] == pytest.approx(1.3, rel=0.02)
+
+
+def test_render_states_the_rates_and_the_targets(bench):
+    summaries = [{**bench.summarise("quiet", _store(10, 1.3), 5), "load": (0.1, 0.2)},
+                 {**bench.summarise("loaded", [], 5), "load": None}]
+    meta = {"dataset": "rmat:nodes=8", "epochs": 22, "warmup": 2, "threads": 1, "processes": 5,
+            "measured_at": ["abc1234"]}
+    text = bench.render(summaries, meta)
+    quiet = next(line for line in text.splitlines() if line.startswith("| quiet"))
+    assert [c.strip() for c in quiet.strip("|").split("|")] == [
+        "quiet", "2", "5", "0 of 2 (0%)", "2 of 2 (100%)", "2 of 2 (100%)", "+29.6%"]
+    loaded = next(line for line in text.splitlines() if line.startswith("| loaded"))
+    assert [c.strip() for c in loaded.strip("|").split("|")][1:4] == ["0", "5", "-"]
+    assert "at most 5 % of at least 40 trials" in text and "Measured at commit abc1234" in text
+
+
+def test_the_campaign_is_40_trials_of_the_three_systems(bench, capsys):
+    assert bench.main(["--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("bench_aa: would run 600 of 600 runs")
+    assert {line.split()[0] for line in lines[:-1]} == {"aa_one", "aa_two", "aa_slow"}
+
+
+def test_bad_flags_are_one_line_and_status_2(bench, capsys):
+    assert bench.main(["--trials", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bench_aa: argument --trials:")
+
+
+def test_aa_systems_glue_is_up_to_date():
+    from gnnbench.dsl.gen import regenerate, spec_paths
+
+    writer = regenerate(spec_paths(AA_SYSTEMS), check=True)
+    assert not writer.drift, "".join(writer.drift) + "\nrun `gnnbench gen benchmarks/aa_systems/<name>/<name>.gnn`"
+
+
+def test_the_three_systems_compute_mkls_results_bit_for_bit(monkeypatch):
+    """The slow twin's extra work multiplies by one: the same function, so its time is the only difference."""
+    from gnnbench.run.harness import RunConfig, train
+
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(AA_SYSTEMS))
+    losses = {s: train(RunConfig(system=s, model="gcn", dataset=TINY, epochs=3, warmup=1))["final_loss"]
+              for s in ("mkl", "aa_one", "aa_two", "aa_slow")}
+    assert len(set(losses.values())) == 1, losses
