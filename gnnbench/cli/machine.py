@@ -6,6 +6,7 @@ What it reads is what every run records around its timed epochs (Note [machine s
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -41,7 +42,7 @@ def run(window_s: float = 1.0, probe=None, sleep=time.sleep, allocator: str | No
     from gnnbench.run.allocator import resolve_allocator
     from gnnbench.run.machine_state import Probe, machine_now
 
-    if not window_s > 0:
+    if not (math.isfinite(window_s) and window_s > 0):
         raise UserError(f"--window must be a positive number of seconds (got {window_s:g})")
     probe = probe or Probe()
     state = machine_now(window_s, probe, sleep)
@@ -90,7 +91,7 @@ def render(report: MachineReport) -> str:
          if s.load_after else unknown("load_before")),
         ("runnable", f"{s.runnable_threads} threads of other processes" if s.runnable_threads is not None
          else unknown("runnable_threads")),
-        ("other CPU", f"{s.other_cpu_share:.0%} of the {cpus or ''} allowed CPUs over {s.window_s:.1f} s".replace("  ", " ")
+        ("other CPU", f"{s.other_cpu_share:.0%} of the {f'{cpus} ' if cpus else ''}allowed CPUs over {s.window_s:.1f} s"
          + (f" (steal {s.steal_share:.0%})" if s.steal_share else "") if s.other_cpu_share is not None
          else unknown("other_cpu_share")),
         ("affinity", s.cpus_allowed or unknown("cpus_allowed")),

@@ -43,8 +43,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, NamedTuple
 
-__all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures", "SpmmKernelFigures",
-           "Field", "column", "identity", "measured", "outcome", "sql_type",
+__all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
+           "SpmmKernelFigures", "Field", "column", "identity", "measured", "outcome", "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
 
@@ -302,7 +302,8 @@ class MachineState:
         "CPU time other processes took in that window over the capacity of the CPUs the worker may use, in [0, "
         "1]: busy jiffies of those CPUs in `/proc/stat` (steal time counted as taken) less the worker's own CPU "
         "time, all its threads (above `OTHER_CPU_LIMIT` in gnnbench/core/stability.py the figures are flagged)")
-    steal_share: float | None = _null_key("of that capacity, the share the hypervisor stole (part of `other_cpu_share`)")
+    steal_share: float | None = _null_key(
+        "of that capacity, the share the hypervisor stole (part of `other_cpu_share`)")
     other_cpu_seconds: float | None = _null_key("the CPU seconds other processes took in the window")
     runnable_threads: int | None = _null_key(
         "runnable threads of other processes (`procs_running` of `/proc/stat`, machine-wide, less the worker's "
