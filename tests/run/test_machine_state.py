@@ -108,13 +108,14 @@ def test_what_cannot_be_read_is_null_with_its_reason_once(tmp_path):
 
 
 def test_every_finished_run_records_the_machine_around_its_timed_epochs():
-    from gnnbench.run.config import RunConfig
+    from gnnbench.run.config import make_config
     from gnnbench.run.harness import train
 
     from .test_harness import TINY
 
-    for extra in ({}, {"mode": "inference"}, {"batching": "sampled", "fanouts": (3, 3), "batch_size": 64}):
-        row = train(RunConfig(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1, **extra))
+    for extra in ({}, {"mode": "inference"}, {"batching": "sampled", "fanouts": "3,3", "batch_size": 64}):
+        row = train(make_config({"system": "reference", "model": "gcn", "dataset": TINY, "epochs": 3, "warmup": 1,
+                                 **extra}))
         state = row["machine_state"]
         assert set(state) == set(MachineState.__dataclass_fields__), extra
         assert state["window_s"] > 0 and 0.0 <= state["other_cpu_share"] <= 1.0, extra
