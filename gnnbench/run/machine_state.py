@@ -203,14 +203,15 @@ class Probe:
     def _note(self, key: str, why: object) -> None:
         self.unreadable.setdefault(key, str(why))
 
-    def sample(self) -> _Sample:
-        """One end of a window: the time, own CPU time, load, ``/proc/stat`` and own running threads."""
+    def sample(self, end: str = "before") -> _Sample:
+        """One ``end`` of a window (``before`` or ``after``): the time, own CPU time, load, ``/proc/stat`` and
+        own running threads."""
         at, own = self.clock(), self.own_cpu_s()
         load = stat = running = None
         try:
             load = parse_loadavg(self._text("proc/loadavg"))
         except (OSError, ValueError) as err:
-            self._note("load_before", _why(err))
+            self._note(f"load_{end}", _why(err))
         try:
             stat = parse_proc_stat(self._text("proc/stat"))
         except (OSError, ValueError) as err:
@@ -238,14 +239,12 @@ class Probe:
         else:
             for key in ("cpu_freq_mhz", "governor"):
                 self._note(key, "the allowed CPUs are unknown")
-        unreadable = dict(self.unreadable)
-        if after.load is None and "load_before" in unreadable:
-            unreadable.setdefault("load_after", unreadable["load_before"])
+        runnable = self._runnable(before, after)
         return MachineState(
             load_before=before.load, load_after=after.load, window_s=after.at - before.at,
-            other_cpu_share=share, steal_share=steal, other_cpu_seconds=seconds,
-            runnable_threads=self._runnable(before, after), cpus_allowed=cpulist(cpus) if cpus else None,
-            cpu_quota=quota, cpu_freq_mhz=freq, governor=governor, unreadable=unreadable or None)
+            other_cpu_share=share, steal_share=steal, other_cpu_seconds=seconds, runnable_threads=runnable,
+            cpus_allowed=cpulist(cpus) if cpus else None, cpu_quota=quota, cpu_freq_mhz=freq, governor=governor,
+            unreadable=dict(self.unreadable) or None)
 
     def _allowed(self, stat: ProcStat | None) -> frozenset[int]:
         try:
@@ -367,7 +366,7 @@ class MachineWindow:
 
     def end(self) -> None:
         if self._before is not None and self._after is None:
-            self._after = self.probe.sample()
+            self._after = self.probe.sample("after")
 
     def state(self) -> MachineState | None:
         """The record, or None when the window was never opened and closed."""

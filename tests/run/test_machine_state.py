@@ -107,6 +107,18 @@ def test_what_cannot_be_read_is_null_with_its_reason_once(tmp_path):
     assert state.unreadable["load_before"] == f"{tmp_path}/proc/loadavg: No such file or directory"
 
 
+def test_a_proc_stat_without_procs_running_says_so(tmp_path):
+    fake_machine(tmp_path)
+    (tmp_path / "proc/stat").write_text(STAT_BEFORE.replace("procs_running 4\n", ""))
+    window = MachineWindow(fake_probe(tmp_path))
+    window.begin()
+    (tmp_path / "proc/stat").write_text(STAT_AFTER.replace("procs_running 6\n", ""))
+    window.end()
+    state = window.state()
+    assert state.runnable_threads is None and state.other_cpu_share == pytest.approx(0.6)
+    assert state.unreadable == {"runnable_threads": "/proc/stat has no procs_running line"}
+
+
 def test_every_finished_run_records_the_machine_around_its_timed_epochs():
     from gnnbench.run.config import make_config
     from gnnbench.run.harness import train
