@@ -31,6 +31,7 @@ COMMANDS = {
     "regressions": "regressions",
     "history": "history",
     "bounds": "bounds",
+    "machine": "machine",
 }
 
 

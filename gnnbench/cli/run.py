@@ -156,6 +156,7 @@ def summary(row: dict) -> str:
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline{_held(row)} "
         f"({row.get('allocator') or 'unknown'} allocator{_huge_pages(row)})",
         f"  accuracy   train {row['train_accuracy']:.3f}, val {row['val_accuracy']:.3f}, test {row['test_accuracy']:.3f}",
+        *_machine_lines(row),
     ]
     report = (row.get("extra") or {}).get("system_report")
     if report:
@@ -168,6 +169,36 @@ def summary(row: dict) -> str:
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")
     return "\n".join(lines)
+
+
+def _machine_lines(row: dict) -> list[str]:
+    """The load and other processes' share of the CPUs around the timed epochs, and a warning line when that
+    share passes OTHER_CPU_LIMIT (Note [machine state], Note [stability thresholds]); nothing for older rows."""
+    from dataclasses import asdict, is_dataclass
+
+    from gnnbench.core.stability import OTHER_CPU_LIMIT
+    from gnnbench.run.machine_state import parse_cpulist
+
+    state = row.get("machine_state")
+    state = asdict(state) if is_dataclass(state) else state
+    if not isinstance(state, dict):
+        return []
+    load = lambda key: f"{state[key][0]:.2f}" if state.get(key) else "unknown"  # noqa: E731
+    cpus = state.get("cpus_allowed")
+    count = len(parse_cpulist(cpus)) if cpus else None
+    number = f"{count} CPU{'s' if count != 1 else ''}" if cpus else "allowed CPUs"
+    where = f"{number} ({cpus})" if cpus else "the allowed CPUs"
+    share = state.get("other_cpu_share")
+    took = (f"other processes took {share:.0%} of them" + (f" (steal {state['steal_share']:.0%})"
+                                                           if state.get("steal_share") else "")
+            if share is not None else "other processes' share unknown")
+    lines = [f"  machine    load {load('load_before')} before, {load('load_after')} after the timed "
+             f"{'passes' if (row.get('hyperparameters') or {}).get('mode') == 'inference' else 'epochs'} "
+             f"on {where}; {took}"]
+    if share is not None and share > OTHER_CPU_LIMIT:
+        lines.append(f"  warning    other processes took {share:.0%} of the {number} during the run "
+                     f"(limit {OTHER_CPU_LIMIT:.0%}): figures unreliable; see gnnbench machine")
+    return lines
 
 
 def _held(row: dict) -> str:

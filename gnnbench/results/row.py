@@ -23,6 +23,10 @@ upgrade step in ``gnnbench.results.store``, Note [schema versions]); a new
 timed phase is its two columns tagged ``phase=(name, "median")`` and
 ``phase=(name, "samples")``.
 
+The ``machine_state`` column is :class:`MachineState`: the machine's state
+around the timed epochs (Note [machine state] in
+:mod:`gnnbench.run.machine_state`).
+
 The ``extra`` column is :class:`Extra`: typed records for what the harness
 and the runner add (:class:`FallbackUse`, :class:`Tuning`,
 :class:`ModeledInference`, :class:`SpmmFigures`, compile time, huge pages, held memory), a system's
@@ -39,8 +43,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, NamedTuple
 
-__all__ = ["RunResult", "Extra", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures", "SpmmKernelFigures",
-           "Field", "column", "identity", "measured", "outcome", "sql_type",
+__all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
+           "SpmmKernelFigures", "Field", "column", "identity", "measured", "outcome", "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
 
@@ -106,10 +110,10 @@ def sql_type(annotation: str) -> str:
     base = annotation.removesuffix(" | None")
     if base in _SQL_TYPES:
         return _SQL_TYPES[base]
-    if base.startswith(("list[", "dict[")) or base == "Extra":
+    if base.startswith(("list[", "dict[")) or base in ("Extra", "MachineState"):
         return "JSON"
     raise TypeError(f"a column annotated {annotation!r} has no SQL type: annotate it float, int, str, list[...], "
-                    f"dict[...] or Extra, each `| None`")
+                    f"dict[...], Extra or MachineState, each `| None`")
 
 
 # ---------------------------------------------------------------- typed records of ``extra``
@@ -152,6 +156,11 @@ class ModeledInference:
 def _key(description: str) -> Any:
     """A field of a record in ``extra`` with its line in the ``extra`` column's description."""
     return field(metadata={"description": description})
+
+
+def _null_key(description: str) -> Any:
+    """A :func:`_key` that is null unless given."""
+    return field(default=None, metadata={"description": description})
 
 
 @dataclass(frozen=True)
@@ -276,6 +285,42 @@ class Extra:
             values["spmm_figures"] = SpmmFigures.from_dict(values["spmm_figures"])
         other = {k: v for k, v in data.items() if k not in known and k not in ("tuning", "tuned_after_timed_epoch")}
         return cls(**values, other=other)
+
+
+# ---------------------------------------------------------------- the machine's state
+
+@dataclass(frozen=True)
+class MachineState:
+    """The ``machine_state`` column: the machine while the timed epochs ran (Note [machine state] in
+    gnnbench/run/machine_state.py). Every key may be null; one that could not be read says why in
+    ``unreadable``."""
+
+    load_before: list[float] | None = _null_key("the 1, 5 and 15-minute load averages when the timed epochs began")
+    load_after: list[float] | None = _null_key("the same when they ended")
+    window_s: float | None = _null_key("wall seconds from the first timed epoch's start to the last one's end")
+    other_cpu_share: float | None = _null_key(
+        "CPU time other processes took in that window over the capacity of the CPUs the worker may use, in [0, "
+        "1]: busy jiffies of those CPUs in `/proc/stat` (steal time counted as taken) less the worker's own CPU "
+        "time, all its threads (above `OTHER_CPU_LIMIT` in gnnbench/core/stability.py the figures are flagged)")
+    steal_share: float | None = _null_key(
+        "of that capacity, the share the hypervisor stole (part of `other_cpu_share`)")
+    other_cpu_seconds: float | None = _null_key("the CPU seconds other processes took in the window")
+    runnable_threads: int | None = _null_key(
+        "runnable threads of other processes (`procs_running` of `/proc/stat`, machine-wide, less the worker's "
+        "own running threads), the larger of the counts at the window's start and end")
+    cpus_allowed: str | None = _null_key("the CPUs the worker may run on (`os.sched_getaffinity`), as a list `0-3,6`")
+    cpu_quota: float | None = _null_key("the cgroup's CPU quota in CPUs (v2 `cpu.max`, v1 `cpu.cfs_quota_us` over "
+                                   "`cpu.cfs_period_us`), null when there is none")
+    cpu_freq_mhz: float | None = _null_key("the allowed CPUs' mean current frequency in MHz at the window's end "
+                                      "(`scaling_cur_freq`, else `/proc/cpuinfo`)")
+    governor: str | None = _null_key("their cpufreq governor(s) (`scaling_governor`), comma-separated when they differ")
+    unreadable: dict[str, str] | None = _null_key("key -> why it could not be read, for each key left null for that "
+                                             "reason")
+
+    @classmethod
+    def from_dict(cls, value: Any) -> "MachineState | Any":
+        """The record a stored ``machine_state`` holds; any other shape (a later version's) kept as it came."""
+        return _record(cls, value)
 
 
 # ---------------------------------------------------------------- the run
@@ -416,6 +461,11 @@ class RunResult:
         "How the accuracies were computed: `full-graph` (one full-graph pass), `full-neighbour` (layer-wise "
         "full-neighbour inference after sampled training) or `sampled` (sampled evaluation with fixed "
         "fanouts); null for rows before schema 5, all of them full-graph.")
+    # added in schema 6 (Note [machine state] in gnnbench/run/machine_state.py)
+    machine_state: MachineState | None = measured(
+        "Object: the machine while the timed epochs ran, so an unsteady figure can be traced to its cause; "
+        "null for rows before schema 6 and for runs that did not finish. Keys (each may be null): "
+        + _keys_text(MachineState) + ". See Note [machine state] in gnnbench/run/machine_state.py.")
 
     def to_row(self) -> dict[str, Any]:
         """The stored dict: every column (``id`` only once assigned), ``extra`` as its JSON object or null."""
@@ -426,7 +476,7 @@ class RunResult:
                 continue
             if f.name == "extra":
                 value = (value.as_dict() or None) if value is not None else None
-            row[f.name] = value
+            row[f.name] = _plain(value)
         return row
 
     @classmethod
@@ -443,6 +493,8 @@ class RunResult:
         values = {k: v for k, v in row.items()}
         if "extra" in values:
             values["extra"] = Extra.from_dict(values["extra"])
+        if values.get("machine_state") is not None:
+            values["machine_state"] = MachineState.from_dict(values["machine_state"])
         return cls(**values)
 
     def phase(self, name: str):

@@ -15,6 +15,7 @@ Note [schema versions]
     Version 1: ``meta`` and ``runs``. Version 2: adds ``verifications``.
     Version 3: kernel time and allocator columns. Version 4: adds ``claims``.
     Version 5: the phases and throughputs of sampled runs (``--batching sampled``).
+    Version 6: ``machine_state``, the machine around the timed epochs.
 
 Note [store first]
     A command that will store a measurement opens the store before it
@@ -65,7 +66,7 @@ __all__ = [
     "export_rows_csv",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 STATUSES = ("ok", "failed", "skipped", "timeout", "oom", "crashed")
 VERIFIED = ("passed", "failed", "unverified")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -228,7 +229,14 @@ def _upgrade_4_to_5(conn: sqlite3.Connection) -> None:
         conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {sqltype}")
 
 
-_UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3, 3: _upgrade_3_to_4, 4: _upgrade_4_to_5}  # from version -> step to version + 1
+def _upgrade_5_to_6(conn: sqlite3.Connection) -> None:
+    """Adds ``runs.machine_state``: load, other processes' CPU share, affinity, quota and frequency around the
+    timed epochs (Note [machine state] in gnnbench/run/machine_state.py); null for older runs."""
+    conn.execute("ALTER TABLE runs ADD COLUMN machine_state TEXT")
+
+
+_UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3, 3: _upgrade_3_to_4, 4: _upgrade_4_to_5,
+             5: _upgrade_5_to_6}  # from version -> step to version + 1
 
 
 def _encode(name: str, kind: str, value: Any) -> Any:

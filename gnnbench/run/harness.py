@@ -243,6 +243,7 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
     best: dict[str, float] | None = None
     best_epoch = -1
     for epoch in range(hyper.epochs):
+        phases.epoch_starts(epoch, spec.warmup)  # Note [machine state]
         F.zero_grad(optimizer)
         with measuring() if time_kernels else nullcontext() as kernels:
             t0 = clock()
@@ -260,6 +261,7 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
             current = evaluate()
             if best is None or current["val"] > best["val"]:
                 best, best_epoch = current, epoch
+    phases.machine.end()
     final = evaluate()
     if best is None or final["val"] > best["val"]:
         best, best_epoch = final, hyper.epochs - 1
@@ -271,6 +273,7 @@ def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phas
     """Forward passes only, without autograd (Note [inference mode]); returns ``(last, last epoch, last)``:
     the untrained model's accuracies are both the selected and the final ones."""
     for step in range(hyper.epochs):
+        phases.epoch_starts(step, spec.warmup)  # Note [machine state]
         with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
             t0 = clock()
             logits = forward(False)
@@ -283,6 +286,7 @@ def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phas
             phases.add_kernels(kernels)
         report(RunEvent("epoch", step + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         tuning.after_epoch(step, t1 - t0)
+    phases.machine.end()
     final = evaluate()
     return final, hyper.epochs - 1, final
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from gnnbench.core.measurement import Measurement
 from gnnbench.results.row import PHASES
+from gnnbench.run.machine_state import MachineWindow
 
 __all__ = ["set_up", "Phases", "timed_step", "memory_figures", "ok_row"]
 
@@ -53,6 +54,14 @@ class Phases:
     sample: list[float] = field(default_factory=list)
     gather: list[float] = field(default_factory=list)
     block_prepare: list[float] = field(default_factory=list)
+    # the machine around the timed epochs (Note [machine state] in gnnbench.run.machine_state)
+    machine: MachineWindow = field(default_factory=MachineWindow)
+
+    def epoch_starts(self, epoch: int, warmup: int) -> None:
+        """Called before each epoch's clock starts: the first timed one opens :attr:`machine`'s window; the
+        loop closes it (``machine.end()``) after its last epoch."""
+        if epoch == warmup:
+            self.machine.begin()
 
     def columns(self) -> dict[str, Any]:
         """Each timed phase's columns (:data:`~gnnbench.results.row.PHASES`): median, spread, raw samples."""
@@ -137,7 +146,8 @@ def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: d
                    train_accuracy=accuracy["train"], val_accuracy=accuracy["val"], test_accuracy=accuracy["test"],
                    first_loss=phases.losses[0] if phases.losses else None,
                    final_loss=phases.losses[-1] if phases.losses else None,
-                   cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra)
+                   cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra,
+                   machine_state=phases.machine.state())
     return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured})
 
 

@@ -202,6 +202,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
     ones: dict[int, Any] = {}
     tune_s = 0.0
     for epoch in range(hyper.epochs):
+        phases.epoch_starts(epoch, spec.warmup)  # Note [machine state] in gnnbench.run.machine_state
         totals = [0.0] * 6
         epoch_edges = epoch_seeds = 0
         with measuring() if time_kernels else nullcontext() as kernels:
@@ -252,4 +253,5 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
             if kernels is not None:
                 phases.kernel.append(kernels.total)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))
+    phases.machine.end()
     return tune_s

@@ -172,7 +172,7 @@ def test_upgrade_from_version_1(tmp_path):
     conn = sqlite3.connect(old)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    later = ("kernel_median_s", "kernel_times", "allocator") + _SCHEMA_5_COLUMNS
+    later = ("kernel_median_s", "kernel_times", "allocator") + _SCHEMA_5_COLUMNS + _SCHEMA_6_COLUMNS
     conn.execute(store_mod._table_sql("runs", [f for f in RUN_FIELDS if f.name not in later]))
     conn.execute("INSERT INTO runs (system, status, epoch_times) VALUES ('old', 'ok', '[0.5]')")
     conn.commit()
@@ -199,7 +199,7 @@ def test_upgrade_from_version_4_adds_the_sampled_columns_as_null(tmp_path):
     old = tmp_path / "v4.sqlite"
     ResultsStore(old).close()
     conn = sqlite3.connect(old)  # make it a version-4 file: the runs table without schema 5's columns
-    for column in _SCHEMA_5_COLUMNS:
+    for column in _SCHEMA_5_COLUMNS + _SCHEMA_6_COLUMNS:
         conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.execute("INSERT INTO runs (system, status, epoch_times) VALUES ('old', 'ok', '[0.5]')")
@@ -208,6 +208,29 @@ def test_upgrade_from_version_4_adds_the_sampled_columns_as_null(tmp_path):
     with ResultsStore(old) as store:
         row = store.rows()[0]
         assert row["system"] == "old" and all(row[c] is None for c in _SCHEMA_5_COLUMNS)
+    fresh = tmp_path / "fresh.sqlite"
+    ResultsStore(fresh).close()
+    assert _columns(old) == _columns(fresh)
+
+
+_SCHEMA_6_COLUMNS = ("machine_state",)
+
+
+def test_upgrade_from_version_5_adds_the_machine_state_as_null_and_new_rows_keep_it(tmp_path):
+    """Note [machine state]: rows stored before it load with a null ``machine_state``; a new one round-trips."""
+    old = tmp_path / "v5.sqlite"
+    ResultsStore(old).close()
+    conn = sqlite3.connect(old)
+    conn.execute("ALTER TABLE runs DROP COLUMN machine_state")
+    conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    conn.execute("INSERT INTO runs (system, status, epoch_times) VALUES ('old', 'ok', '[0.5]')")
+    conn.commit()
+    conn.close()
+    state = {"load_before": [3.0, 2.0, 1.0], "other_cpu_share": 0.48, "unreadable": {"governor": "no cpufreq"}}
+    with ResultsStore(old) as store:
+        store.insert({"system": "new", "status": "ok", "machine_state": state})
+        rows = store.rows()
+    assert rows[0]["machine_state"] is None and rows[1]["machine_state"] == state
     fresh = tmp_path / "fresh.sqlite"
     ResultsStore(fresh).close()
     assert _columns(old) == _columns(fresh)
@@ -327,7 +350,7 @@ def test_upgrade_from_version_3_adds_claims(tmp_path):
     ResultsStore(path).close()
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE claims")
-        for column in _SCHEMA_5_COLUMNS:  # a version-3 table lacks schema 5's columns too
+        for column in _SCHEMA_5_COLUMNS + _SCHEMA_6_COLUMNS:  # a version-3 table lacks later columns too
             conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     with ResultsStore(path) as store:

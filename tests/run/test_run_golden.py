@@ -1,7 +1,7 @@
 """Golden rows: ``gnnbench run``'s printed summary and ``--json`` for fixed runs, byte for byte.
 
 Each case trains under :class:`MockClock` (tests/run/test_harness.py); what no fake clock fixes (the
-machine, the commit, the kernel clock, memory) is pinned to fixed values in place, keeping the row's key
+machine and its state, the commit, the kernel clock, memory) is pinned to fixed values in place, keeping the row's key
 order, so the golden text is the JSON ``gnnbench run --json`` prints and the summary it prints without.
 Regenerate after an intended change with ``GNNBENCH_REGOLD=1``.
 """
@@ -26,7 +26,11 @@ GOLDEN = Path(__file__).parent.parent / "fixtures" / "run_golden"
 #: columns no fake clock fixes, and the value each is pinned to
 _PINNED = {"timestamp": "2026-01-01T00:00:00+00:00", "cpu_model": "cpu", "machine": {"host": "h"},
            "git_commit": "c0ffee", "system_hash": "hash", "framework_version": "9.9", "peak_memory_bytes": 2**21,
-           "allocator": "tcmalloc", "kernel_median_s": 0.004, "system_version": "1.0"}
+           "allocator": "tcmalloc", "kernel_median_s": 0.004, "system_version": "1.0",
+           "machine_state": {"load_before": [0.5, 0.4, 0.3], "load_after": [0.6, 0.4, 0.3], "window_s": 0.1,
+                             "other_cpu_share": 0.02, "steal_share": 0.0, "other_cpu_seconds": 0.004,
+                             "runnable_threads": 0, "cpus_allowed": "0-1", "cpu_quota": None, "cpu_freq_mhz": 2400.0,
+                             "governor": None, "unreadable": {"governor": "no cpufreq"}}}
 _EXTRA_PINNED = {"huge_page_bytes": 4 * 2**20, "held_bytes": 2**20, "compile_time_s": 0.5}
 
 
