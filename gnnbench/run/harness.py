@@ -230,7 +230,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tuning.watch(memory)
-    target = _target_tracker(spec, hyper, dataset)
+    target = target_tracker(spec, hyper, dataset)
     loop = _infer if spec.mode == "inference" else _train_epochs
     best, best_epoch, final = loop(spec, hyper, F, forward, evaluate, params, objective, phases,
                                    system.times_kernels, tuning, clock, report, target)
@@ -238,7 +238,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
         extra["time_to_accuracy"] = asdict(target.record(prepare_s, tuning.seconds))
     peak = memory_figures(memory, extra, tuning.residue, tuning.peak_before)
     extra.update(final_accuracy=final, metric=objective.metric,
-                 selected_epoch=best_epoch if spec.selection == "best_val" else len(phases.losses) - 1)
+                 selected_epoch=best_epoch if spec.selection == "best_val" else _last_epoch(spec, hyper, phases))
     if phases.kernel_by_name:
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
@@ -249,7 +249,12 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
                   prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
 
 
-def _target_tracker(spec: RunConfig, hyper, dataset):
+def _last_epoch(spec: RunConfig, hyper, phases: Phases) -> int:
+    """The last epoch (or pass) the loop ran: a run with a target may stop before its limit."""
+    return len(phases.losses) - 1 if spec.mode == "train" else hyper.epochs - 1
+
+
+def target_tracker(spec: RunConfig, hyper, dataset):
     """A :class:`~gnnbench.run.target.TargetTracker` for a run with a target, else None (Note [time to
     accuracy]); a dataset without validation nodes has no accuracy to reach (one line, exit status 2)."""
     if spec.target_accuracy is None:

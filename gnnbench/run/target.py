@@ -108,10 +108,12 @@ class TargetTracker:
     def evaluated(self, epochs_done: float, val_accuracy: float, seconds: float) -> bool:
         """Records one evaluation; True once the target is reached (the run may stop)."""
         self.eval_s += seconds
-        self.curve.append([_tidy(epochs_done), round(float(val_accuracy), 6)])
+        # six places: an accuracy is a ratio of counts, which float32 scores miss by ~1e-7 (7/10 as 0.69999999)
+        val = round(float(val_accuracy), 6)
+        self.curve.append([_tidy(epochs_done), val])
         while self._next <= epochs_done + 1e-9:
             self._next += self.every
-        if self.reached_at is None and val_accuracy >= self.target:
+        if self.reached_at is None and val >= self.target:
             self.reached_at = (epochs_done, self.train_s, self.eval_s)
         return self.reached_at is not None
 
