@@ -156,6 +156,7 @@ def summary(row: dict) -> str:
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline{_held(row)} "
         f"({row.get('allocator') or 'unknown'} allocator{_huge_pages(row)})",
         f"  accuracy   train {row['train_accuracy']:.3f}, val {row['val_accuracy']:.3f}, test {row['test_accuracy']:.3f}",
+        *_target_lines(row),
         *_machine_lines(row),
     ]
     report = (row.get("extra") or {}).get("system_report")
@@ -169,6 +170,24 @@ def summary(row: dict) -> str:
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")
     return "\n".join(lines)
+
+
+def _target_lines(row: dict) -> list[str]:
+    """The time to the target validation accuracy and its parts (Note [time to accuracy]), when the run had one."""
+    from gnnbench.results.row import Extra
+
+    tta = (Extra.from_dict(row.get("extra")) or Extra()).time_to_accuracy
+    if tta is None or isinstance(tta, dict):
+        return []
+    evaluations = f"{len(tta.curve)} evaluation{'s' * (len(tta.curve) != 1)}, every {tta.eval_every:g} epoch" + (
+        "s" * (tta.eval_every != 1))
+    if not tta.reached:
+        best = max((v for _, v in tta.curve), default=None)
+        return [f"  target     val {tta.target:g} not reached in {tta.max_epochs} epochs"
+                + (f" (best val {best:.3f})" if best is not None else "") + f"; {evaluations}"]
+    return [f"  target     val {tta.target:g} reached after {tta.epochs:g} epochs in {tta.seconds:.2f} s: training "
+            f"{tta.train_s:.2f}, evaluation {tta.eval_s:.2f}, prepare {tta.prepare_s or 0:.2f}, tuning "
+            f"{tta.tune_s or 0:.2f} s; {evaluations}"]
 
 
 def _machine_lines(row: dict) -> list[str]:

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, NamedTuple
 
 __all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
-           "SpmmKernelFigures", "Field", "column", "identity", "measured", "outcome", "sql_type",
+           "SpmmKernelFigures", "TimeToAccuracy", "Field", "column", "identity", "measured", "outcome", "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
 
@@ -203,6 +203,24 @@ class SpmmFigures:
         return replace(value, kernels={k: _record(SpmmKernelFigures, v) for k, v in (value.kernels or {}).items()})
 
 
+@dataclass(frozen=True)
+class TimeToAccuracy:
+    """``extra.time_to_accuracy``: a run trained to a target validation accuracy (Note [time to accuracy] in
+    gnnbench/run/target.py); the figures are up to the evaluation that reached it, null when none did."""
+
+    target: float = _key("the validation accuracy to reach, in (0, 1]")
+    reached: bool = _key("whether an evaluation reached it within `max_epochs`")
+    epochs: float | None = _key("epochs trained when it was reached, warm-ups included (a fraction for sampled runs)")
+    seconds: float | None = _key("time to the target: `train_s + eval_s + prepare_s + tune_s`")
+    train_s: float | None = _key("training epochs until then, warm-ups included")
+    eval_s: float | None = _key("evaluations until then, timed apart from the epochs")
+    prepare_s: float | None = _key("the system's preparation, as `prepare_time_s`")
+    tune_s: float | None = _key("first-use tuning, as `tune_time_s`")
+    max_epochs: int = _key("the most epochs the run could train")
+    eval_every: float = _key("epochs between evaluations")
+    curve: list[list[float]] = _key("`[epochs trained, validation accuracy]` at every evaluation")
+
+
 def _keys_text(cls) -> str:
     """``[`a`: its description; `b`: ...]`` of a record's fields, for the ``extra`` column's description."""
     return "[" + "; ".join(f"`{f.name}`: {f.metadata['description']}" for f in fields(cls)) + "]"
@@ -249,6 +267,7 @@ class Extra:
     block_prepare_share: float | None = None
     sampler_edges_per_s: float | None = None
     blocks_note: str | None = None
+    time_to_accuracy: TimeToAccuracy | None = None  # Note [time to accuracy]
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not declare, as they came
 
     def as_dict(self) -> dict[str, Any]:
@@ -281,6 +300,8 @@ class Extra:
             values["fallback"] = _record(FallbackUse, values["fallback"])
         if "modeled_inference" in values:
             values["modeled_inference"] = _record(ModeledInference, values["modeled_inference"])
+        if "time_to_accuracy" in values:
+            values["time_to_accuracy"] = _record(TimeToAccuracy, values["time_to_accuracy"])
         if "spmm_figures" in values:
             values["spmm_figures"] = SpmmFigures.from_dict(values["spmm_figures"])
         other = {k: v for k, v in data.items() if k not in known and k not in ("tuning", "tuned_after_timed_epoch")}

@@ -150,6 +150,16 @@ class RunConfig:
                                    identity=False, sweep_default=1800.0, gt=0, allow_inf_nan=False)
     memory_limit: int | None = _field(None, help="address-space limit of the run's process, e.g. 4G, or 'none'",
                                       metavar="SIZE", identity=False, gt=0)
+    target_accuracy: float | None = _field(
+        None, help="train until validation accuracy reaches A, 0 < A <= 1, and store the time to it (Note [time to "
+        "accuracy]); --max-epochs bounds the run", metavar="A", gt=0, le=1, allow_inf_nan=False,
+        sweep="target_accuracies")
+    max_epochs: int | None = _field(None, help="with --target-accuracy: the most epochs to train, warm-ups included "
+                                    "(default: --epochs, else the model's)", gt=0, le=1_000_000)
+    eval_every: float | None = _field(None, help="with --target-accuracy: epochs between evaluations of the "
+                                      "validation accuracy, a whole number for full-graph runs, a fraction of an "
+                                      "epoch allowed for sampled ones (default: 1)", metavar="EPOCHS", gt=0,
+                                      le=1_000_000, allow_inf_nan=False)
 
     # ---- conversions and checks pydantic's constraints cannot express
 
@@ -226,7 +236,8 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
 
-_NUMERIC = ("epochs", "warmup", "hidden", "heads", "lr", "seed", "threads", "timeout", "batch_size")
+_NUMERIC = ("epochs", "warmup", "hidden", "heads", "lr", "seed", "threads", "timeout", "batch_size",
+            "target_accuracy", "max_epochs", "eval_every")
 
 
 @dataclasses.dataclass(frozen=True)

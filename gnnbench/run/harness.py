@@ -113,7 +113,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any, Callable
 
 from gnnbench.run.allocator import numpy_hugepage_advice
@@ -136,10 +136,14 @@ TUNE_BUDGET_MAX_S = 120.0
 def resolve_hyperparameters(spec: RunConfig):
     from gnnbench.models import get_model
 
+    from gnnbench.run.target import check_target, epochs_limit
+
     model_cls = get_model(spec.model)
     hyper = model_cls.defaults
+    check_target(spec, hyper.epochs)  # Note [time to accuracy]: with a target, the epochs are its limit
+    epochs = epochs_limit(spec, hyper.epochs) if spec.target_accuracy is not None else spec.epochs
     overrides = {k: v for k, v in (("hidden", spec.hidden), ("heads", spec.heads), ("lr", spec.lr),
-                                   ("epochs", spec.epochs), ("normalisation", spec.normalisation)) if v is not None}
+                                   ("epochs", epochs), ("normalisation", spec.normalisation)) if v is not None}
     if spec.normalisation is not None and hyper.normalisation is None:
         raise UserError(f"--normalisation applies to GCN only; model '{spec.model}' has no normalisation option")
     hyper = replace(hyper, **overrides)
@@ -159,10 +163,16 @@ def stored_hyperparameters(spec: RunConfig, hyper) -> dict[str, Any]:
         stored["mode"] = spec.mode
     if not spec.tune:
         stored["tune"] = False
+    if spec.target_accuracy is not None:  # Note [time to accuracy]; the limit is hyper's epochs
+        stored.update(target_accuracy=spec.target_accuracy, eval_every=_whole(spec.eval_every or 1))
     if spec.batching != "full":  # Note [sampled batching] in gnnbench.run.sampled
         stored.update(batching=spec.batching, fanouts=list(spec.fanouts), batch_size=spec.batch_size,
                       sampler=spec.sampler)
     return stored
+
+
+def _whole(value: float) -> float:
+    return int(value) if float(value).is_integer() else value
 
 
 def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
@@ -220,12 +230,15 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tuning.watch(memory)
+    target = target_tracker(spec, hyper, dataset)
     loop = _infer if spec.mode == "inference" else _train_epochs
     best, best_epoch, final = loop(spec, hyper, F, forward, evaluate, params, objective, phases,
-                                   system.times_kernels, tuning, clock, report)
+                                   system.times_kernels, tuning, clock, report, target)
+    if target is not None:
+        extra["time_to_accuracy"] = asdict(target.record(prepare_s, tuning.seconds))
     peak = memory_figures(memory, extra, tuning.residue, tuning.peak_before)
     extra.update(final_accuracy=final, metric=objective.metric,
-                 selected_epoch=best_epoch if spec.selection == "best_val" else hyper.epochs - 1)
+                 selected_epoch=best_epoch if spec.selection == "best_val" else _last_epoch(spec, hyper, phases))
     if phases.kernel_by_name:
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
@@ -236,9 +249,31 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
                   prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
 
 
+def _last_epoch(spec: RunConfig, hyper, phases: Phases) -> int:
+    """The last epoch (or pass) the loop ran: a run with a target may stop before its limit."""
+    return len(phases.losses) - 1 if spec.mode == "train" else hyper.epochs - 1
+
+
+def target_tracker(spec: RunConfig, hyper, dataset):
+    """A :class:`~gnnbench.run.target.TargetTracker` for a run with a target, else None (Note [time to
+    accuracy]); a dataset without validation nodes has no accuracy to reach (one line, exit status 2)."""
+    if spec.target_accuracy is None:
+        return None
+    from gnnbench.run.target import TargetTracker
+
+    if not dataset.val_mask.any():
+        raise UserError(f"--target-accuracy needs validation labels, and dataset '{spec.dataset}' has no "
+                        "validation nodes")
+    return TargetTracker(spec.target_accuracy, spec.eval_every or 1, hyper.epochs)
+
+
 def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases,
-                  time_kernels: bool, tuning: "_FirstUseTuning", clock, report):
-    """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``."""
+                  time_kernels: bool, tuning: "_FirstUseTuning", clock, report, target=None):
+    """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``.
+
+    With a ``target`` (Note [time to accuracy]) the validation accuracy is evaluated every ``target.every``
+    epochs instead of every epoch, each evaluation timed apart, and the loop stops once it reaches the target.
+    """
     optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
     best: dict[str, float] | None = None
     best_epoch = -1
@@ -257,7 +292,17 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
             phases.add_kernels(kernels)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
         tuning.after_epoch(epoch, t3 - t0)
-        if spec.selection == "best_val" and epoch < hyper.epochs - 1:
+        if target is not None:
+            target.trained(t3 - t0)
+            if target.due(epoch + 1):
+                start = clock()
+                current = evaluate()
+                reached = target.evaluated(epoch + 1, current["val"], clock() - start)
+                if best is None or current["val"] > best["val"]:
+                    best, best_epoch = current, epoch
+                if reached and epoch >= spec.warmup:  # at least one timed epoch, for the epoch figures
+                    return best, best_epoch, current
+        elif spec.selection == "best_val" and epoch < hyper.epochs - 1:
             current = evaluate()
             if best is None or current["val"] > best["val"]:
                 best, best_epoch = current, epoch
@@ -269,7 +314,7 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
 
 
 def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases, time_kernels: bool,
-           tuning: "_FirstUseTuning", clock, report):
+           tuning: "_FirstUseTuning", clock, report, target=None):
     """Forward passes only, without autograd (Note [inference mode]); returns ``(last, last epoch, last)``:
     the untrained model's accuracies are both the selected and the final ones."""
     for step in range(hyper.epochs):

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
+from dataclasses import asdict
 from typing import Any, Callable
 
 import numpy as np
@@ -153,19 +154,29 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
         sampler = make_sampler(spec.sampler, dataset.graph, spec.fanouts, spec.seed)
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
     phases, edges, seeds = Phases(), [], []
+    objective = Objective(F, dataset)
+    graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
+
+    def evaluate() -> dict[str, float]:  # full-neighbour inference over the whole graph (Note [sampled batching])
+        with F.no_grad():  # the whole graph as every layer's block: num_src == num_dst
+            return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
+                                                   False))
+
+    from gnnbench.run.harness import target_tracker
+
+    target = target_tracker(spec, hyper, dataset)
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tune_s = _epochs(spec, hyper, F, dataset, model_cls.self_loops, sampler, blocks, system.times_kernels, clock,
-                     report, phases, edges, seeds)
+                     report, phases, edges, seeds, _Evaluations(target, evaluate, clock))
     peak = memory_figures(memory, extra)
 
-    # accuracy: full-neighbour inference over the whole graph, after the peak is read (Note [sampled batching])
-    objective = Objective(F, dataset)
-    graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
-    with F.no_grad():  # the whole graph as every layer's block: num_src == num_dst
-        accuracy = objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
-                                                   False))
-    extra.update(final_accuracy=accuracy, metric=objective.metric, selected_epoch=hyper.epochs - 1,
+    # accuracy: after the peak is read (Note [sampled batching])
+    accuracy = evaluate()
+    if target is not None:
+        extra["time_to_accuracy"] = asdict(target.record(prepare_s, tune_s or None))
+    extra.update(final_accuracy=accuracy, metric=objective.metric, selected_epoch=len(phases.epoch) + min(
+                     spec.warmup, hyper.epochs) - 1,
                  sampled_edges_per_epoch=int(np.median(edges)) if edges else None)
     epoch = Measurement(tuple(phases.epoch)).median
     median = lambda xs: Measurement(tuple(xs)).median if xs else None  # noqa: E731
@@ -185,8 +196,30 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
 _BATCH_PHASES = ("sample", "gather", "block_prepare", "forward", "backward", "optimizer")
 
 
+class _Evaluations:
+    """A sampled run's evaluations toward its target, between batches and outside their clock readings (Note [time
+    to accuracy]); does nothing for a run without a target."""
+
+    def __init__(self, target, evaluate, clock):
+        self.target, self.evaluate, self.clock = target, evaluate, clock
+        self.reached = False
+
+    def after_batch(self, seconds: float, epochs_done: float) -> None:
+        if self.target is None:
+            return
+        self.target.trained(seconds)
+        if self.target.due(epochs_done):
+            start = self.clock()
+            val = self.evaluate()["val"]
+            self.reached = self.target.evaluated(epochs_done, val, self.clock() - start) or self.reached
+
+    def stop_after(self, epoch: int, warmup: int) -> bool:
+        """Stop once the target is reached, at the end of an epoch after at least one timed epoch."""
+        return self.reached and epoch >= warmup
+
+
 def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_kernels: bool, clock, report,
-            phases, edges: list[int], seeds: list[int]) -> float:
+            phases, edges: list[int], seeds: list[int], evaluations: _Evaluations) -> float:
     """The epochs' batches, each phase timed and summed over the epoch into ``phases`` (the timed epochs'
     sampled edges and seeds into ``edges`` and ``seeds``); returns the seconds per-block tuning took."""
     from gnnbench.run.events import RunEvent
@@ -201,10 +234,11 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
     timed = _BATCH_PHASES if training else _BATCH_PHASES[:4]
     ones: dict[int, Any] = {}
     tune_s = 0.0
+    per_epoch = -(-len(seed_nodes) // spec.batch_size)  # batches an epoch, for evaluations inside one
     for epoch in range(hyper.epochs):
         phases.epoch_starts(epoch, spec.warmup)  # Note [machine state] in gnnbench.run.machine_state
         totals = [0.0] * 6
-        epoch_edges = epoch_seeds = 0
+        epoch_edges = epoch_seeds = done = 0
         with measuring() if time_kernels else nullcontext() as kernels:
             batches = sampler.batches(seed_nodes, spec.batch_size, epoch, shuffle=training)
             while True:
@@ -243,7 +277,9 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
                     totals[i] += dt
                 epoch_edges += batch.num_edges
                 epoch_seeds += n
+                done += 1
                 del prepared, xb, yb
+                evaluations.after_batch(t6 - t0, epoch + done / per_epoch)
         if epoch >= spec.warmup:
             for name, value in zip(timed, totals):
                 getattr(phases, name).append(value)
@@ -253,5 +289,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
             if kernels is not None:
                 phases.kernel.append(kernels.total)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))
+        if evaluations.stop_after(epoch, spec.warmup):
+            break
     phases.machine.end()
     return tune_s
