@@ -442,7 +442,9 @@ class RunResult:
         "measured), nearly all of the peak on a small graph; see Note [peak memory]. A kernel system's run "
         "whose kernels were timed has `spmm_figures` when SpMM-type kernels ran (Note [spmm work] in "
         "gnnbench/runtime/kernel_clock.py), " + _keys_text(SpmmFigures) + ", each kernel's figures "
-        + _keys_text(SpmmKernelFigures) + "; see Note [spmm figures] and Note [bounds in a run] in gnnbench/run/bounds.py.")
+        + _keys_text(SpmmKernelFigures) + "; see Note [spmm figures] and Note [bounds in a run] in gnnbench/run/bounds.py. "
+        "A run with `--target-accuracy` has `time_to_accuracy`, " + _keys_text(TimeToAccuracy) + "; see Note [time "
+        "to accuracy] in gnnbench/run/target.py.")
     stderr: str | None = outcome(
         "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
         "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")
