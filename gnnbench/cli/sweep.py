@@ -15,8 +15,10 @@ def add_arguments(p) -> None:
 
     p.add_argument("--campaign", metavar="TOML", help="campaign file (see campaigns/); replaces the matrix flags")
     add_config_flags(p, sweep=True)  # derived from RunConfig (Note [campaign keys] in gnnbench.run.sweep)
-    p.add_argument("--rounds", metavar="N", help="repetitions of every seed (default: 1)")
-    p.add_argument("--repeat", action="store_true", default=None,
+    p.add_argument("--rounds", metavar="N", help="processes per configuration, each its own stored row, interleaved "
+                   "round by round with the systems innermost (default: 1; Note [repetitions])")
+    p.add_argument("--repeat", metavar="N", help="the same as --rounds N, as on `gnnbench run`")
+    p.add_argument("--rerun", action="store_true", default=None,
                    help="run configurations again even when already stored with the same provenance")
     p.add_argument("--retry-failed", action="store_true", default=None,
                    help="run again the stored configurations that did not succeed")
@@ -36,8 +38,9 @@ def campaign_from_args(args):
 
     fields = config_fields()
     given = {(fields[name].sweep or fields[name].key): value for name, value in config_values_from_flags(args).items()}
-    if args.rounds is not None:
-        given["rounds"] = args.rounds
+    for key in ("rounds", "repeat"):  # one count, two names (Note [repetitions])
+        if getattr(args, key) is not None:
+            given[key] = getattr(args, key)
     if args.campaign:
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given).replace("--options", "--option")
@@ -46,7 +49,7 @@ def campaign_from_args(args):
     else:
         campaign = campaign_from_mapping(given, "command line", flags=True)
     overrides = {k: v for k, v in (("name", args.name), ("results", args.results), ("executor", args.executor),
-                                   ("ray_address", args.ray_address), ("repeat", args.repeat),
+                                   ("ray_address", args.ray_address), ("rerun", args.rerun),
                                    ("retry_failed", args.retry_failed)) if v is not None}
     return replace(campaign, **overrides)
 
