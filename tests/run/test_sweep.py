@@ -245,6 +245,25 @@ def test_repeat_is_rounds_under_another_name_and_a_rerun_resumes_by_count(tmp_pa
     assert run_sweep(three, db, LocalExecutor(_fake_runner(calls))).rows == [] and len(calls) == 1
 
 
+def test_sweep_repeat_n_runs_n_processes_and_rerun_runs_them_again(tmp_path, monkeypatch, capsys):
+    """``gnnbench sweep --repeat N`` as ``--rounds N``; ``--rerun`` (the old boolean ``--repeat``) ignores what
+    is stored (Note [repetitions], Note [resuming])."""
+    from gnnbench.run import runner
+
+    calls: list = []
+    monkeypatch.setattr(runner, "run_task", _fake_runner(calls))
+    db = tmp_path / "r.sqlite"
+    argv = ["sweep", "--systems", "reference", "--models", "gcn", "--datasets", TINY, "--epochs", "6",
+            "--results", str(db), "--no-progress"]
+    assert cli_main(argv + ["--repeat", "3"]) == 0
+    assert cli_main(argv + ["--rounds", "3"]) == 0 and len(calls) == 3  # the same three processes, stored
+    assert cli_main(argv + ["--repeat", "2", "--rerun"]) == 0 and len(calls) == 5
+    with ResultsStore(db) as store:
+        rows = store.rows()
+    assert [r["extra"]["sweep"]["round"] for r in rows] == [0, 1, 2, 0, 1] and len({provenance(r) for r in rows}) == 1
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("data,message", [
     ({"repeat": True}, "c.toml: 'repeat' is now the number of processes per configuration, as 'rounds' is (got "
                        "true); write 'rerun = true' to run stored configurations again"),
