@@ -67,7 +67,8 @@ def run_repeated(spec, repeat: int, isolate: bool = True, store_path: str | None
     rows: list[dict] = []
     try:
         for index in range(repeat):
-            with run_progress(_title(spec)) as display:  # a per-epoch bar on a terminal only
+            title = _title(spec) + (f" {index + 1}/{repeat}" if repeat > 1 else "")
+            with run_progress(title) as display:  # a per-epoch bar on a terminal only
                 row = run_task(spec, isolate=isolate, on_event=display)
             refused = bad_input_error(row)
             if refused is not None:  # as in-process: one line, exit status 2, no row (Note [bad input in a worker])
