@@ -47,7 +47,7 @@ def spread_summary(spec, spread, unit: str = "epoch") -> str:
         return f"{what}: none of {spread.processes} processes succeeded"
     failed = f" ({spread.processes - ok} of {spread.processes} processes did not succeed)" if ok < spread.processes \
         else ""
-    text = (f"{what}: {unit} {_ms(spread.median)} ms median of {ok} process medians{failed}, "
+    text = (f"{what}: {unit} {_ms(spread.median)} ms median of {ok} process median{'s' if ok > 1 else ''}{failed}, "
             f"min-max {_ms(spread.low)}-{_ms(spread.high)} ms, ")
     if spread.spread is None:
         return text + "spread between processes needs two that succeeded"

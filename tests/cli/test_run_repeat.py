@@ -79,7 +79,7 @@ def test_one_successful_process_has_no_spread_and_none_says_so(monkeypatch, caps
     _fake_workers(monkeypatch, ["timeout", 10.0, "oom", "crashed"])
     assert main(RUN + ["--repeat", "2", "--no-store"]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == (
-        f"{WHAT}: epoch 10.00 ms median of 1 process medians (1 of 2 processes did not succeed), "
+        f"{WHAT}: epoch 10.00 ms median of 1 process median (1 of 2 processes did not succeed), "
         "min-max 10.00-10.00 ms, spread between processes needs two that succeeded")
     assert main(RUN + ["--repeat", "2", "--no-store"]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == f"{WHAT}: none of 2 processes succeeded"
