@@ -97,9 +97,5 @@ class ProcessSpread:
 def process_spread(rows: Iterable[Mapping[str, Any]]) -> ProcessSpread:
     """The :class:`ProcessSpread` of the rows of one configuration's processes (failed ones counted, not used)."""
     rows = list(rows)
-    medians = []
-    for row in rows:
-        median = Measurement.from_row(row).median if row.get("status") == "ok" else float("nan")
-        if median == median:  # NaN: no figure to pool
-            medians.append(median)
-    return ProcessSpread(len(rows), tuple(medians))
+    ok = (Measurement.from_row(row) for row in rows if row.get("status") == "ok")
+    return ProcessSpread(len(rows), tuple(m.median for m in ok if not m.empty))
