@@ -73,7 +73,7 @@ from gnnbench.results.row import PROVENANCE_FIELDS
 __all__ = [
     "Matrix", "Campaign", "Task", "Plan", "SweepEvent", "SweepReport", "PROVENANCE_FIELDS",
     "provenance", "identity", "load_campaign", "campaign_from_mapping", "parse_memory", "matrix_keys",
-    "split_datasets", "plan", "run_sweep",
+    "split_datasets", "plan", "run_sweep", "with_rounds",
 ]
 
 _FAILED = ("failed", "timeout", "oom", "crashed")
@@ -416,6 +416,17 @@ def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flag
     return Campaign(matrices=matrices, name=str(data.get("name", "sweep")), results=data.get("results"),
                     executor=executor, ray_address=data.get("ray_address"), rerun=data.get("rerun", False),
                     retry_failed=data.get("retry_failed", False))
+
+
+def with_rounds(campaign: Campaign, data: Mapping[str, Any], where: str = "command line",
+                flags: bool = True) -> Campaign:
+    """``campaign`` with every matrix's ``rounds`` replaced by the count ``data`` gives under ``rounds`` or
+    ``repeat``, if any: how many processes run is the invocation's choice (Note [repetitions])."""
+    data = _unaliased(data, where, flags)
+    if "rounds" not in data:
+        return campaign
+    rounds = process_count(data["rounds"], name_of_key("rounds", where, flags))
+    return replace(campaign, matrices=tuple(replace(m, rounds=rounds) for m in campaign.matrices))
 
 
 def load_campaign(path: str | os.PathLike) -> Campaign:

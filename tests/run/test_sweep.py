@@ -264,6 +264,24 @@ def test_sweep_repeat_n_runs_n_processes_and_rerun_runs_them_again(tmp_path, mon
     capsys.readouterr()
 
 
+def test_the_count_on_the_command_line_replaces_a_campaigns_rounds(tmp_path, capsys):
+    campaign = tmp_path / "c.toml"
+    campaign.write_text(f'systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["{TINY}"]\nepochs = 6\nrounds = 5\n'
+                        '[[matrix]]\n[[matrix]]\nseeds = [1]\nrounds = 1\n')
+
+    def planned(*extra: str) -> list[str]:
+        assert cli_main(["sweep", "--campaign", str(campaign), "--results", str(tmp_path / "r.sqlite"), "--dry-run",
+                         "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["to_run"]
+
+    assert len(planned()) == 6  # the file's counts: 5 processes of seed 0, 1 of seed 1
+    assert planned("--repeat", "2") == planned("--rounds", "2") == [
+        f"reference gcn {TINY} torch seed=0", f"reference gcn {TINY} torch seed=1",
+        f"reference gcn {TINY} torch seed=0 round=1", f"reference gcn {TINY} torch seed=1 round=1"]
+    assert cli_main(["sweep", "--campaign", str(campaign), "--repeat", "0", "--dry-run"]) == 2
+    assert capsys.readouterr().err == "gnnbench sweep: --repeat must be an integer in [1, 10000] (got 0)\n"
+
+
 @pytest.mark.parametrize("data,message", [
     ({"repeat": True}, "c.toml: 'repeat' is now the number of processes per configuration, as 'rounds' is (got "
                        "true); write 'rerun = true' to run stored configurations again"),
