@@ -27,7 +27,7 @@ ALLOCATORS = ("tcmalloc", "jemalloc-thp")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration "
-                        "(default: the campaign's, 3)")
+                        "(default: the campaign's rounds)")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
     parser.add_argument("--out", type=out_path, default="results/allocators_thp")
     args = parser.parse_args()

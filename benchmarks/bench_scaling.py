@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default=None, help="comma-separated models (default: gcn,sage,gin)")
     p.add_argument("--epochs", type=count, default=None, help="epochs per run, warm-ups included (default: 8)")
     p.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration, pooled "
-                                                           "(default: the campaign's, 1)")
+                                                           "(default: the campaign's rounds)")
     p.add_argument("--results", default=None, help="results database (default: results/scaling.sqlite)")
     p.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
     p.add_argument("--out", type=out_path, default=str(ROOT / "results" / "scaling"), help="output path without suffix")

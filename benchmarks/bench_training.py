@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
     parser.add_argument("--epochs", type=count, default=None, help="epochs per run, 2 of them untimed (default: 12)")
     parser.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration, their "
-                        "timed epochs pooled (default: 1; Note [rounds pool] in benchmarks/_common.py)")
+                        "timed epochs pooled (default: the campaign's rounds; Note [rounds pool] in "
+                        "benchmarks/_common.py)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per run (default: 1200)")
     parser.add_argument("--no-tune", action="store_true", help="measure isplib's default variant")
     parser.add_argument("--systems", default=None, help=f"comma-separated systems (default: {','.join(SYSTEMS)})")

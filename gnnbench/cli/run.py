@@ -1,6 +1,9 @@
 """``gnnbench run``: train one model on one system, print a summary and store the row."""
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 from gnnbench.errors import UserError
 from gnnbench.text import printable
 
@@ -17,6 +20,8 @@ def add_arguments(p) -> None:
     p.add_argument("--in-process", action="store_true", help="run in this process (no isolation)")
     p.add_argument("--no-store", action="store_true", help="do not write the row to the results store")
     p.add_argument("--json", action="store_true", help="print the stored row as one JSON object")
+    p.add_argument("--repeat", metavar="N", help="run N processes of this configuration one after another, each "
+                   "stored as its own row, then print the spread of their medians (Note [repetitions])")
     add_results_option(p)
 
 
@@ -36,6 +41,22 @@ def run(spec, isolate: bool = True, store_path: str | None = None, store: bool =
         UserError: bad input, found before the run or by its worker (Note [bad input in a worker]);
             nothing is stored.
     """
+    return run_repeated(spec, 1, isolate=isolate, store_path=store_path, store=store)[0]
+
+
+def run_repeated(spec, repeat: int, isolate: bool = True, store_path: str | None = None, store: bool = True,
+                 on_row: Callable[[int, dict], None] | None = None) -> list[dict]:
+    """Validate and open the store once, then run ``spec`` in ``repeat`` processes one after another, storing
+    each row as it arrives (Note [repetitions] in gnnbench.run.repeat); return the rows.
+
+    Args:
+        repeat (int): processes to run (checked by :func:`gnnbench.run.repeat.process_count`).
+        on_row (callable, optional): ``on_row(index, row)`` once each row is stored (index from 0).
+
+    Raises:
+        UserError: bad input, found before the first run or by a worker (Note [bad input in a worker]);
+            the rows of earlier processes stay stored.
+    """
     from gnnbench.run.record import bad_input_error
     from gnnbench.run.runner import run_task
 
@@ -43,18 +64,24 @@ def run(spec, isolate: bool = True, store_path: str | None = None, store: bool =
     if not isolate and (spec.timeout or spec.memory_limit):
         raise UserError("--timeout and --memory-limit need an isolated run (drop --in-process)")
     db = open_store(store_path, create=True) if store else None
+    rows: list[dict] = []
     try:
-        with run_progress(_title(spec)) as display:  # a per-epoch bar on a terminal only
-            row = run_task(spec, isolate=isolate, on_event=display)
-        refused = bad_input_error(row)
-        if refused is not None:  # as in-process: one line, exit status 2, no row (Note [bad input in a worker])
-            raise UserError(refused)
-        if db is not None:
-            _store(db, row)
+        for index in range(repeat):
+            title = _title(spec) + (f" {index + 1}/{repeat}" if repeat > 1 else "")
+            with run_progress(title) as display:  # a per-epoch bar on a terminal only
+                row = run_task(spec, isolate=isolate, on_event=display)
+            refused = bad_input_error(row)
+            if refused is not None:  # as in-process: one line, exit status 2, no row (Note [bad input in a worker])
+                raise UserError(refused)
+            if db is not None:
+                _store(db, row)
+            rows.append(row)
+            if on_row is not None:
+                on_row(index, row)
     finally:
         if db is not None:
             db.close()
-    return row
+    return rows
 
 
 def _title(spec) -> str:
@@ -78,25 +105,36 @@ def _store(db, row: dict) -> None:
 
 
 def main(args) -> int:
-    import sys
-
     from gnnbench.run.config import config_values_from_flags, make_config
 
     spec = make_config(config_values_from_flags(args))
+    if args.repeat is not None:  # a line per process, then their spread (Note [repetitions])
+        from ._repeat import main_repeated
+
+        return main_repeated(args, spec)
     row = run(spec, isolate=not args.in_process, store_path=args.results, store=not args.no_store)
-    saved_to = row.pop("saved_to", None)
-    store_error = row.pop("store_error", None)
+    problems = failure_lines(row, args.results)
     if args.json:
         print_json(row)
     else:
         print(summary(row))
-    if row.get("status") not in ("ok", "skipped"):  # a skip's one line is its whole reason; its traceback is logged
-        for line in explain_failure(row):
-            print(line, file=sys.stderr)
-    if saved_to:
-        print(f"gnnbench run: could not store the row in {results_path(args.results)} ({store_error}); "
-              f"it is saved in {saved_to}", file=sys.stderr)
+    for line in problems:
+        print(line, file=sys.stderr)
     return 0 if row.get("status") == "ok" else 1
+
+
+def failure_lines(row: dict, results: str | None) -> list[str]:
+    """What goes to stderr about ``row``: a failure's stderr tail, and where a row the store refused was saved
+    (``saved_to`` and ``store_error`` are taken out of the row)."""
+    saved_to = row.pop("saved_to", None)
+    store_error = row.pop("store_error", None)
+    lines = []
+    if row.get("status") not in ("ok", "skipped"):  # a skip's one line is its whole reason; its traceback is logged
+        lines += explain_failure(row)
+    if saved_to:
+        lines.append(f"gnnbench run: could not store the row in {results_path(results)} ({store_error}); "
+                     f"it is saved in {saved_to}")
+    return lines
 
 
 def explain_failure(row: dict, lines: int = 12) -> list[str]:

@@ -15,8 +15,10 @@ def add_arguments(p) -> None:
 
     p.add_argument("--campaign", metavar="TOML", help="campaign file (see campaigns/); replaces the matrix flags")
     add_config_flags(p, sweep=True)  # derived from RunConfig (Note [campaign keys] in gnnbench.run.sweep)
-    p.add_argument("--rounds", metavar="N", help="repetitions of every seed (default: 1)")
-    p.add_argument("--repeat", action="store_true", default=None,
+    p.add_argument("--rounds", metavar="N", help="processes per configuration, each its own stored row, interleaved "
+                   "round by round with the systems innermost (default: 1, or the campaign's; Note [repetitions])")
+    p.add_argument("--repeat", metavar="N", help="the same as --rounds N, as on `gnnbench run`")
+    p.add_argument("--rerun", action="store_true", default=None,
                    help="run configurations again even when already stored with the same provenance")
     p.add_argument("--retry-failed", action="store_true", default=None,
                    help="run again the stored configurations that did not succeed")
@@ -32,21 +34,21 @@ def add_arguments(p) -> None:
 def campaign_from_args(args):
     """The :class:`~gnnbench.run.sweep.Campaign` the flags describe (file first, run-control flags on top)."""
     from gnnbench.run.config import config_fields, config_values_from_flags
-    from gnnbench.run.sweep import campaign_from_mapping, load_campaign
+    from gnnbench.run.sweep import campaign_from_mapping, load_campaign, with_rounds
 
     fields = config_fields()
     given = {(fields[name].sweep or fields[name].key): value for name, value in config_values_from_flags(args).items()}
-    if args.rounds is not None:
-        given["rounds"] = args.rounds
+    # one count, two names, and the invocation's to choose, a campaign's too (Note [repetitions])
+    count = {key: getattr(args, key) for key in ("rounds", "repeat") if getattr(args, key) is not None}
     if args.campaign:
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given).replace("--options", "--option")
             raise UserError(f"{flags}: the matrix comes from {args.campaign}; edit the file or drop --campaign")
-        campaign = load_campaign(args.campaign)
+        campaign = with_rounds(load_campaign(args.campaign), count)
     else:
-        campaign = campaign_from_mapping(given, "command line", flags=True)
+        campaign = campaign_from_mapping({**given, **count}, "command line", flags=True)
     overrides = {k: v for k, v in (("name", args.name), ("results", args.results), ("executor", args.executor),
-                                   ("ray_address", args.ray_address), ("repeat", args.repeat),
+                                   ("ray_address", args.ray_address), ("rerun", args.rerun),
                                    ("retry_failed", args.retry_failed)) if v is not None}
     return replace(campaign, **overrides)
 

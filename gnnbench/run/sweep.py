@@ -34,7 +34,7 @@ Note [resuming]
     skipped when more than i rows are stored. Rows with status ``skipped``
     (system unavailable) never count: availability is checked afresh on each
     run, and a skip with the same reason is not stored twice. With
-    ``retry_failed`` only ``ok`` rows count; with ``repeat`` nothing is
+    ``retry_failed`` only ``ok`` rows count; with ``rerun`` nothing is
     skipped. Just before each task starts the sweep claims it in the store
     (Note [claims] in :mod:`gnnbench.results.store`) and asks the store again, so a
     configuration another sweep on the same file is running or has finished
@@ -44,9 +44,11 @@ Note [campaign keys]
     The keys of a campaign file and the ``gnnbench sweep`` flags are
     derived from :class:`~gnnbench.run.config.RunConfig`'s fields: a sweepable
     field takes a list under its plural name (``systems``, ``seeds``), any
-    other field one value under its key (``lr``, ``options``); ``rounds`` is
-    the sweep's own. Every configuration of a matrix is built and validated
-    when the campaign is read, before anything runs.
+    other field one value under its key (``lr``, ``options``); ``rounds``
+    (processes per configuration; ``repeat`` is the same integer, Note
+    [repetitions] in :mod:`gnnbench.run.repeat`) is the sweep's own. Every
+    configuration of a matrix is built and validated when the campaign is
+    read, before anything runs.
 """
 from __future__ import annotations
 
@@ -64,13 +66,14 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.run.config import RunConfig, config_fields, make_config, parse_memory
+from gnnbench.run.repeat import process_count
 from gnnbench.errors import UserError
 from gnnbench.results.row import PROVENANCE_FIELDS
 
 __all__ = [
     "Matrix", "Campaign", "Task", "Plan", "SweepEvent", "SweepReport", "PROVENANCE_FIELDS",
     "provenance", "identity", "load_campaign", "campaign_from_mapping", "parse_memory", "matrix_keys",
-    "split_datasets", "plan", "run_sweep",
+    "split_datasets", "plan", "run_sweep", "with_rounds",
 ]
 
 _FAILED = ("failed", "timeout", "oom", "crashed")
@@ -89,7 +92,7 @@ class Matrix:
     Args:
         axes: (field name, values) per sweepable field, values in the order the campaign names them.
         settings: (field name, value) of every other field given (validated).
-        rounds (int): repetitions of every seed (default: 1).
+        rounds (int): processes per configuration, one per round (default: 1; Note [repetitions]).
         labels: (canonical dataset name, as the campaign wrote it), for display.
         configs: every configuration of the block, validated.
     """
@@ -125,7 +128,7 @@ class Campaign:
     results: str | None = None
     executor: str = "local"
     ray_address: str | None = None
-    repeat: bool = False
+    rerun: bool = False
     retry_failed: bool = False
     #: set by ``gnnbench history`` (Note [history rows] in :mod:`gnnbench.run.history`): stamped on every row
     #: as ``extra.history``; only rows of the same ``commit`` count as stored
@@ -276,7 +279,7 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-_SWEEP_KEYS = ("name", "results", "executor", "ray_address", "repeat", "retry_failed", "matrix")
+_SWEEP_KEYS = ("name", "results", "executor", "ray_address", "rerun", "retry_failed", "matrix")
 
 
 def matrix_keys() -> tuple[str, ...]:
@@ -307,6 +310,7 @@ def _matrix(data: Mapping[str, Any], where: str, flags: bool = False) -> Matrix:
     """One validated block (Note [campaign keys]); ``flags`` names settings as flags (``--lr``)."""
     fields = config_fields()
     by_key = {f.sweep or f.key: f for f in fields.values()}
+    data = _unaliased(data, where, flags)
     allowed = matrix_keys()
     unknown = sorted(set(data) - set(allowed))
     if unknown:
@@ -323,11 +327,7 @@ def _matrix(data: Mapping[str, Any], where: str, flags: bool = False) -> Matrix:
         key = f.sweep or f.key
         return ("--" + key.replace("_", "-") if f.sweep else f.flag) if flags else f"{where}: '{key}'"
 
-    rounds = data.get("rounds", 1)
-    if isinstance(rounds, str) and rounds.strip().isascii() and rounds.strip().isdigit():
-        rounds = int(rounds)
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 10_000:
-        raise UserError(f"{name_of_key('rounds', where, flags)} must be an integer in [1, 10000] (got {rounds!r})")
+    rounds = process_count(data.get("rounds", 1), name_of_key("rounds", where, flags))
     axes, settings = [], []
     for key, f in by_key.items():
         if f.sweep:
@@ -366,6 +366,23 @@ def name_of_key(key: str, where: str, flags: bool) -> str:
     return "--" + key.replace("_", "-") if flags else f"{where}: '{key}'"
 
 
+def _unaliased(data: Mapping[str, Any], where: str, flags: bool) -> dict[str, Any]:
+    """``data`` with ``repeat = N`` written as ``rounds = N`` (Note [repetitions]). ``repeat`` once meant
+    what ``rerun`` means now: a true/false value gets one line saying so."""
+    out = dict(data)
+    if "repeat" not in out:
+        return out
+    value = out.pop("repeat")
+    if isinstance(value, bool):
+        raise UserError(f"{where}: 'repeat' is now the number of processes per configuration, as 'rounds' is "
+                        f"(got {str(value).lower()}); write 'rerun = true' to run stored configurations again")
+    if "rounds" in out:
+        both = "give --rounds or --repeat" if flags else f"{where}: give 'rounds' or 'repeat'"
+        raise UserError(f"{both}, not both (they are the same count)")
+    out["rounds"] = process_count(value, name_of_key("repeat", where, flags))
+    return out
+
+
 def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flags: bool = False) -> Campaign:
     """A :class:`Campaign` from a parsed TOML document or the equivalent dict.
 
@@ -373,6 +390,7 @@ def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flag
     them for one block. Without ``[[matrix]]`` the top level is the one block.
     """
     allowed = matrix_keys()
+    data = _unaliased(data, where, flags)
     unknown = sorted(set(data) - set(_SWEEP_KEYS) - set(allowed))
     if unknown:
         raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
@@ -384,19 +402,31 @@ def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flag
     elif not isinstance(blocks, list) or not blocks or not all(isinstance(b, Mapping) for b in blocks):
         raise UserError(f"{where}: 'matrix' must be [[matrix]] tables (got {blocks!r})")
     else:
-        matrices = tuple(_matrix({**defaults, **b}, f"{where} [[matrix]] #{i + 1}") for i, b in enumerate(blocks))
+        matrices = tuple(_matrix({**defaults, **_unaliased(b, f"{where} [[matrix]] #{i + 1}", flags)},
+                                 f"{where} [[matrix]] #{i + 1}") for i, b in enumerate(blocks))
     executor = data.get("executor", "local")
     if executor not in ("local", "ray"):
         raise UserError(f"{where}: 'executor' must be local or ray (got {executor!r})")
-    for key in ("repeat", "retry_failed"):
+    for key in ("rerun", "retry_failed"):
         if not isinstance(data.get(key, False), bool):
             raise UserError(f"{where}: '{key}' must be true or false (got {data[key]!r})")
     for key in ("name", "results", "ray_address"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise UserError(f"{where}: '{key}' must be text (got {data[key]!r})")
     return Campaign(matrices=matrices, name=str(data.get("name", "sweep")), results=data.get("results"),
-                    executor=executor, ray_address=data.get("ray_address"), repeat=data.get("repeat", False),
+                    executor=executor, ray_address=data.get("ray_address"), rerun=data.get("rerun", False),
                     retry_failed=data.get("retry_failed", False))
+
+
+def with_rounds(campaign: Campaign, data: Mapping[str, Any], where: str = "command line",
+                flags: bool = True) -> Campaign:
+    """``campaign`` with every matrix's ``rounds`` replaced by the count ``data`` gives under ``rounds`` or
+    ``repeat``, if any: how many processes run is the invocation's choice (Note [repetitions])."""
+    data = _unaliased(data, where, flags)
+    if "rounds" not in data:
+        return campaign
+    rounds = process_count(data["rounds"], name_of_key("rounds", where, flags))
+    return replace(campaign, matrices=tuple(replace(m, rounds=rounds) for m in campaign.matrices))
 
 
 def load_campaign(path: str | os.PathLike) -> Campaign:
@@ -503,8 +533,8 @@ def plan(campaign: Campaign, store, tasks: list[Task] | None = None) -> Plan:
     for task in tasks:
         if task.unavailable:
             known = (task.key, _skip_error(task)) in skips
-            (result.known_skips if known and not campaign.repeat else result.unavailable).append(task)
-        elif not campaign.repeat and done[task.key] > task.occurrence:
+            (result.known_skips if known and not campaign.rerun else result.unavailable).append(task)
+        elif not campaign.rerun and done[task.key] > task.occurrence:
             result.stored.append(task)
         else:
             result.todo.append(task)
@@ -590,7 +620,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
 
         def feed() -> Iterator[Task]:
             for task in the_plan.todo:
-                if not campaign.repeat:
+                if not campaign.rerun:
                     ttl = (task.timeout_s or _CLAIM_TTL_S) + _CLAIM_MARGIN_S
                     if not db.claim(task.claim_key, owner, ttl):  # another sweep runs it (Note [claims])
                         report.claimed_elsewhere += 1

@@ -33,7 +33,7 @@ def test_render_gives_every_row_its_share_and_names_the_largest(bench):
 def test_the_campaign_runs_every_cpu_kernel_system_on_4m_edges(bench, capsys, tmp_path):
     assert bench.main(["--dry-run", "--results", str(tmp_path / "rows.sqlite")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == "bench_run_check: would run 12 of 12 runs (0 already stored)"
+    assert lines[-1] == "bench_run_check: would run 60 of 60 runs (0 already stored)"  # 12 configurations, 5 rounds
     assert {line.split()[0] for line in lines[:-1]} == {"reference", "isplib", "mkl", "dgl", "pyg", "dgnn"}
     assert all("edges=4000000" in line for line in lines[:-1])
 

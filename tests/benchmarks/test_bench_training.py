@@ -66,7 +66,7 @@ def test_dry_run_plans_the_quick_campaign_and_runs_nothing(bench, monkeypatch, t
     results = tmp_path / "bench.sqlite"
     assert bench.main(["--quick", "--dry-run", "--malloc", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "would run 20 of 20 runs" in out  # 6 systems x 3 models + isplib and dgl-native under malloc
+    assert "would run 100 of 100 runs" in out  # (6 systems x 3 models + isplib and dgl-native under malloc) x 5 rounds
     assert bench.main(["--quick", "--dry-run", "--rounds", "3", "--results", str(results)]) == 0
     assert "would run 54 of 54 runs" in capsys.readouterr().out  # 18 configurations, 3 rounds each
     assert "floor gin rmat:nodes=16384" in out

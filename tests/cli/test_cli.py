@@ -129,6 +129,8 @@ BAD_INPUTS = [
     (_RUN + ["--timeout", "0"], "gnnbench run: --timeout must be greater than 0 (got '0')"),
     (_RUN + ["--timeout", "nan"], "gnnbench run: --timeout must be a finite number (got 'nan')"),
     (_RUN + ["--timeout", "5", "--in-process"], "gnnbench run: --timeout and --memory-limit need an isolated run"),
+    (_RUN + ["--repeat", "0"], "gnnbench run: --repeat must be an integer in [1, 10000] (got 0)"),
+    (_RUN + ["--repeat", "2", "--in-process"], "gnnbench run: --repeat runs each repetition in its own worker"),
     (_RUN + ["--memory-limit", "lots"], "gnnbench run: --memory-limit must look like 4G, 512M"),
     (_RUN + ["--memory-limit=-1G"], "gnnbench run: --memory-limit must look like 4G, 512M"),
     # run: system options, checked against what the system declares
@@ -180,6 +182,11 @@ BAD_INPUTS = [
     (_SWEEP + ["--seeds", "-1"], "gnnbench sweep: --seeds must be greater than or equal to 0 (got '-1')"),
     (_SWEEP + ["--seeds", "a"], "gnnbench sweep: --seeds must be an integer (got 'a')"),
     (_SWEEP + ["--rounds", "0"], "gnnbench sweep: --rounds must be an integer in [1, 10000] (got 0)"),
+    (_SWEEP + ["--repeat", "x"], "gnnbench sweep: --repeat must be an integer in [1, 10000] (got 'x')"),
+    (_SWEEP + ["--repeat", "2", "--rounds", "2"], "gnnbench sweep: give --rounds or --repeat, not both"),
+    (_SWEEP + ["--repeat"], "gnnbench sweep: error: argument --repeat: expected one argument"),
+    (["sweep", "--campaign", "{oldrepeat}"], "gnnbench sweep: {oldrepeat}: 'repeat' is now the number of processes "
+                                              "per configuration, as 'rounds' is (got true); write 'rerun = true'"),
     (_SWEEP + ["--timeout", "-5"], "gnnbench sweep: --timeout must be greater than 0 (got '-5')"),
     (_SWEEP + ["--memory-limit", "lots"], "gnnbench sweep: --memory-limit must look like 4G"),
     (_SWEEP + ["--systems", "nope"], "gnnbench sweep: unknown system 'nope'"),
@@ -240,7 +247,8 @@ def _bad_files(tmp: Path) -> dict[str, str]:
     campaigns = {"badtoml": "systems = [", "unknownkey": 'systems = ["reference"]\nmodels = ["gcn"]\n'
                  'datasets = ["karate"]\nepoch = 3\n',
                  "badlr": 'systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nlr = -0.5\n',
-                 "boolepochs": 'systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nepochs = true\n'}
+                 "boolepochs": 'systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nepochs = true\n',
+                 "oldrepeat": 'systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nrepeat = true\n'}
     for name, text in campaigns.items():
         (tmp / f"{name}.toml").write_text(text)
         files[name] = str(tmp / f"{name}.toml")

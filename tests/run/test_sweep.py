@@ -209,8 +209,8 @@ def test_resume_skips_stored_configurations_unless_asked(tmp_path):
     assert (again.already_stored, again.known_skips, again.rows, len(calls)) == (4, 2, [], 4)
     retry = run_sweep(Campaign(campaign.matrices, retry_failed=True), db, LocalExecutor(_fake_runner(calls)))
     assert [r["system"] for r in retry.rows] == ["segfaulter", "segfaulter"]
-    repeat = run_sweep(Campaign(campaign.matrices, repeat=True), db, LocalExecutor(_fake_runner(calls)))
-    assert len(repeat.rows) == 6 and len(calls) == 10
+    rerun = run_sweep(Campaign(campaign.matrices, rerun=True), db, LocalExecutor(_fake_runner(calls)))
+    assert len(rerun.rows) == 6 and len(calls) == 10
     with ResultsStore(db) as store:
         rows = store.rows()
     assert len(rows) == 2 + 4 + 2 + 6
@@ -226,6 +226,80 @@ def test_rounds_resume_by_count(tmp_path):
     calls: list = []
     report = run_sweep(_campaign(systems=("reference",), rounds=3), db, LocalExecutor(_fake_runner(calls)))
     assert report.already_stored == 1 and [r["extra"]["sweep"]["round"] for r in report.rows] == [1, 2]
+
+
+def test_repeat_is_rounds_under_another_name_and_a_rerun_resumes_by_count(tmp_path):
+    """Note [repetitions]: ``repeat = N`` in a campaign (or ``--repeat N``) is ``rounds = N``; an interrupted
+    sweep of N processes per configuration runs only the processes still missing."""
+    db = tmp_path / "r.sqlite"
+    data = {"systems": ["reference"], "models": ["gcn"], "datasets": [TINY], "epochs": 6}
+    three = campaign_from_mapping({**data, "repeat": 3})
+    assert [m.rounds for m in three.matrices] == [3]
+    assert campaign_from_mapping({**data, "repeat": "3"}, flags=True).matrices[0].rounds == 3
+    blocks = campaign_from_mapping({**data, "repeat": 3, "matrix": [{"rounds": 2}, {"repeat": 4}, {}]})
+    assert [m.rounds for m in blocks.matrices] == [2, 4, 3]  # a block's own count wins, under either name
+    run_sweep(campaign_from_mapping({**data, "rounds": 2}), db, LocalExecutor(_fake_runner()))
+    calls: list = []
+    report = run_sweep(three, db, LocalExecutor(_fake_runner(calls)))
+    assert (report.already_stored, len(calls), [r["extra"]["sweep"]["round"] for r in report.rows]) == (2, 1, [2])
+    assert run_sweep(three, db, LocalExecutor(_fake_runner(calls))).rows == [] and len(calls) == 1
+
+
+def test_sweep_repeat_n_runs_n_processes_and_rerun_runs_them_again(tmp_path, monkeypatch, capsys):
+    """``gnnbench sweep --repeat N`` as ``--rounds N``; ``--rerun`` (the old boolean ``--repeat``) ignores what
+    is stored (Note [repetitions], Note [resuming])."""
+    from gnnbench.run import runner
+
+    calls: list = []
+    monkeypatch.setattr(runner, "run_task", _fake_runner(calls))
+    db = tmp_path / "r.sqlite"
+    argv = ["sweep", "--systems", "reference", "--models", "gcn", "--datasets", TINY, "--epochs", "6",
+            "--results", str(db), "--no-progress"]
+    assert cli_main(argv + ["--repeat", "3"]) == 0
+    assert cli_main(argv + ["--rounds", "3"]) == 0 and len(calls) == 3  # the same three processes, stored
+    assert cli_main(argv + ["--repeat", "2", "--rerun"]) == 0 and len(calls) == 5
+    with ResultsStore(db) as store:
+        rows = store.rows()
+    assert [r["extra"]["sweep"]["round"] for r in rows] == [0, 1, 2, 0, 1] and len({provenance(r) for r in rows}) == 1
+    capsys.readouterr()
+
+
+def test_the_count_on_the_command_line_replaces_a_campaigns_rounds(tmp_path, capsys):
+    campaign = tmp_path / "c.toml"
+    campaign.write_text(f'systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["{TINY}"]\nepochs = 6\nrounds = 5\n'
+                        '[[matrix]]\n[[matrix]]\nseeds = [1]\nrounds = 1\n')
+
+    def planned(*extra: str) -> list[str]:
+        assert cli_main(["sweep", "--campaign", str(campaign), "--results", str(tmp_path / "r.sqlite"), "--dry-run",
+                         "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["to_run"]
+
+    assert len(planned()) == 6  # the file's counts: 5 processes of seed 0, 1 of seed 1
+    assert planned("--repeat", "2") == planned("--rounds", "2") == [
+        f"reference gcn {TINY} torch seed=0", f"reference gcn {TINY} torch seed=1",
+        f"reference gcn {TINY} torch seed=0 round=1", f"reference gcn {TINY} torch seed=1 round=1"]
+    assert cli_main(["sweep", "--campaign", str(campaign), "--repeat", "0", "--dry-run"]) == 2
+    assert capsys.readouterr().err == "gnnbench sweep: --repeat must be an integer in [1, 10000] (got 0)\n"
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"repeat": True}, "c.toml: 'repeat' is now the number of processes per configuration, as 'rounds' is (got "
+                       "true); write 'rerun = true' to run stored configurations again"),
+    ({"repeat": False}, "c.toml: 'repeat' is now the number of processes per configuration, as 'rounds' is (got "
+                        "false); write 'rerun = true' to run stored configurations again"),
+    ({"repeat": 0}, "c.toml: 'repeat' must be an integer in [1, 10000] (got 0)"),
+    ({"repeat": "x"}, "c.toml: 'repeat' must be an integer in [1, 10000] (got 'x')"),
+    ({"rounds": 2.5}, "c.toml: 'rounds' must be an integer in [1, 10000] (got 2.5)"),
+    ({"repeat": 2, "rounds": 2}, "c.toml: give 'rounds' or 'repeat', not both (they are the same count)"),
+    ({"matrix": [{"repeat": True}]}, "c.toml [[matrix]] #1: 'repeat' is now the number of processes per "
+                                     "configuration, as 'rounds' is (got true); write 'rerun = true'"),
+    ({"rerun": "yes"}, "c.toml: 'rerun' must be true or false (got 'yes')"),
+])
+def test_a_bad_count_or_the_old_boolean_repeat_is_one_line(data, message):
+    base = {"systems": ["reference"], "models": ["gcn"], "datasets": [TINY]}
+    with pytest.raises(UserError) as err:
+        campaign_from_mapping({**base, **data}, "c.toml")
+    assert str(err.value).startswith(message)
 
 
 def test_a_configuration_stored_meanwhile_by_another_sweep_is_not_run(tmp_path):
