@@ -89,13 +89,16 @@ class Processes:
     measurements: tuple[Measurement, ...]
     other_cpu_shares: tuple[float, ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measurements", tuple(m for m in self.measurements if not m.empty))
+
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, Any]],
                   measure: Callable[[Mapping[str, Any]], Measurement] = Measurement.from_row) -> "Processes":
         """One process per stored run; ``measure`` reads a run's times (default: its epoch times)."""
         rows = list(rows)
         shares = tuple(s for s in map(other_cpu_share, rows) if s is not None)
-        return cls(tuple(m for m in map(measure, rows) if not m.empty), shares)
+        return cls(tuple(map(measure, rows)), shares)
 
     def __len__(self) -> int:
         return len(self.measurements)
