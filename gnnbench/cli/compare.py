@@ -7,7 +7,8 @@ from gnnbench.core.oracle import REFERENCE
 
 from ._common import add_results_option
 
-HELP = "compare stored runs: median epoch time, speedup with 95% CI, memory, accuracy, correctness"
+HELP = ("compare stored runs, every run of a configuration pooled as one process: median epoch time, speedup "
+        "with 95% CI, memory, accuracy, correctness")
 EPILOG = """exit status:
   0  the table was printed (also when some rows failed, crashed or were skipped: they are shown as such)
   1  with --strict only: a result is marked + (significantly slower than the baseline) or ! (its runs

@@ -32,7 +32,8 @@ def add_arguments(p) -> None:
     p.add_argument("--allow-dirty", action="store_true", help="walk even with uncommitted changes")
     p.add_argument("--retry-failed", action="store_true",
                    help="try again the commits an earlier walk stored as failing")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a regression, a failing commit or an unclaimed step (~) is found")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a regression, a failing commit or an unclaimed step (~) is found")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_results_option(p)
 

@@ -16,7 +16,8 @@ def add_arguments(p) -> None:
     p.add_argument("--model", action="append")
     p.add_argument("--dataset", action="append")
     p.add_argument("--improvements", action="store_true", help="also list significant speed-ups")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a regression, a failure or an unclaimed step (~) is found")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a regression, a failure or an unclaimed step (~) is found")
     p.add_argument("--json", action="store_true", help="print the steps as JSON")
     add_results_option(p)
 

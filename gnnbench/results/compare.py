@@ -284,8 +284,9 @@ def compare(data: Any, baseline: str = REFERENCE,
             (default: dataset, model, framework).
         include_unverified (bool): also claim speedups of unverified or failed-
             verification systems (default: False).
-        factor (float): speedup beyond which a change is marked (default: 1.1).
-        resamples, confidence, seed: bootstrap settings (default: 2000, 0.95, 0).
+        factor (float): speedup beyond which a change is marked (default: :data:`~gnnbench.core.statistics.FACTOR`).
+        resamples, confidence, seed: bootstrap settings (default: ``RESAMPLES``, ``CONFIDENCE``, ``SEED`` of
+            :mod:`gnnbench.core.statistics`).
     """
     import pandas as pd
 

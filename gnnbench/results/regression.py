@@ -121,8 +121,8 @@ def series_of(frame) -> list[Series]:
         for row in frame_records(ordered[ordered["system"] == system]):
             runs.setdefault(tuple(row.get(k) for k in KEY), {}).setdefault(build_key(row), []).append(row)
         for key in sorted(runs, key=lambda k: tuple(str(v) for v in k)):
-            points = [_point(builds[rank[h]], rows) for h, rows in sorted(runs[key].items(), key=lambda kv: rank[kv[0]])]
-            out.append(Series(key, tuple(points)))
+            by_rank = sorted(runs[key].items(), key=lambda kv: rank[kv[0]])
+            out.append(Series(key, tuple(_point(builds[rank[h]], rows) for h, rows in by_rank)))
     return out
 
 
@@ -159,8 +159,9 @@ def find_regressions(frame, *, factor: float = FACTOR, resamples: int = RESAMPLE
 
     Args:
         frame: the results frame (:func:`gnnbench.load_results`).
-        factor (float): a step counts when beyond this ratio (default: 1.1).
-        resamples, confidence, seed: bootstrap settings (default: 2000, 0.95, 0).
+        factor (float): a step counts when beyond this ratio (default: :data:`~gnnbench.core.statistics.FACTOR`).
+        resamples, confidence, seed: bootstrap settings (default: ``RESAMPLES``, ``CONFIDENCE``, ``SEED`` of
+            :mod:`gnnbench.core.statistics`).
         improvements (bool): also return significant (and unclaimed) speed-ups (default: False).
 
     Returns:
