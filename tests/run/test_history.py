@@ -102,7 +102,7 @@ def test_history_finds_the_slow_commit(tmp_path, capsys):
     (step,) = find_regressions(rows)
     assert step.build.commit == shas[1] and step.kind == "unclaimed" and step.change > 0.1
     assert str(step).startswith("histsys gcn sbm:classes=2,degree=4,features=8,nodes=200,p_in=0.8,seed=0: ~+")
-    assert str(step).endswith(f" at {shas[1][:7]} (1 process: no significance claimed)")
+    assert f" at {shas[1][:7]} (1 process: no significance claimed" in str(step)  # then the load's noise, if any
     assert str(step) in captured.out
     assert cli(["compare", "--by", "build", "--system", "histsys", "--results", str(db), "--strict"]) == 1
     assert f"histsys@{shas[1][:7]}" in capsys.readouterr().out
