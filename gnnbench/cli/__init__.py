@@ -53,9 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
             if err.name != f"gnnbench.cli.{module_name}":
                 raise
             continue
-        text = module.HELP.replace("%", "%%")  # argparse formats help with %; "95% CI" must stay text
-        p = sub.add_parser(name, help=text, description=text + (f"\n\n{module.EPILOG}" if hasattr(module, "EPILOG")
-                                                                 else ""),
+        # argparse %-formats a command's help (the list of commands) but prints its description as written
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"),
+                           description=module.HELP + (f"\n\n{module.EPILOG}" if hasattr(module, "EPILOG") else ""),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         p.set_defaults(_main=module.main)

@@ -57,8 +57,6 @@ def main(args) -> int:
         sys.stdout.write(result.render(args.format))
     for warning in result.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
-    if args.strict and result.regressions:
-        print(f"gnnbench compare: --strict: {len(result.regressions)} result(s) regressed (+) or did not "
-              f"succeed (!)", file=sys.stderr)
-        return 1
-    return 0
+    from .compare import strict_status
+
+    return strict_status(args.strict, result)

@@ -7,11 +7,14 @@ from gnnbench.core.oracle import REFERENCE
 
 from ._common import add_results_option
 
-HELP = "compare stored runs: median epoch time, speedup with 95% CI, memory, accuracy, correctness"
+HELP = ("compare stored runs, every run of a configuration pooled as one process: median epoch time, speedup "
+        "with 95% CI, memory, accuracy, correctness")
 EPILOG = """exit status:
   0  the table was printed (also when some rows failed, crashed or were skipped: they are shown as such)
   1  with --strict only: a result is marked + (significantly slower than the baseline) or ! (its runs
-     did not succeed: failed, crashed, oom, timeout)
+     did not succeed: failed, crashed, oom, timeout), or a speedup claims no significance because a
+     figure is unstable (one process, too few, too spread, a busy machine: the CI cell says why;
+     Note [between-process statistics] in gnnbench/core/statistics.py): a gate that cannot see fails
   2  bad input: an unknown flag, no results database, no stored runs match"""
 
 
@@ -24,8 +27,9 @@ def add_arguments(p) -> None:
     p.add_argument("--include-unverified", action="store_true",
                    help="show speedups of systems that failed or never ran `gnnbench verify`")
     p.add_argument("--strict", action="store_true",
-                   help="exit with status 1 when a selected run did not succeed or a system regressed (for CI; "
-                        "default: exit 0 whenever the table is printed)")
+                   help="exit with status 1 when a selected run did not succeed, a system regressed, or a "
+                        "speedup is unclaimed because a figure is unstable (for CI; default: exit 0 whenever the "
+                        "table is printed)")
     add_results_option(p)
     from ._by_build import add_arguments as add_build_arguments
 
@@ -62,9 +66,17 @@ def main(args) -> int:
         sys.stdout.write(result.render(args.format, warnings=False))
     for warning in result.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
-    if not args.strict:
+    return strict_status(args.strict, result)
+
+
+def strict_status(strict: bool, result) -> int:
+    """``--strict``'s exit status for a comparison, saying on stderr what failed it."""
+    if not strict:
         return 0
     if result.regressions:
         print(f"gnnbench compare: --strict: {len(result.regressions)} result(s) regressed (+) or did not "
               f"succeed (!)", file=sys.stderr)
-    return 1 if result.regressions else 0
+    if result.unclaimed:
+        print(f"gnnbench compare: --strict: {len(result.unclaimed)} speedup(s) claim no significance: a figure "
+              f"is unstable (see the CI column)", file=sys.stderr)
+    return 1 if result.regressions or result.unclaimed else 0

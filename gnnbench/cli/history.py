@@ -15,7 +15,8 @@ gnnbench/run/history.py). Then `gnnbench compare --by build --system NAME` and
 
 exit status:
   0  every commit was walked (some may have stored failures)
-  1  with --strict only: a regression or a failing commit was found
+  1  with --strict only: a regression, a failing commit, or a step that claims no significance
+     (~: one process per commit, or an unstable figure; Note [step test]) was found
   2  bad input, nothing written: not a git range, uncommitted changes without --allow-dirty,
      a campaign that does not parse at some commit, a store that cannot be opened"""
 
@@ -31,7 +32,8 @@ def add_arguments(p) -> None:
     p.add_argument("--allow-dirty", action="store_true", help="walk even with uncommitted changes")
     p.add_argument("--retry-failed", action="store_true",
                    help="try again the commits an earlier walk stored as failing")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a regression or a failing commit is found")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a regression, a failing commit or an unclaimed step (~) is found")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_results_option(p)
 
@@ -52,7 +54,7 @@ def run(range_spec, campaign, repo=".", results=None, allow_dirty=False, systems
 
 def main(args) -> int:
     from gnnbench.results.frame import load_results
-    from gnnbench.results.regression import find_regressions
+    from gnnbench.results.regression import FAILING, find_regressions
     from gnnbench.text import printable
 
     report = run(args.range, args.campaign, args.repo, args.results, args.allow_dirty, args.systems_dir,
@@ -69,4 +71,4 @@ def main(args) -> int:
             print(printable(str(s)))
         if not steps:
             print("no regression beyond noise")
-    return 1 if args.strict and any(s.kind in ("regression", "fails") for s in steps) else 0
+    return 1 if args.strict and any(s.kind in FAILING for s in steps) else 0

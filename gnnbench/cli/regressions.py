@@ -6,7 +6,8 @@ from ._common import add_results_option, print_json
 HELP = "find the builds (commits) where a benchmark's median epoch time stepped beyond noise, with a 95% CI"
 EPILOG = """exit status:
   0  the steps were printed (none is also 0)
-  1  with --strict only: a regression or a newly failing build was found
+  1  with --strict only: a regression, a newly failing build, or a step beyond compare's factor that
+     claims no significance (~: one process or an unstable figure; Note [step test]) was found
   2  bad input: no results database, a store of another schema"""
 
 
@@ -15,7 +16,8 @@ def add_arguments(p) -> None:
     p.add_argument("--model", action="append")
     p.add_argument("--dataset", action="append")
     p.add_argument("--improvements", action="store_true", help="also list significant speed-ups")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a regression or failure is found")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a regression, a failure or an unclaimed step (~) is found")
     p.add_argument("--json", action="store_true", help="print the steps as JSON")
     add_results_option(p)
 
@@ -31,11 +33,14 @@ def run(store_path=None, systems=None, models=None, datasets=None, improvements=
 def main(args) -> int:
     from gnnbench.text import printable
 
+    from gnnbench.results.regression import FAILING
+
     steps = run(args.results, args.system, args.model, args.dataset, args.improvements)
     if args.json:
         print_json([{"benchmark": s.name, "kind": s.kind, "at": s.where, "system_hash": s.build.system_hash,
-                     "commit": s.build.commit, "change": s.change, "low": s.low, "high": s.high} for s in steps])
+                     "commit": s.build.commit, "change": s.change, "low": s.low, "high": s.high, "why": s.why}
+                    for s in steps])
     else:
         for s in steps:
             print(printable(str(s)))
-    return 1 if args.strict and any(s.kind in ("regression", "fails") for s in steps) else 0
+    return 1 if args.strict and any(s.kind in FAILING for s in steps) else 0

@@ -4,10 +4,13 @@
 beside a chosen one, oldest first; :func:`compare_stores` sets each system of
 one store beside the same system in another store (yesterday's campaign
 against today's). Both relabel the runs and hand them to
-:func:`gnnbench.results.compare.compare`, so the medians, the bootstrap CI of
-the speedup, the comparability check and the marks are the ones ``compare``
-uses (Note [marks], Note [comparable runs] in :mod:`gnnbench.results.compare`):
-nothing here computes a statistic of its own.
+:func:`gnnbench.results.compare.compare`, so every stored run of a build is
+pooled as one process (Note [configurations] in
+:mod:`gnnbench.results.configurations`), and the figures, the two-level
+bootstrap CI of the speedup, the stability flags, the comparability check and
+the marks are the ones ``compare`` uses (Note [between-process statistics] in
+:mod:`gnnbench.core.statistics`, Note [marks], Note [comparable runs] in
+:mod:`gnnbench.results.compare`): nothing here computes a statistic of its own.
 
 Note [builds are compared unverified]
     ``compare`` claims a speedup over another system only for verified runs
@@ -36,8 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gnnbench.core.statistics import CONFIDENCE, FACTOR, RESAMPLES, SEED
 from gnnbench.errors import UserError
-from gnnbench.results.compare import Comparison, SystemResult, compare, spmm_columns
+from gnnbench.results.compare import Comparison, SystemResult, compare, spmm_columns, stability_footnote
 from gnnbench.results.tables import Table, fmt_number
 
 __all__ = ["Build", "BuildComparison", "builds_of", "compare_builds", "compare_stores", "history_of", "build_key"]
@@ -136,6 +140,11 @@ class BuildComparison:
         return [r for r in self.results if r.mark in ("+", "!")]
 
     @property
+    def unclaimed(self) -> list[SystemResult]:
+        """Speedups that claim no significance because a figure is unstable, for ``--strict``."""
+        return [r for r in self.results if r.withheld]
+
+    @property
     def warnings(self) -> list[str]:
         # a comparison of builds differs in system_hash on purpose: that warning says nothing here
         return [w for w in self.comparison.warnings if "builds (system_hash)" not in w]
@@ -147,8 +156,8 @@ class BuildComparison:
     def table(self) -> Table:
         c = self.comparison
         unit, scale = c.unit
-        header = ["", *c.group_by, self.column, f"epoch time ({unit})", f"speedup vs {self.baseline_label}",
-                  f"{c.confidence:.0%} CI"]
+        header = ["", *c.group_by, self.column, f"epoch time ({unit})", "procs",
+                  f"speedup vs {self.baseline_label}", f"{c.confidence:.0%} CI"]
         rows = []
         for r in self.results:
             if r.status != "ok":
@@ -156,20 +165,22 @@ class BuildComparison:
             elif r.median_s is None:
                 time = "n/a"
             else:
-                time = fmt_number(r.median_s / scale) + (f" (! {r.noise:.0%})" if r.noisy else "")
+                time = fmt_number(r.median_s / scale) + r.noise_mark
             speedup = f"{r.speedup:.2f}x" if r.speedup is not None else (r.note or "n/a")
-            rows.append([r.mark, *(r.group.get(g) for g in c.group_by), r.system, time, speedup,
-                         f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else ""])
+            rows.append([r.mark, *(r.group.get(g) for g in c.group_by), r.system, time, r.processes or "",
+                         speedup, r.interval])
         notes = [
-            (f"Epoch time: median in {unit} over the timed epochs. Speedup: {self.what} median / this median "
-             f"(above 1 is faster); {c.confidence:.0%} CI by bootstrap of the ratio of medians."),
-            (f"Marks: - faster, + slower (beyond {c.factor:g}x and CI excludes 1), ~ beyond {c.factor:g}x but not "
-             f"significant, ! run did not succeed, x not comparable (a machine or problem field differs). "
-             f"Unverified runs are included (Note [builds are compared unverified])."),
+            (f"Epoch time: median in {unit} of the per-process median epoch times over every stored run (process) "
+             f"of the build, procs of them. Speedup: {self.what} figure / this figure (above 1 is faster); "
+             f"{c.confidence:.0%} CI by a two-level bootstrap, processes then their epochs; none with 1 process."),
+            (f"Marks: - faster, + slower (beyond {c.factor:g}x, CI excludes 1, both figures stable), ~ beyond "
+             f"{c.factor:g}x but not significant or unstable, ! run did not succeed, x not comparable (a machine or "
+             f"problem field differs). Unverified runs are included (Note [builds are compared unverified])."),
+            stability_footnote(c.confidence),
         ]
         spmm_header, spmm_cells, spmm_numeric, spmm_notes = spmm_columns(self.results)  # Note [spmm columns]
         rows = [row + cells for row, cells in zip(rows, spmm_cells)]
-        return Table(header + spmm_header, rows, [False] * (len(c.group_by) + 2) + [True] * 3 + spmm_numeric,
+        return Table(header + spmm_header, rows, [False] * (len(c.group_by) + 2) + [True] * 4 + spmm_numeric,
                      notes=notes + spmm_notes)
 
     def render(self, format: str = "text") -> str:
@@ -181,8 +192,8 @@ class BuildComparison:
 
 
 def compare_builds(frame, system: str, baseline_build: str | None = None,
-                   group_by: Sequence[str] = _GROUP, *, factor: float = 1.1, resamples: int = 2000,
-                   confidence: float = 0.95, seed: int = 0) -> BuildComparison:
+                   group_by: Sequence[str] = _GROUP, *, factor: float = FACTOR, resamples: int = RESAMPLES,
+                   confidence: float = CONFIDENCE, seed: int = SEED) -> BuildComparison:
     """Every stored build of ``system`` against one of them, group by group, oldest first.
 
     Args:
@@ -211,12 +222,13 @@ def compare_builds(frame, system: str, baseline_build: str | None = None,
     return BuildComparison(c, ordered, "build", base.label, base.label, builds)
 
 
-def compare_stores(frame, baseline_frame, group_by: Sequence[str] = _GROUP, *, factor: float = 1.1,
-                   resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> BuildComparison:
+def compare_stores(frame, baseline_frame, group_by: Sequence[str] = _GROUP, *, factor: float = FACTOR,
+                   resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED) -> BuildComparison:
     """Each system of ``frame`` against the same system in ``baseline_frame``: one row per system and group.
 
-    The latest run of each side is used, as in ``compare``; a system in only one
-    store shows ``no baseline`` (or is absent when only the baseline has it).
+    Every stored run of each side's latest build is pooled, as in ``compare``
+    (Note [configurations]); a system in only one store shows ``no baseline``
+    (or is absent when only the baseline has it).
     """
     import pandas as pd
 

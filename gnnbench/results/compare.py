@@ -2,8 +2,10 @@
 
 :func:`compare` pivots the results frame (:func:`gnnbench.load_results`, or rows
 of the results store) into a :class:`Comparison`: per group (by default
-dataset x model x framework) and system, the median epoch time, the speedup over
-the baseline with a bootstrap confidence interval (``scipy.stats.bootstrap``),
+dataset x model x framework) and system, the figure of its pooled processes (every stored run of the
+configuration, Note [configurations] in :mod:`gnnbench.results.configurations`),
+the speedup over the baseline with its two-level bootstrap interval
+(Note [between-process statistics] in :mod:`gnnbench.core.statistics`),
 the peak-memory ratio and the accuracy difference against ``reference``. It
 returns objects and never prints; :meth:`Comparison.table` is a
 :class:`gnnbench.results.tables.Table` and :meth:`Comparison.render` its text, markdown,
@@ -18,8 +20,10 @@ Note [claims need verification]
 
 Note [marks]
     As in asv ``compare``: ``-`` faster and ``+`` slower when the speedup is
-    beyond ``factor`` (either way) and its confidence interval excludes 1
-    (significant); ``~`` when beyond ``factor`` but not significant; ``!`` a run
+    beyond ``factor`` (either way), its confidence interval excludes 1
+    (significant) and neither figure is unstable (one process, too few, or
+    too spread: Note [between-process statistics]); ``~`` when beyond
+    ``factor`` but not significant or unstable, the CI cell then saying why; ``!`` a run
     that did not succeed; ``f`` a run that borrowed operators from a fallback
     system (Note [fallback accounting] in :mod:`gnnbench.runtime.fallback`): its epoch
     holds the lender's kernel time, so no speedup is credited to the system; ``x`` not comparable: the system's run and the
@@ -53,62 +57,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
 from typing import Any
-
-import numpy as np
 
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.core.stability import MIN_PROCESSES, OTHER_CPU_LIMIT, OUTLIER_LIMIT, PRECISION, SPREAD_LIMIT
+from gnnbench.core.statistics import CONFIDENCE, FACTOR, RESAMPLES, SEED, Processes, speedup
+from gnnbench.results.configurations import Configuration, configurations
 from gnnbench.results.row import COMPARABLE_FIELDS, Extra, SpmmFigures
 from gnnbench.results.tables import FORMATS, Table, fmt_number
 
-__all__ = ["compare", "bootstrap_speedup", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
-           "latest_runs", "spmm_columns"]
+__all__ = ["compare", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS", "latest_runs",
+           "spmm_columns", "processes_of", "stability_footnote", "FACTOR", "RESAMPLES", "CONFIDENCE", "SEED"]
 
-MIN_SAMPLES = 3  # below this a bootstrap interval is degenerate; no significance is claimed
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
 
 
-#: compare's defaults, stated once: the factor beyond which a speedup is marked, the bootstrap's resamples
-#: and confidence level, its seed (Note [marks])
-FACTOR, RESAMPLES, CONFIDENCE, SEED = 1.1, 2000, 0.95, 0
-
-
-def bootstrap_speedup(baseline: Sequence[float], samples: Sequence[float], *, resamples: int = RESAMPLES,
-                      confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float, float]:
-    """Speedup ``median(baseline) / median(samples)`` and its percentile bootstrap CI.
-
-    ``scipy.stats.bootstrap`` resamples the two samples independently (unpaired)
-    ``resamples`` times and takes the ratio of their medians; the interval is the
-    percentile interval of those ratios at ``confidence``. The generator is
-    ``numpy.random.default_rng(seed)``, so the result is deterministic.
-
-    Args:
-        baseline (sequence of float): per-epoch times of the baseline.
-        samples (sequence of float): per-epoch times of the system.
-        resamples (int): bootstrap resamples (default: 2000).
-        confidence (float): interval coverage (default: 0.95).
-        seed (int): seed of the resampling generator (default: 0).
-
-    Returns:
-        ``(speedup, low, high)``; above 1 means the system is faster.
-    """
-    from scipy.stats import bootstrap
-
-    base, own = np.asarray(baseline, dtype=float), np.asarray(samples, dtype=float)
-    if base.size == 0 or own.size == 0:
-        raise ValueError(f"bootstrap needs samples on both sides (got {base.size} and {own.size})")
-
-    def ratio(b: np.ndarray, o: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.median(b, axis=axis) / np.median(o, axis=axis)
-
-    res = bootstrap((base, own), ratio, n_resamples=resamples, confidence_level=confidence,
-                    method="percentile", vectorized=True, paired=False, rng=np.random.default_rng(seed))
-    return float(ratio(base, own)), float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
 def latest_runs(data: Any, group_by: Sequence[str] = ("dataset", "model", "framework")) -> list[dict[str, Any]]:
-    """The latest run (by timestamp, then id) of each group and system, as plain dicts.
+    """The latest run (by timestamp, then id) of each group and system, as plain dicts (the figures draw these;
+    ``compare`` pools every run of a configuration, Note [configurations]).
 
     Args:
         data: a results frame (:func:`gnnbench.load_results`) or an iterable of
@@ -133,12 +101,16 @@ class SystemResult:
 
     Attributes:
         group: the ``group_by`` fields and their values.
-        median_s, iqr_s: epoch time statistics in seconds, from the run's
-            :class:`~gnnbench.core.measurement.Measurement` (``samples`` counts them).
-        noisy: IQR / median passes the noise threshold.
-        speedup, ci_low, ci_high: baseline median / this median and its CI;
+        median_s, iqr_s: the figure (median of per-process median epoch times) and the median of the
+            per-process IQRs, in seconds (:class:`~gnnbench.core.statistics.Processes`; ``samples``
+            counts the epochs, ``processes`` the pooled runs).
+        noise, noisy: median over processes of IQR / median, and whether it passes the noise threshold.
+        spread: standard deviation of the process medians over their mean (``None`` below two).
+        unstable: why the figure can carry no significance mark (Note [between-process statistics]), or ``None``.
+        speedup, ci_low, ci_high: baseline figure / this figure and its CI;
             ``None`` when no claim is made (``note`` says why).
-        significant: the CI excludes 1 (``None`` with too few samples).
+        significant: the CI excludes 1 (``None`` when no interval was computed or a figure is unstable).
+        withheld: why a speedup claims no significance (this figure's or the baseline's instability).
         mark: ``-``, ``+``, ``~``, ``!``, ``f``, ``x`` or ``''`` (Note [marks]).
         fallback: the system that lent operators to this run, or ``None``.
         timing: ``measured``, ``modeled`` or ``simulated`` (Note [modeled rows]).
@@ -157,13 +129,18 @@ class SystemResult:
     median_s: float | None = None
     iqr_s: float | None = None
     samples: int = 0
+    processes: int = 0
     noisy: bool = False
+    noise: float | None = None
+    spread: float | None = None
+    unstable: str | None = None
     speedup: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
     significant: bool | None = None
     mark: str = ""
     note: str | None = None
+    withheld: str | None = None
     memory_ratio: float | None = None
     accuracy_diff: float | None = None
     fallback: str | None = None
@@ -175,9 +152,16 @@ class SystemResult:
     spmm_of_gather: float | None = None
 
     @property
-    def noise(self) -> float | None:
-        """IQR / median, or ``None``."""
-        return self.iqr_s / self.median_s if self.iqr_s is not None and self.median_s else None
+    def interval(self) -> str:
+        """The CI cell: ``[low, high]`` and why no significance is claimed; the baseline's own instability."""
+        ci = f"[{self.ci_low:.2f}, {self.ci_high:.2f}]" if self.ci_low is not None else ""
+        why = self.withheld or (self.unstable if self.note == "baseline" else None)
+        return " ".join(part for part in (ci, why) if part)
+
+    @property
+    def noise_mark(self) -> str:
+        """``" (! 12%)"`` after the time when the figure is noisy, else ``""`` (Note [noise threshold])."""
+        return f" (! {self.noise:.0%})" if self.noisy and self.noise is not None else ""
 
 
 @dataclass
@@ -203,6 +187,11 @@ class Comparison:
         return [r for r in self.results if r.mark in ("+", "!")]
 
     @property
+    def unclaimed(self) -> list[SystemResult]:
+        """Speedups that claim no significance because a figure is unstable (``withheld``), for ``--strict``."""
+        return [r for r in self.results if r.withheld]
+
+    @property
     def unit(self) -> tuple[str, float]:
         """The table's time unit: the largest of s, ms, us that keeps the smallest median >= 1."""
         medians = [r.median_s for r in self.results if r.median_s]
@@ -221,7 +210,7 @@ class Comparison:
     def table(self, *, warnings: bool = True) -> Table:
         """The comparison as a :class:`~gnnbench.results.tables.Table`: one formatted row per result, footnotes."""
         unit, scale = self.unit
-        header = ["", *self.group_by, "system", "verified", f"epoch time ({unit})", "speedup",
+        header = ["", *self.group_by, "system", "verified", f"epoch time ({unit})", "procs", "speedup",
                   f"{self.confidence:.0%} CI", f"peak mem vs {self.baseline}", f"test acc vs {REFERENCE}"]
         rows = []
         for r in self.results:
@@ -232,20 +221,20 @@ class Comparison:
             elif r.median_s is None:
                 time = "n/a"
             else:
-                time = fmt_number(r.median_s / scale) + (f" (! {r.noise:.0%})" if r.noisy else "")
+                time = fmt_number(r.median_s / scale) + r.noise_mark
                 time += " (modeled)" if r.timing == "modeled" else ""
             if r.speedup is not None:
                 speedup = f"{r.speedup:.2f}x"
             else:  # a failed run's status already shows in the time cell
                 speedup = r.note if r.note and r.status == "ok" else "n/a"
-            rows.append([r.mark, *r.group.values(), r.system, r.verified, time, speedup,
-                         f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "",
+            rows.append([r.mark, *r.group.values(), r.system, r.verified, time, r.processes or "", speedup,
+                         r.interval,
                          f"{r.memory_ratio:.2f}x" if r.memory_ratio is not None else "n/a",
                          f"{r.accuracy_diff * 100:+.2f} pp" if r.accuracy_diff is not None else "n/a"])
         spmm_header, spmm_cells, spmm_numeric, spmm_notes = spmm_columns(self.results)
         rows = [row + cells for row, cells in zip(rows, spmm_cells)]
         notes = _footer(self) + spmm_notes + ([f"Warning: {w}" for w in self.warnings] if warnings else [])
-        numeric = [False] * (len(self.group_by) + 3) + [True] * 5 + spmm_numeric
+        numeric = [False] * (len(self.group_by) + 3) + [True] * 6 + spmm_numeric
         return Table(header + spmm_header, rows, numeric, notes=notes)
 
     def render(self, format: str = "text", *, warnings: bool = True) -> str:
@@ -276,15 +265,15 @@ def compare(data: Any, baseline: str = REFERENCE,
             seed: int = SEED) -> Comparison:
     """Pivots stored runs into a :class:`Comparison` against ``baseline``.
 
-    Per group of ``group_by`` and system, the latest run (by timestamp, then id)
-    is used (:func:`latest_runs`). Training epochs and inference passes are
-    never compared: when the data holds an inference run, ``mode`` joins the
-    group fields. Its median epoch time comes from its raw
-    ``epoch_times`` (:class:`~gnnbench.core.measurement.Measurement`); the speedup is
-    ``baseline median / system median`` with a percentile bootstrap CI of that
-    ratio of medians (:func:`bootstrap_speedup`, seeded). Speedups are claimed
-    only for verified systems (Note [claims need verification]) whose run is
-    comparable with the baseline's (Note [comparable runs]); marks follow
+    Per group of ``group_by`` and system, every stored run of its latest build
+    is pooled, one process each (Note [configurations]). Training epochs and
+    inference passes are never compared: when the data holds an inference run,
+    ``mode`` joins the group fields. The figure is the median of per-process
+    median epoch times; the speedup is ``baseline figure / system figure`` with
+    a seeded two-level bootstrap interval (Note [between-process statistics]).
+    Speedups are claimed only for verified systems (Note [claims need
+    verification]) whose run is comparable with the baseline's (Note
+    [comparable runs]) and whose figures are both stable; marks follow
     Note [marks].
 
     Args:
@@ -295,8 +284,9 @@ def compare(data: Any, baseline: str = REFERENCE,
             (default: dataset, model, framework).
         include_unverified (bool): also claim speedups of unverified or failed-
             verification systems (default: False).
-        factor (float): speedup beyond which a change is marked (default: 1.1).
-        resamples, confidence, seed: bootstrap settings (default: 2000, 0.95, 0).
+        factor (float): speedup beyond which a change is marked (default: :data:`~gnnbench.core.statistics.FACTOR`).
+        resamples, confidence, seed: bootstrap settings (default: ``RESAMPLES``, ``CONFIDENCE``, ``SEED`` of
+            :mod:`gnnbench.core.statistics`).
     """
     import pandas as pd
 
@@ -306,18 +296,29 @@ def compare(data: Any, baseline: str = REFERENCE,
     group_by = tuple(group_by)
     if "mode" in frame.columns and "mode" not in group_by and set(frame["mode"].dropna()) - {"train"}:
         group_by = (*group_by, "mode")
-    latest: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for row in latest_runs(frame, group_by):
-        latest.setdefault(tuple(row.get(g) for g in group_by), {})[row.get("system") or "?"] = row
+    configs, pooled_warnings = configurations(frame, group_by)
+    grouped: dict[tuple, dict[str, Configuration]] = {}
+    for config in configs:
+        grouped.setdefault(config.group, {})[config.system] = config
+    settings = _Settings(baseline, include_unverified, factor, resamples, confidence, seed)
     results = []
-    for key in sorted(latest, key=lambda k: tuple("" if v is None else str(v) for v in k)):
-        systems = latest[key]
+    for key in sorted(grouped, key=lambda k: tuple("" if v is None else str(v) for v in k)):
+        systems = grouped[key]
         for name in sorted(systems, key=lambda s: (s != baseline, s)):
-            results.append(_result(dict(zip(group_by, key)), name, systems, baseline, include_unverified,
-                                   factor, resamples, confidence, seed))
-    used = [row for systems in latest.values() for row in systems.values()]
+            results.append(_result(dict(zip(group_by, key)), name, systems, settings))
+    used = [row for c in configs for row in c.rows]
     return Comparison(results, baseline, group_by, include_unverified, factor, resamples, confidence,
-                      _warnings(used))
+                      _warnings(used) + pooled_warnings)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    baseline: str
+    include_unverified: bool
+    factor: float
+    resamples: int
+    confidence: float
+    seed: int
 
 
 def _ok(row: Mapping[str, Any] | None) -> bool:
@@ -333,10 +334,37 @@ def _difference(row: Mapping[str, Any], base: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str, Any]], baseline: str,
-            include_unverified: bool, factor: float, resamples: int, confidence: float,
-            seed: int) -> SystemResult:
-    row = systems[name]
+def processes_of(rows: Sequence[Mapping[str, Any]]) -> Processes:
+    """The pooled runs' times as :class:`~gnnbench.core.statistics.Processes` (a modeled run's one figure)."""
+    return Processes.from_rows(rows, _measurement)
+
+
+def _figures(ps: Processes, confidence: float) -> dict[str, Any]:
+    """The :class:`SystemResult` fields that describe one configuration's figure."""
+    if not len(ps):
+        return dict(processes=0)
+    spread = ps.between_spread
+    return dict(median_s=ps.median, iqr_s=ps.iqr, samples=ps.samples, processes=len(ps), noisy=ps.noisy,
+                noise=ps.within_spread, spread=None if spread != spread else spread,
+                unstable=ps.note(confidence))
+
+
+def _others(row: Mapping[str, Any], base: Configuration | None, ref: Configuration | None) -> dict[str, Any]:
+    """Memory against the baseline's and accuracy against reference's, from the latest pooled runs."""
+    out: dict[str, Any] = {}
+    base_row = base.latest if base and _ok(base.latest) else {}
+    if row.get("peak_memory_bytes") is not None and base_row.get("peak_memory_bytes"):
+        out["memory_ratio"] = row["peak_memory_bytes"] / base_row["peak_memory_bytes"]
+    ref_row = ref.latest if ref and _ok(ref.latest) else {}
+    if row.get("test_accuracy") is not None and ref_row.get("test_accuracy") is not None:
+        out["accuracy_diff"] = row["test_accuracy"] - ref_row["test_accuracy"]
+    return out
+
+
+def _result(group: dict[str, Any], name: str, systems: Mapping[str, Configuration],
+            s: _Settings) -> SystemResult:
+    config = systems[name]
+    row = config.latest
     common = dict(group=group, system=name, status=row.get("status") or "ok",
                   verified=row.get("verified") or "unverified", run_id=row.get("id"), error=row.get("error"))
     if common["status"] != "ok":
@@ -345,43 +373,36 @@ def _result(group: dict[str, Any], name: str, systems: Mapping[str, Mapping[str,
     common["timing"] = timing
     if timing == "simulated":  # Note [modeled rows]: a simulation's wall time is no epoch
         return SystemResult(**common, mark="m", note="simulated: no time to compare")
-    m = _measurement(row)
-    out: dict[str, Any] = dict(median_s=None if m.empty else m.median, iqr_s=None if m.empty else m.iqr,
-                               samples=len(m), noisy=m.noisy, **_spmm(row))
-    base = systems.get(baseline)
-    if _ok(base) and row.get("peak_memory_bytes") is not None and base.get("peak_memory_bytes"):
-        out["memory_ratio"] = row["peak_memory_bytes"] / base["peak_memory_bytes"]
-    ref = systems.get(REFERENCE)
-    if _ok(ref) and row.get("test_accuracy") is not None and ref.get("test_accuracy") is not None:
-        out["accuracy_diff"] = row["test_accuracy"] - ref["test_accuracy"]
-    if name == baseline:
+    mine = processes_of(config.rows)
+    base_config = systems.get(s.baseline)
+    out: dict[str, Any] = dict(**_figures(mine, s.confidence), **_spmm(row),
+                               **_others(row, base_config, systems.get(REFERENCE)))
+    if name == s.baseline:
         return SystemResult(**common, **out, note="baseline")
     lent = ((row.get("extra") or {}).get("fallback") or {})
     if lent.get("operators"):  # Note [marks]: the lender's time is in the epoch; claim nothing for the system
         share = lent.get("kernel_share")
         note = f"with fallback {lent['system']}" + (f" ({share:.0%} of kernel time)" if share is not None else "")
         return SystemResult(**common, **out, mark="f", note=note, fallback=lent["system"])
-    if common["verified"] != "passed" and not include_unverified:
+    if common["verified"] != "passed" and not s.include_unverified:
         note = "unverified" if common["verified"] == "unverified" else "verify failed"
         return SystemResult(**common, **out, note=note)
-    b = _measurement(base) if _ok(base) else None
-    if b is None or b.empty or m.empty:
-        return SystemResult(**common, **out, note="no baseline" if b is None or b.empty else "no time")
-    difference = _difference(row, base)
+    base = processes_of(base_config.rows) if base_config and _ok(base_config.latest) else Processes(())
+    if not len(base) or not len(mine):
+        return SystemResult(**common, **out, note="no time" if len(base) else "no baseline")
+    difference = _difference(row, base_config.latest)
     if difference:
         return SystemResult(**common, **out, mark="x", note=difference)
-    if len(m) >= MIN_SAMPLES and len(b) >= MIN_SAMPLES:
-        speedup, low, high = bootstrap_speedup(b.samples, m.samples, resamples=resamples,
-                                               confidence=confidence, seed=seed)
-        significant = bool(low > 1 or high < 1)
-        out.update(ci_low=low, ci_high=high, significant=significant)
-    else:
-        speedup, significant = b.median / m.median, False
-    beyond = speedup >= factor or speedup <= 1 / factor
-    mark = ("-" if speedup > 1 else "+") if beyond and significant else ("~" if beyond else "")
-    if timing == "modeled" or (base.get("timing") or "measured") == "modeled":
-        return SystemResult(**common, **out, speedup=speedup, mark="m", note="modeled")
-    return SystemResult(**common, **out, speedup=speedup, mark=mark)
+    ratio, low, high = speedup(base, mine, resamples=s.resamples, confidence=s.confidence, seed=s.seed)
+    base_note = base.note(s.confidence)
+    withheld = out.get("unstable") or (f"baseline {base_note}" if base_note else None)
+    significant = None if low is None or withheld else bool(low > 1 or high < 1)
+    beyond = ratio >= s.factor or ratio <= 1 / s.factor
+    mark = ("-" if ratio > 1 else "+") if beyond and significant else ("~" if beyond else "")
+    out.update(speedup=ratio, ci_low=low, ci_high=high, significant=significant, withheld=withheld)
+    if timing == "modeled" or (base_config.latest.get("timing") or "measured") == "modeled":
+        return SystemResult(**{**common, **out, "withheld": None, "significant": None}, mark="m", note="modeled")
+    return SystemResult(**common, **out, mark=mark)
 
 
 def _spmm(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -449,17 +470,29 @@ def _warnings(rows: list[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def stability_footnote(confidence: float = CONFIDENCE) -> str:
+    """One sentence naming every reason a figure is unstable, with its limit (Note [stability thresholds])."""
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return (f"Unstable (no - or + mark; the CI cell says why): 1 process, or fewer than {MIN_PROCESSES} or than "
+            f"({z:.2f} x spread / {PRECISION:.0%})^2; within-process IQR/median > {SPREAD_LIMIT:.0%}; spread "
+            f"(stdev/mean of process medians) > {SPREAD_LIMIT:.0%}; a process median >= {OUTLIER_LIMIT:.0%} from "
+            f"the median; other processes took > {OTHER_CPU_LIMIT:.0%} of the CPUs.")
+
+
 def _footer(c: Comparison) -> list[str]:
     unit = c.unit[0]
     gate = ("including unverified systems" if c.include_unverified
             else "only for systems whose verification passed")
     return [
-        f"Epoch time: median in {unit} over the timed epochs; (! XX%) marks IQR/median > {NOISE_THRESHOLD:.0%}.",
-        f"Speedup: {c.baseline} median / system median (above 1 is faster), claimed {gate}; "
-        f"{c.confidence:.0%} CI by bootstrap of the ratio of medians ({c.resamples} resamples).",
-        f"Marks: - faster, + slower (beyond {c.factor:g}x and CI excludes 1), "
-        f"~ beyond {c.factor:g}x but not significant, ! run did not succeed, "
+        f"Epoch time: median in {unit} of the per-process median epoch times over every stored run (process) of "
+        f"the configuration, procs of them; (! XX%) marks a median within-process IQR/median > {NOISE_THRESHOLD:.0%}.",
+        f"Speedup: {c.baseline} figure / system figure (above 1 is faster), claimed {gate}; "
+        f"{c.confidence:.0%} CI by a two-level bootstrap, processes then their epochs ({c.resamples} resamples); "
+        f"none with 1 process.",
+        f"Marks: - faster, + slower (beyond {c.factor:g}x, CI excludes 1, both figures stable), "
+        f"~ beyond {c.factor:g}x but not significant or unstable, ! run did not succeed, "
         f"x not comparable: one of {', '.join(COMPARABLE_FIELDS)} differs from {c.baseline}'s run.",
+        stability_footnote(c.confidence),
         f"Peak memory: system / {c.baseline}. Test accuracy: system - {REFERENCE}, in percentage points.",
     ] + (["f: the run borrowed operators from a fallback system, whose kernel time is in its epoch; "
           "no speedup is credited to the system."] if any(r.mark == "f" for r in c.results) else []) + (

@@ -2,8 +2,9 @@
 
 :func:`history_figures` draws one figure per benchmark whose series
 (:func:`gnnbench.results.regression.series_of`) has two or more successful
-builds: the median epoch time of each build in build order (Note [build
-order]), the band from the first to the third quartile of its samples, a
+builds: the figure of each build in build order (Note [build order]; the
+median of its processes' medians, Note [between-process statistics]), the
+band from the first to the third quartile (medians over its processes), a
 red triangle at each regression :func:`~gnnbench.results.regression.find_regressions`
 finds, labelled with its size, and a red cross at a build that failed. A
 benchmark measured in one build only draws nothing: one point is no history.
@@ -37,7 +38,7 @@ def _figure(Figure: Any, series, steps) -> Any:
     labels = [p.build.label.split("@" if p.build.commit else "#", 1)[1] for p in series.points]
     x = np.arange(len(series.points))
     ok = [i for i, p in enumerate(series.points) if p.ok]
-    q = np.array([series.points[i].measurement.quartiles for i in ok])
+    q = np.array([series.points[i].processes.quartiles for i in ok])
     fig = Figure(figsize=(max(5.5, 0.6 * len(x) + 3), 3.6), layout="constrained")
     ax = fig.add_subplot()
     ax.fill_between(x[ok], q[:, 0] * 1e3, q[:, 2] * 1e3, alpha=0.25, color="C0", label="IQR")
@@ -50,7 +51,7 @@ def _figure(Figure: Any, series, steps) -> Any:
         if step.kind != "regression":
             continue
         i = index[step.build]
-        y = series.points[i].measurement.median * 1e3
+        y = series.points[i].processes.median * 1e3
         ax.plot([i], [y], marker="^", color="C3", markersize=11, linestyle="none")
         ax.annotate(f"{step.change:+.0%}", (i, y), textcoords="offset points", xytext=(0, 9), ha="center",
                     color="C3", fontsize="small")

@@ -3,8 +3,9 @@
 :func:`build_report` writes ``index.html`` and ``figures/`` into a folder:
 
 * per dataset x model x framework, the comparison table of
-  :func:`gnnbench.results.compare.compare` (median epoch time, speedup with its
-  confidence interval, asv marks, verification status, memory, accuracy);
+  :func:`gnnbench.results.compare.compare` (the figure over pooled processes and
+  their count, speedup with its confidence interval or why it claims nothing,
+  asv marks, verification status, memory, accuracy);
 * the figures of :func:`gnnbench.results.plot.plot` (SVG shown, PNG linked);
 * each system's summary and spec, and for a system that models its
   aggregation the modeled time breakdown its runs stored (``extra.system_report``);
@@ -54,9 +55,9 @@ _MARK_CLASS = {"-": "faster", "+": "slower", "!": "failing", "x": "incomparable"
 def _comparison_tables(c: Comparison) -> list[dict[str, Any]]:
     """One sortable table per group of the comparison."""
     unit, scale = c.unit
-    header = ["mark", "system", "verified", f"epoch time ({unit})", "IQR/median", "speedup",
+    header = ["mark", "system", "verified", f"epoch time ({unit})", "IQR/median", "procs", "speedup",
               f"{c.confidence:.0%} CI", f"peak mem vs {c.baseline}", f"test acc vs {REFERENCE}", "run"]
-    numeric = [False, False, False, True, True, True, True, True, True, True]
+    numeric = [False, False, False, True, True, True, True, True, True, True, True]
     groups: dict[tuple, list] = {}
     for r in c.results:
         groups.setdefault(tuple(r.group.values()), []).append(r)
@@ -79,8 +80,9 @@ def _comparison_tables(c: Comparison) -> list[dict[str, Any]]:
                         else (r.verified, None, f"verified-{r.verified}"))),
                 time,
                 _cell(f"{r.noise:.0%}" if r.noise is not None else "", r.noise, "noisy" if r.noisy else ""),
+                _cell(r.processes or "", r.processes),
                 speedup,
-                _cell(f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "", r.ci_low),
+                _cell(r.interval, r.ci_low, "unstable" if r.withheld or (r.note == "baseline" and r.unstable) else ""),
                 _cell(f"{r.memory_ratio:.2f}x" if r.memory_ratio is not None else "n/a", r.memory_ratio),
                 _cell(f"{r.accuracy_diff * 100:+.2f} pp" if r.accuracy_diff is not None else "n/a",
                       r.accuracy_diff),

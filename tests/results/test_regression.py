@@ -11,7 +11,9 @@ from .test_by_build import build_rows, store
 
 
 def with_commits(rows):
-    for i, row in enumerate(rows):
+    """Build ``b{i}`` (every process of it) becomes commit ``{i}abcdef...`` of the history."""
+    for row in rows:
+        i = int(row["system_hash"][1])
         row["extra"] = {"history": {"commit": f"{i}abcdef" + "0" * 33, "index": i}}
     return rows
 
@@ -30,7 +32,8 @@ def test_noise_and_small_steps_are_not_regressions():
 
 def test_a_failed_build_is_its_own_step_and_bridged():
     rows = with_commits(build_rows((0.020, 0.020, 0.026)))
-    rows[1].update(status="failed", error="boom", epoch_times=None)
+    for row in rows[5:10]:  # every process of the second build
+        row.update(status="failed", error="boom", epoch_times=None)
     steps = find_regressions(frame_from_rows(rows))
     assert [str(s) for s in steps] == ["isplib gcn cora: fails at 1abcdef",
                                        "isplib gcn cora: +30% at 2abcdef [+28%, +32%]"]
@@ -43,7 +46,8 @@ def test_series_have_one_point_per_build_in_order():
     again = dict(rows[0], timestamp="2024-05-01T13:00:00+00:00", epoch_times=[0.03] * 20)
     (s,) = series_of(frame_from_rows([*rows, again]))
     assert [p.build.system_hash[:2] for p in s.points] == ["b0", "b1", "b2"]
-    assert s.points[0].measurement.median == pytest.approx(0.03)  # the build's latest run
+    # every run of the build pooled: a sixth process at 0.03 s barely moves the median of six medians
+    assert len(s.points[0].processes) == 6 and s.points[0].processes.median == pytest.approx(0.020, rel=0.01)
 
 
 def test_cli_regressions(tmp_path, capsys):
@@ -51,3 +55,22 @@ def test_cli_regressions(tmp_path, capsys):
     assert cli(["regressions", "--results", path]) == 0
     assert capsys.readouterr().out == "isplib gcn cora: +30% at 1abcdef [+28%, +32%]\n"
     assert cli(["regressions", "--results", path, "--strict"]) == 1
+
+
+def test_one_process_per_build_claims_nothing(tmp_path, capsys):
+    rows = with_commits(build_rows((0.020, 0.026, 0.0265), processes=1))
+    steps = find_regressions(frame_from_rows(rows))
+    assert [str(s) for s in steps] == ["isplib gcn cora: ~+30% at 1abcdef (1 process: no significance claimed)"]
+    assert steps[0].kind == "unclaimed" and steps[0].low is None and first_regressions(steps) == {}
+    path = store(tmp_path / "one.sqlite", rows)
+    assert cli(["regressions", "--results", path, "--strict"]) == 1  # a gate that cannot see does not pass
+    assert capsys.readouterr().out == "isplib gcn cora: ~+30% at 1abcdef (1 process: no significance claimed)\n"
+
+
+def test_an_unstable_point_claims_nothing():
+    rows = with_commits(build_rows((0.020, 0.026)))
+    for k, row in enumerate(rows[5:]):  # the second build's processes spread 20 % apart
+        row["epoch_times"] = [t * (1 + 0.2 * (k - 2)) for t in row["epoch_times"]]
+    (step,) = find_regressions(frame_from_rows(rows))
+    assert step.kind == "unclaimed" and step.why.startswith("unstable: 5 processes, ")
+    assert "spread 32% across 5 processes" in step.why

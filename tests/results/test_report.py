@@ -36,7 +36,8 @@ def test_report_holds_tables_provenance_and_pim(tmp_path):
     page = index.read_text(encoding="utf-8")
     assert index.name == "index.html" and page.startswith("<!DOCTYPE html>")
     assert page.count('<table class="sortable"') == 4  # cora, pubmed, pim breakdown, runs
-    assert "cora · gcn · torch" in page and "[2.47, 2.53]" in page and 'class="faster"' in page
+    assert "cora · gcn · torch" in page and 'class="insignificant"' in page and 'class="faster"' not in page
+    assert '<td class="unstable num"' in page and "1 process: no significance claimed" in page  # one process each
     assert "Example CPU @ 3.0GHz" in page and "bench-1" in page and "abc1234" in page and "numpy 2.0" in page
     assert "PIM: modeled breakdown" in page and "3.750" in page and "over 10 calls" in page
     assert 'id="system-reference"' in page and "Pure PyTorch ops" in page  # registry summary
