@@ -21,6 +21,10 @@ EPILOG = """exit status:
 def add_arguments(p) -> None:
     p.add_argument("--baseline", default=REFERENCE, help="system the speedups are against (default: reference)")
     p.add_argument("--format", default="text", choices=("text", "markdown", "csv", "html"))
+    p.add_argument("--metric", default="epoch-time", choices=("epoch-time", "time-to-accuracy"),
+                   help="epoch-time: median epoch time over processes; time-to-accuracy: time to the target "
+                        "validation accuracy of runs made with --target-accuracy, over seeds (Note [time-to-accuracy "
+                        "marks]) (default: epoch-time)")
     p.add_argument("--system", action="append", help="only these systems (repeatable)")
     p.add_argument("--model", action="append")
     p.add_argument("--dataset", action="append")
@@ -57,6 +61,8 @@ def main(args) -> int:
 
         return by_build(args)
 
+    if args.metric == "time-to-accuracy":
+        return _time_to_accuracy(args)
     result = run(args.results, args.baseline, args.system, args.model, args.dataset, args.include_unverified)
     if args.format == "text":  # rich on a terminal, aligned plain text in a pipe
         from gnnbench.results.tables import print_table
@@ -80,3 +86,28 @@ def strict_status(strict: bool, result) -> int:
         print(f"gnnbench compare: --strict: {len(result.unclaimed)} speedup(s) claim no significance: a figure "
               f"is unstable (see the CI column)", file=sys.stderr)
     return 1 if result.regressions or result.unclaimed else 0
+
+
+def _time_to_accuracy(args) -> int:
+    """``--metric time-to-accuracy``: the runs made with a target, over seeds."""
+    from gnnbench.errors import UserError
+    from gnnbench.results.frame import load_results
+    from gnnbench.results.time_to_accuracy import compare_time_to_accuracy
+
+    filters = {k: v for k, v in (("system", args.system), ("model", args.model), ("dataset", args.dataset)) if v}
+    rows = load_results(args.results, **filters)
+    result = compare_time_to_accuracy(rows, baseline=args.baseline, include_unverified=args.include_unverified)
+    if not result.results:
+        raise UserError("no stored run was made with --target-accuracy; run `gnnbench run ... --target-accuracy A` "
+                        "or the campaign campaigns/time_to_accuracy.toml first")
+    if args.format == "text":
+        from gnnbench.results.tables import print_table
+
+        print_table(result.table())
+    else:
+        sys.stdout.write(result.render(args.format))
+    if args.strict and result.regressions:
+        print(f"gnnbench compare: --strict: {len(result.regressions)} result(s) later (+), failed (!), short of "
+              "the target (n) or converging suspiciously early (c)", file=sys.stderr)
+        return 1
+    return 0

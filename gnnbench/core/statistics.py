@@ -58,7 +58,7 @@ from gnnbench.core.measurement import Measurement
 from gnnbench.core.stability import MIN_PROCESSES, OTHER_CPU_LIMIT, OUTLIER_LIMIT, PRECISION, SPREAD_LIMIT
 
 __all__ = ["Processes", "speedup", "other_cpu_share", "FACTOR", "RESAMPLES", "CONFIDENCE", "SEED", "MIN_SAMPLES",
-           "ONE_PROCESS", "relative_change"]
+           "ONE_PROCESS", "relative_change", "trimmed_mean", "seed_speedup", "converges_early", "CONVERGENCE_ALPHA"]
 
 #: comparison defaults, stated once: the factor beyond which a speedup is marked, the bootstrap's resamples
 #: and confidence level, its seed (Note [marks] in gnnbench.results.compare)
@@ -252,3 +252,81 @@ def relative_change(result: Sequence[float | None]) -> tuple[float, float | None
     """A :func:`speedup` result as the change ``after / before - 1`` and its interval (``+0.18``: 18 % slower)."""
     ratio, low, high = result
     return 1 / ratio - 1, (None if high is None else 1 / high - 1), (None if low is None else 1 / low - 1)
+
+
+# ---------------------------------------------------------------- over seeds: time to accuracy
+
+def trimmed_mean(values: Sequence[float]) -> float:
+    """MLPerf's score of a set of runs: the mean with the fastest and the slowest dropped (Note [seed
+    statistics]); a run that missed its target counts as ``inf``, so one miss is dropped as the slowest and two
+    make the figure ``inf``. Fewer than three runs: the plain mean."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    kept = ordered[1:-1] if len(ordered) >= 3 else ordered
+    return float(np.mean(kept)) if len(kept) else float("nan")
+
+
+def seed_speedup(baseline: Sequence[float], system: Sequence[float], *, resamples: int = RESAMPLES,
+                 confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float | None, float | None]:
+    """``trimmed_mean(baseline) / trimmed_mean(system)`` and its percentile bootstrap interval over seeds.
+
+    Note [seed statistics]
+        Time to accuracy is a distribution over seeds, not over epochs: each
+        seed trains another model to the target. The figure is MLPerf's, the
+        mean with the fastest and slowest runs dropped (robust to one lucky or
+        unlucky seed); the interval of a ratio of two figures resamples each
+        side's seeds with replacement (``numpy.random.default_rng(seed)``).
+        Below :data:`~gnnbench.core.stability.MIN_PROCESSES` seeds a side, or
+        when a side's figure is infinite (two seeds or more missed the target),
+        no interval is computed and nothing is claimed.
+
+    Returns:
+        ``(speedup, low, high)``, above 1 when the system reaches the target sooner.
+    """
+    base, own = np.asarray(baseline, dtype=float), np.asarray(system, dtype=float)
+    ratio = trimmed_mean(base) / trimmed_mean(own)
+    if min(len(base), len(own)) < MIN_PROCESSES or not math.isfinite(ratio) or ratio == 0:
+        return ratio, None, None
+    rng = np.random.default_rng(seed)
+
+    def figures(values: np.ndarray) -> np.ndarray:
+        drawn = np.sort(values[rng.integers(0, len(values), size=(resamples, len(values)))], axis=1)
+        return drawn[:, 1:-1].mean(axis=1)
+
+    ratios = figures(base) / figures(own)
+    ratios = ratios[np.isfinite(ratios)]
+    if not len(ratios):
+        return ratio, None, None
+    low, high = np.percentile(ratios, [50 * (1 - confidence), 50 * (1 + confidence)])
+    return ratio, float(low), float(high)
+
+
+#: significance of the convergence check (Note [convergence check]), MLPerf's
+CONVERGENCE_ALPHA = 0.05
+
+
+def converges_early(epochs: Sequence[float], reference_epochs: Sequence[float],
+                    alpha: float = CONVERGENCE_ALPHA) -> float | None:
+    """The p-value when ``epochs`` to the target lie significantly below ``reference_epochs``, else ``None``.
+
+    Note [convergence check]
+        MLPerf rejects a submission whose runs converge faster than its
+        reference convergence points allow (a one-sided t-test at p = 0.05):
+        a model that reaches the target in fewer epochs than the exact oracle
+        is likely training something else. Here the reference points are
+        ``reference``'s epochs to the target on the same configuration and
+        seeds; the test is Welch's one-sided t-test (unequal variances) of the
+        system's epochs against them. Two samples without spread (every seed
+        the same number of epochs) have no t statistic: they are flagged when
+        the system's epochs all lie below all of the reference's. A flag is
+        a finding worth a look before any speed claim, never a verdict.
+    """
+    own, ref = np.asarray(epochs, dtype=float), np.asarray(reference_epochs, dtype=float)
+    own, ref = own[np.isfinite(own)], ref[np.isfinite(ref)]
+    if len(own) < 2 or len(ref) < 2:
+        return None
+    if np.std(own) == 0 and np.std(ref) == 0:
+        return 0.0 if own.max() < ref.min() else None
+    from scipy.stats import ttest_ind
+
+    p = float(ttest_ind(own, ref, equal_var=False, alternative="less").pvalue)
+    return p if p < alpha else None
