@@ -157,6 +157,11 @@ def epoch_ms(row: Mapping[str, Any] | None, digits: int = 1) -> str:
         return "-"
     if not ok(row):
         return str(row.get("status"))
+    lists = row.get("process_epoch_times")
+    if isinstance(lists, list) and len(lists) > 1:  # Note [rounds pool]: the figure over processes
+        p = _processes(lists)
+        unsteady = [r for r in p.instability() if not r.endswith("needed")]
+        return f"{ms(p.median, digits)}" + (f" (! {unsteady[0]})" if unsteady else "")
     m = Measurement.from_row(row)
     return "-" if m.empty else f"{ms(m.median, digits)} {m.warning}".rstrip()
 
@@ -290,14 +295,17 @@ def pool_rounds(frame):
     Note [rounds pool]
         The machine's speed swings within seconds (Note [machine noise] in
         benchmarks/probe_noise.py), so a campaign repeats its configurations
-        in interleaved rounds. A configuration's row then holds the timed
-        epochs of all its successful rounds, so its median and IQR
-        (:class:`~gnnbench.core.measurement.Measurement`) are over every epoch
-        of every round: the spread between rounds shows as spread, not as
-        a difference between systems. Per-run figures (prepare, tuning, peak
-        memory and what the loop held, ``extra.held_bytes``) are the median
-        over rounds. ``rounds`` counts the runs pooled; a configuration with
-        no successful round keeps its last row.
+        in interleaved rounds, each its own process. A configuration's row
+        then holds the statistics ``compare`` uses (Note [between-process
+        statistics] in gnnbench/core/statistics.py): each phase's median is
+        the median of the per-process medians and its IQR the median of the
+        per-process IQRs; ``process_epoch_times`` keeps each process's epochs,
+        from which :func:`epoch_ms` flags a figure unstable, and the flat
+        ``*_times`` lists keep every epoch of every round. Per-run figures
+        (prepare, tuning, peak memory and what the loop held,
+        ``extra.held_bytes``) are the median over rounds. ``rounds`` counts
+        the processes pooled; a configuration with no successful round keeps
+        its last row.
     """
     import numpy as np
     import pandas as pd
@@ -309,13 +317,16 @@ def pool_rounds(frame):
         good = group[group["status"] == "ok"]
         row = (good if len(good) else group).iloc[-1].copy()
         row["rounds"] = len(good)
+        row["process_epoch_times"] = [list(lst) for lst in good["epoch_times"] if isinstance(lst, list) and lst] \
+            if len(good) else None
         if len(good) > 1:
             for samples, median in _POOLED.items():
-                values = [v for lst in good[samples] if isinstance(lst, list) for v in lst]
-                row[samples] = values or None
-                if values:
-                    row[median] = float(np.median(values))
-            row["epoch_time_iqr_s"] = Measurement(tuple(row["epoch_times"] or ())).iqr
+                lists = [lst for lst in good[samples] if isinstance(lst, list) and lst]
+                row[samples] = [v for lst in lists for v in lst] or None
+                if lists:
+                    row[median] = _processes(lists).median
+            epochs = [lst for lst in good["epoch_times"] if isinstance(lst, list) and lst]
+            row["epoch_time_iqr_s"] = _processes(epochs).iqr if epochs else None
             for name in _PER_RUN:
                 values = good[name].dropna()
                 row[name] = float(values.median()) if len(values) else None
@@ -326,7 +337,15 @@ def pool_rounds(frame):
                     extra[name] = float(np.median(values)) if values else None
                 row["extra"] = extra
         pooled.append(row)
-    return pd.DataFrame(pooled, columns=[*frame.columns, "rounds"]) if pooled else frame.assign(rounds=0)
+    columns = [*frame.columns, "rounds", "process_epoch_times"]
+    return pd.DataFrame(pooled, columns=columns) if pooled else frame.assign(rounds=0, process_epoch_times=None)
+
+
+def _processes(lists):
+    """The per-process samples ``lists`` as :class:`~gnnbench.core.statistics.Processes`."""
+    from gnnbench.core.statistics import Processes
+
+    return Processes(tuple(Measurement(tuple(float(v) for v in lst)) for lst in lists))
 
 
 if __name__ == "__main__":

@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--campaign", default="sampled_small", help="campaigns/NAME.toml (default: sampled_small)")
     parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
     parser.add_argument("--render-only", action="store_true", help="run nothing; render what the store holds")
-    parser.add_argument("--rounds", type=count, default=None, help="interleaved runs of every configuration, their "
-                        "timed epochs pooled (default: the campaign's rounds; Note [rounds pool] in "
+    parser.add_argument("--rounds", type=count, default=None, help="interleaved processes of every configuration, a "
+                        "time the median of their medians (default: the campaign's rounds; Note [rounds pool] in "
                         "benchmarks/_common.py)")
     parser.add_argument("--results", default=None, help="results database (default: the campaign's)")
     parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "sampled"))

@@ -93,8 +93,9 @@ def render(rows: list[dict], meta: dict) -> str:
         f"R-MAT graphs, {_features(rows)} features, hidden 64; {meta['epochs']} epochs "
         f"({meta['warmup']} untimed warm-ups), "
         f"threads {meta['threads']}; CPU: {meta['cpu']}; allocator: {', '.join(meta['allocators']) or '-'}.",
-        f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed epochs pooled "
-        f"(Note [rounds pool] in benchmarks/_common.py); per-run figures are the median over rounds.",
+        f"Rounds: {meta.get('rounds') or 1} interleaved process(es) per configuration; an epoch time is the median "
+        f"of the per-process medians, `(! ...)` when unstable across them (Note [rounds pool] in "
+        f"benchmarks/_common.py); per-run figures are the median over rounds.",
         f"Epoch = forward + backward + optimizer, median in ms; prepare and tune in seconds, apart from epochs; "
         f"memory = peak RSS above the pre-training baseline in MiB, and how much of it the loop still held after "
         f"its epochs (one-time start-up of the libraries, optimizer state; Note [peak memory] in "

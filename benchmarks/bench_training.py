@@ -158,7 +158,8 @@ def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
              "pyg-native is PyG's default edge_index (gather-scatter) path. "
              "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
              "the framework's share. `floor` is a bound, not a system (see below). "
-             f"Rounds: {meta.get('rounds') or 1} interleaved run(s) per configuration, their timed {units} pooled "
+             f"Rounds: {meta.get('rounds') or 1} interleaved process(es) per configuration; a time is the median of "
+             f"the per-process medians of their timed {units}, `(! ...)` when unstable across them "
              "(Note [rounds pool] in benchmarks/_common.py); prepare, tune and peak are medians over rounds.", "",
              meta["tuning"], ""]
     cells = []

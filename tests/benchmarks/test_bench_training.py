@@ -54,11 +54,11 @@ def test_render_states_load_and_shows_every_block(bench):
     assert "failed: boom" in text
     assert "1.71x" in text  # dgl-native's best possible ratio, 1.2 / 0.7
     assert "1100 (system)" in text
-    assert "Rounds: 1 interleaved run(s)" in text
-    assert "Rounds: 3 interleaved run(s)" in bench.render(ROWS, meta | {"rounds": 3})
-    assert "karate, 4 epochs (2 warm-up)" in text and "their timed epochs pooled" in text
+    assert "Rounds: 1 interleaved process(es)" in text
+    assert "Rounds: 3 interleaved process(es)" in bench.render(ROWS, meta | {"rounds": 3})
+    assert "karate, 4 epochs (2 warm-up)" in text and "per-process medians of their timed epochs" in text
     passes = bench.render(ROWS, meta | {"mode": "inference"})
-    assert "karate, 4 passes (2 warm-up)" in passes and "their timed passes pooled" in passes
+    assert "karate, 4 passes (2 warm-up)" in passes and "per-process medians of their timed passes" in passes
 
 
 def test_dry_run_plans_the_quick_campaign_and_runs_nothing(bench, monkeypatch, tmp_path, capsys):
