@@ -152,11 +152,19 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     with numpy_hugepage_advice(False):  # the sampler's arrays (Note [huge pages outside the epochs])
         sampler = make_sampler(spec.sampler, dataset.graph, spec.fanouts, spec.seed)
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
+    check_started = time.perf_counter()
+    if blocks.checks_kernels:  # Note [run-time check on blocks]: before any epoch, outside every timer
+        from gnnbench.check.block_check import check_blocks
+
+        extra["run_check"] = check_blocks(spec, F, blocks, sampler, _seed_nodes(spec, dataset),
+                                          np.asarray(dataset.features), model_cls.self_loops)
     phases, edges, seeds = Phases(), [], []
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tune_s = _epochs(spec, hyper, F, dataset, model_cls.self_loops, sampler, blocks, system.times_kernels, clock,
                      report, phases, edges, seeds)
+    if "seconds" in extra.get("run_check", {}):  # its share of the run, Note [run-time check on blocks]
+        extra["run_check"]["share"] = extra["run_check"]["seconds"] / (time.perf_counter() - check_started)
     peak = memory_figures(memory, extra)
 
     # accuracy: full-neighbour inference over the whole graph, after the peak is read (Note [sampled batching])
@@ -181,6 +189,11 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
                   edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=ACCURACY_METHOD)
 
 
+def _seed_nodes(spec, dataset) -> np.ndarray:
+    """The nodes an epoch's batches cover: the training nodes, or every node in inference mode."""
+    return np.flatnonzero(dataset.train_mask) if spec.mode == "train" else np.arange(dataset.graph.num_nodes)
+
+
 #: the phases of one batch, in the order they run (Note [sampled batching])
 _BATCH_PHASES = ("sample", "gather", "block_prepare", "forward", "backward", "optimizer")
 
@@ -196,7 +209,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
 
     features, labels = np.asarray(dataset.features), np.asarray(dataset.labels)
     training = spec.mode == "train"
-    seed_nodes = np.flatnonzero(dataset.train_mask) if training else np.arange(dataset.graph.num_nodes)
+    seed_nodes = _seed_nodes(spec, dataset)
     optimizer = F.optimizer(blocks.params, hyper.lr, hyper.weight_decay) if training else None
     timed = _BATCH_PHASES if training else _BATCH_PHASES[:4]
     ones: dict[int, Any] = {}
