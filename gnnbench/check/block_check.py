@@ -72,12 +72,14 @@ def check_blocks(spec, F, blocks, sampler, seed_nodes: np.ndarray, features: np.
     seeds = epoch_batches(seed_nodes, spec.batch_size, sampler.seed, 0, shuffle=spec.mode == "train")
     details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [], "batches": [],
                                "layers": [], "forward_seconds": 0.0}
-    for b in checked_batches(len(seeds), spec.seed):
-        batch = sampler.sample(seeds[b], 0, b)
-        prepared = blocks.prepare(batch.graphs(self_loops))
-        _check_batch(spec, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock)
-        details["batches"].append(b)
-    details["seconds"] = clock() - start
+    try:
+        for b in checked_batches(len(seeds), spec.seed):
+            batch = sampler.sample(seeds[b], 0, b)
+            prepared = blocks.prepare(batch.graphs(self_loops))
+            _check_batch(spec, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock)
+            details["batches"].append(b)
+    finally:
+        details["seconds"] = clock() - start
     return details
 
 
@@ -92,7 +94,7 @@ def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str,
         blocks.forward(prepared, xb, False)
     details["forward_seconds"] += clock() - start
     if written:
-        details.update(status="failed", batch=b, seconds=clock() - start)
+        details.update(status="failed", batch=b)
         raise RunCheckError(f"run-time check: {written[0]} during the forward on batch {b}'s blocks of "
                             f"{spec.dataset} ({spec.dtype}); the row is not a measurement", details)
     layers = details["layers"]
@@ -103,7 +105,7 @@ def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str,
         graph, rows = prepared[layer].graph, rows_of[layer]
         bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
         if bad:
-            details.update(status="failed", operator=label, layer=layer, batch=b, seconds=clock() - start)
+            details.update(status="failed", operator=label, layer=layer, batch=b)
             where = f"layer {layer}'s block of batch {b} of {spec.dataset}"
             raise RunCheckError(mismatch(spec, label, where, graph, inputs, rows, bad), details)
         if label not in layers[layer]["operators"]:
