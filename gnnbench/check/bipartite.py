@@ -18,19 +18,50 @@ view), and most sources reach no destination (empty rows of the transposed
 view). ``block_no_edges``: 5 destinations and 40 sources, no edge.
 ``block_fanout_10k``: destination 0 draws 10,000 edges from 10,000 sources
 (a long row that only the forward view has), the others one or none.
+
+Those are built by hand; :func:`sampled_blocks` adds blocks as sampled
+training makes them (Note [blocks as training samples them]).
+
+Note [blocks as training samples them]
+    A kernel meets a sampled run's blocks in a pattern no hand-built block
+    has: every layer's block of a batch, one after another in one process,
+    relabelled sources in first-appearance order, and batch after batch of
+    blocks of one shape. :func:`sampled_blocks` draws them with the
+    platform's sampler (:class:`~gnnbench.sampling.NeighborSampler`, seeded):
+    both layers' blocks of a batch of karate club, the real graph every
+    machine has, with the self loop per destination GCN and GAT add
+    (``block_karate_l0``, ``block_karate_l1``, outermost first); and both
+    layers' blocks of a synthetic graph whose node ``v`` has ``v % 6``
+    in-neighbours, under fanout 4, so that destinations draw none, fewer
+    than the fanout, or the fanout of more (``block_synthetic_l0``,
+    ``block_synthetic_l1``); then ``block_synthetic_l1_again``: the same
+    seeds drawn in a later epoch, the first whose block has the same shape
+    (``N``, ``S``, ``E`` and row lengths) but other edges, so a kernel that
+    caches its work per shape reuses the wrong one. The conformance suite
+    runs them in this order, forward and every gradient, each variant's
+    blocks in one process; the fast profile keeps :data:`FAST_SAMPLED_BLOCKS`.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from gnnbench.runtime.graph import Graph
 
-__all__ = ["bipartite_graphs", "BIPARTITE_GRAPHS", "BLOCK_PREFIX", "is_block"]
+__all__ = ["bipartite_graphs", "sampled_blocks", "BIPARTITE_GRAPHS", "SAMPLED_BLOCKS", "FAST_SAMPLED_BLOCKS",
+           "BLOCK_PREFIX", "is_block"]
 
 #: The names :func:`bipartite_graphs` returns, in report order.
 BIPARTITE_GRAPHS = ("block_wide", "block_unsampled", "block_no_edges", "block_fanout_10k")
+
+#: The names :func:`sampled_blocks` returns, in report order (Note [blocks as training samples them]).
+SAMPLED_BLOCKS = ("block_karate_l0", "block_karate_l1", "block_synthetic_l0", "block_synthetic_l1",
+                  "block_synthetic_l1_again")
+
+#: The sampled blocks the fast profiles keep: a real graph's block, and the two of one shape.
+FAST_SAMPLED_BLOCKS = ("block_karate_l0", "block_synthetic_l1", "block_synthetic_l1_again")
 
 
 #: every block's name starts so (conformance's fast profile runs blocks at one shape)
@@ -63,3 +94,37 @@ def bipartite_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
         "block_no_edges": build([], [], 5, 40),
         "block_fanout_10k": build(hub_src, hub_dst, 8, 10_000),
     }
+
+
+def sampled_blocks(index_dtype: Any = np.int64) -> dict[str, Graph]:
+    """Note [blocks as training samples them]: the blocks of :data:`SAMPLED_BLOCKS`, with ``index_dtype`` indices
+    (seeded, so identical per call)."""
+    return {name: graph.to_index_dtype(index_dtype) for name, graph in _sampled_blocks().items()}
+
+
+@lru_cache(maxsize=1)
+def _sampled_blocks() -> dict[str, Graph]:
+    from gnnbench.datasets import load_dataset
+    from gnnbench.sampling import NeighborSampler
+
+    karate = NeighborSampler.from_graph(load_dataset("karate").graph, (5, 3), seed=3407)
+    l0, l1 = karate.sample(np.arange(0, 34, 4)).graphs(self_loops=True)
+    rng = np.random.default_rng(3407)
+    dst = np.repeat(np.arange(240), np.arange(240) % 6)   # node v has v % 6 in-neighbours
+    synthetic = NeighborSampler.from_graph(Graph.from_edges(rng.integers(0, 240, dst.size), dst, 240), (4, 4),
+                                           seed=3407)
+    seeds = np.arange(24) * 7 + 3                          # every in-degree 0..5 among the seeds
+    s0, s1 = synthetic.sample(seeds).graphs()
+    return {"block_karate_l0": l0, "block_karate_l1": l1, "block_synthetic_l0": s0, "block_synthetic_l1": s1,
+            "block_synthetic_l1_again": _same_shape_again(synthetic, seeds, s1)}
+
+
+def _same_shape_again(sampler, seeds: np.ndarray, block: Graph) -> Graph:
+    """The innermost block of ``seeds`` in the first later epoch whose block has ``block``'s shape and row
+    lengths but other edges."""
+    for epoch in range(1, 100):
+        again = sampler.sample(seeds, epoch).graphs()[-1]
+        if (again.num_src == block.num_src and np.array_equal(again.indptr, block.indptr)
+                and not np.array_equal(again.indices, block.indices)):
+            return again
+    raise RuntimeError("no epoch in 1..99 draws a block of the same shape: change the synthetic graph")

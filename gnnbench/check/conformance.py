@@ -51,7 +51,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from gnnbench.check.bipartite import is_block
+from gnnbench.check.bipartite import FAST_SAMPLED_BLOCKS, SAMPLED_BLOCKS, is_block
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.frameworks import torch_runtime
 from gnnbench.runtime.graph import Graph
@@ -133,16 +133,20 @@ class E2ETolerance:
 E2E_TOLERANCE = {"float64": E2ETolerance(first_loss_rtol=1e-9, test_accuracy_atol=0.02),
                  "float32": E2ETolerance(first_loss_rtol=1e-4, test_accuracy_atol=0.05)}
 
+#: the sampler's blocks the fast profiles leave out (Note [blocks as training samples them])
+_LEFT_OUT_FAST = tuple(name for name in SAMPLED_BLOCKS if name not in FAST_SAMPLED_BLOCKS)
+
 #: Suite profiles: ``full`` is what ``gnnbench verify`` runs, ``fast`` the CI subset.
 #: Widths and head counts include values off every vector width (3, 17, 33; 3 heads).
 PROFILES = {
     "full": {"widths": (1, 3, 17, 33, 64, 130), "heads": (1, 3, 4), "index_dtypes": ("int32", "int64")},
     # the fast suite runs the sampled blocks (gnnbench.check.bipartite) at one shape: their cases are about
     # rows and columns, not widths, and every width and head count would add half again to its time
+    # (and only FAST_SAMPLED_BLOCKS of the sampler's blocks, Note [blocks as training samples them])
     "fast": {"widths": (1, 17, 33), "heads": (1, 3), "index_dtypes": ("int32", "int64"),
-             "blocks": {"widths": (17,), "heads": (3,)}},
+             "blocks": {"widths": (17,), "heads": (3,)}, "left_out": _LEFT_OUT_FAST},
     # the fast suite's second float type: every check once per graph (Note [what runs] in gnnbench.check.dims)
-    "sampled": {"widths": (17,), "heads": (3,), "index_dtypes": ("int32",)},
+    "sampled": {"widths": (17,), "heads": (3,), "index_dtypes": ("int32",), "left_out": _LEFT_OUT_FAST},
 }
 
 #: Graphs too large to run at every shape run at these only, and say so in the report.
@@ -528,7 +532,7 @@ def case_grid(case: OpCase, profile: str, graph_names) -> list[tuple[str, str, i
     grid = []
     for idx in settings["index_dtypes"]:
         for name in graph_names:
-            if case.values == "NaN/inf" and name not in SPECIAL_VALUE_GRAPHS:
+            if (case.values == "NaN/inf" and name not in SPECIAL_VALUE_GRAPHS) or name in settings.get("left_out", ()):
                 continue
             shapes = REDUCED_SHAPES.get(name) or (settings.get("blocks", settings) if is_block(name) else settings)
             heads = shapes["heads"] if case.values != "NaN/inf" else (1, 3)
@@ -616,10 +620,10 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
     guard = guard and guard_supported(sys_glue)
     tol = TOLERANCES[dtype]
     F_sys, F_ref = get_frontend(framework, device, dtype), get_frontend("torch", "cpu", "float64")
-    from gnnbench.check.bipartite import bipartite_graphs  # the blocks of sampled training
+    from gnnbench.check.bipartite import bipartite_graphs, sampled_blocks  # the blocks of sampled training
 
-    graphs = {idx: {**adversarial_graphs(np.dtype(idx)), **bipartite_graphs(np.dtype(idx))}
-              for idx in PROFILES[profile]["index_dtypes"]}
+    graphs = {idx: {**adversarial_graphs(np.dtype(idx)), **bipartite_graphs(np.dtype(idx)),
+                    **sampled_blocks(np.dtype(idx))} for idx in PROFILES[profile]["index_dtypes"]}
     bound = {}
     results = []
     for case in OP_CASES:

@@ -41,11 +41,11 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
-from typing import Any, Iterator
+from typing import Any, Callable, Hashable, Iterator
 
 import numpy as np
 
-__all__ = ["RunCheckError", "check_run", "SAMPLED_ROWS"]
+__all__ = ["RunCheckError", "check_run", "check_not_run", "mismatch", "SAMPLED_ROWS"]
 
 #: rows of each operator's output recomputed by the oracle (plus the graph's longest row)
 SAMPLED_ROWS = 64
@@ -73,10 +73,9 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
         bound (BoundGraph): the run's graph bound to its system.
         clock (callable): the timer (default: ``time.perf_counter``).
     """
-    if not getattr(spec, "check", True):
-        return {"status": "off", "reason": "--no-check"}
-    if F.name != "torch":
-        return {"status": "skipped", "reason": f"the run-time check runs under torch (got {F.name})"}
+    not_run = check_not_run(spec, F)
+    if not_run is not None:
+        return not_run
     if not hasattr(bound, "graph") or not hasattr(bound, "system"):
         return {"status": "skipped", "reason": f"no single system's graph to check ({type(bound).__name__})"}
     start = clock()
@@ -97,16 +96,32 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
         bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
         if bad:
             details.update(status="failed", operator=label, seconds=clock() - start)
-            width = inputs[0].shape[-1] if inputs[0] is not None and inputs[0].dim() == 3 else None
-            raise RunCheckError(f"run-time check: {label} output on {spec.dataset} (N={graph.num_nodes}, "
-                                f"E={graph.num_edges}{f', F={width}' if width else ''}, {spec.dtype}) differs "
-                                f"from reference on {len(rows)} sampled rows: {bad}; the row is not a "
-                                f"measurement (run `gnnbench verify --system {spec.system}`)", details)
+            raise RunCheckError(mismatch(spec, label, spec.dataset, graph, inputs, rows, bad), details)
     quantised = [label for label, call in calls.items() if call[4] is not None]
     if quantised:  # Note [quantised verification]: judged by the quantisation's stated bound
         details["quantised"] = quantised
     details.update(rows_sampled=int(len(rows)), seconds=clock() - start)
     return details
+
+
+def check_not_run(spec, F) -> dict[str, Any] | None:
+    """``extra.run_check`` of a run the check does not run in (``--no-check``, a framework other than torch),
+    or None."""
+    if not getattr(spec, "check", True):
+        return {"status": "off", "reason": "--no-check"}
+    if F.name != "torch":
+        return {"status": "skipped", "reason": f"the run-time check runs under torch (got {F.name})"}
+    return None
+
+
+def mismatch(spec, label: str, where: str, graph, inputs, rows: np.ndarray, bad: str) -> str:
+    """The one line a wrong output fails the run with: the operator, where (the dataset, or a block of it), the
+    graph's shape (``S`` too on a block), the width, the dtype and what differs."""
+    width = inputs[0].shape[-1] if inputs[0] is not None and inputs[0].dim() == 3 else None
+    shape = f"N={graph.num_nodes}{f', S={graph.num_src}' if graph.is_block else ''}, E={graph.num_edges}"
+    return (f"run-time check: {label} output on {where} ({shape}{f', F={width}' if width else ''}, {spec.dtype}) "
+            f"differs from reference on {len(rows)} sampled rows: {bad}; the row is not a measurement (run "
+            f"`gnnbench verify --system {spec.system}`)")
 
 
 def _label(operator: str, attrs: dict, inputs) -> str:
@@ -117,14 +132,15 @@ def _label(operator: str, attrs: dict, inputs) -> str:
 
 
 @contextmanager
-def _recording(F, calls: dict) -> Iterator[None]:
-    """Record the first call of each operator variant through frontend ``F``: inputs (copied) and output."""
+def _recording(F, calls: dict, key: Callable[[Any, str], Hashable] = lambda graph, label: label) -> Iterator[None]:
+    """Record the first call of each operator variant through frontend ``F``: inputs (copied) and output, in
+    ``calls`` under ``key(graph, label)`` (default: the label; a sampled run's check adds the layer)."""
     from gnnbench.check.quantised import quantised_mode_scales
 
     call, gat = F._call, F.gat_aggregate
 
     def keep(graph, operator, attrs, inputs, out):
-        label = _label(operator, attrs, inputs)
+        label = key(graph, _label(operator, attrs, inputs))
         if label not in calls:
             calls[label] = (operator, dict(attrs), [None if t is None else t.detach().clone() for t in inputs],
                             out.detach().clone(), quantised_mode_scales(graph.system, operator, attrs))
@@ -209,7 +225,7 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
     positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
     dst = np.repeat(rows, (indptr[rows + 1] - indptr[rows]))
-    sub = Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64)
+    sub = Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src)  # a block too
     names = _INPUTS[operator]
     picked = torch.from_numpy(positions)
     tensors = [None if t is None else (t[picked.to(t.device)] if name in _EDGE_INPUTS else t).cpu().to(torch.float64)

@@ -123,6 +123,8 @@ class _NativeBlocks:
     """A native baseline on sampled blocks (a :class:`~gnnbench.runtime.sut.BlockModel`): its library's own
     block objects (DGL ``create_block``, PyG ``edge_index``) and layers, from its module's ``build_blocks``."""
 
+    checks_kernels = False  # its own layers, no system kernels to check (Note [run-time check on blocks])
+
     def __init__(self, params: dict[str, Any], to_blocks: Callable, forward: Callable):
         self.params, self._to_blocks, self._forward = params, to_blocks, forward
 

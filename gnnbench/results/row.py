@@ -246,7 +246,9 @@ class Extra:
     """The ``extra`` column: each key the platform writes, typed, in the order it is written."""
 
     compile_time_s: float | None = None          # Note [compile time apart]
-    run_check: dict[str, Any] | None = None      # Note [run-time check]: status, operators, rows, seconds
+    # Note [run-time check]: status, operators, rows, seconds; a sampled run's adds batches, layers, share
+    # (Note [run-time check on blocks])
+    run_check: dict[str, Any] | None = None
     tuning: Tuning | None = None                 # Note [tune on first use]
     huge_page_bytes: int | None = None           # Note [huge pages outside the epochs]
     held_bytes: int | None = None                # Note [peak memory]
@@ -431,7 +433,11 @@ class RunResult:
         "apart]. A run of a kernel system has `run_check`: the run-time check of its first forward against "
         "`reference` on sampled rows (`status` `passed`, `failed`, `skipped` or `off` under `--no-check`, "
         "`operators`, `rows_sampled`, `seconds`, timed apart from the epochs); a run it fails is stored as "
-        "`failed` with the operator named in `error`; see Note [run-time check]. A row stored by `gnnbench "
+        "`failed` with the operator named in `error`; see Note [run-time check]. A sampled run's check is on the "
+        "blocks of two batches of its first epoch: it has `batches` (their indices), `layers` (per layer, "
+        "outermost first, the `operators` checked on its block and `rows_sampled` per batch) and `share` (of the "
+        "run's wall time), and a failed one names the `operator`, `layer` and `batch`; see Note [run-time check on "
+        "blocks] in gnnbench/check/block_check.py. A row stored by `gnnbench "
         "history` has `history`: the systems repository's `commit`, its `index` in the range, `subject`, `repo` "
         "and `dependencies_differ`; see Note [failing commits] in gnnbench/run/history.py. A sampled run has "
         "`sampler`, `sampled_edges_per_epoch`, `sampler_edges_per_s` and `block_prepare_share`; see Note "

@@ -153,6 +153,7 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     with numpy_hugepage_advice(False):  # the sampler's arrays (Note [huge pages outside the epochs])
         sampler = make_sampler(spec.sampler, dataset.graph, spec.fanouts, spec.seed)
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
+    check_started = _check_before_epochs(spec, F, blocks, sampler, dataset, model_cls.self_loops, extra)
     phases, edges, seeds = Phases(), [], []
     objective = Objective(F, dataset)
     graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
@@ -170,6 +171,7 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     tune_s = _epochs(spec, hyper, F, dataset, model_cls.self_loops, sampler, blocks, system.times_kernels, clock,
                      report, phases, edges, seeds, _Evaluations(target, evaluate, clock))
     peak = memory_figures(memory, extra)
+    _check_share(extra, check_started)
 
     # accuracy: after the peak is read (Note [sampled batching])
     accuracy = evaluate()
@@ -190,6 +192,29 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
                   prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
                   seeds_per_s=np.median(seeds) / epoch if epoch else None,
                   edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=ACCURACY_METHOD)
+
+
+def _check_before_epochs(spec, F, blocks, sampler, dataset, self_loops: bool, extra: dict[str, Any]) -> float:
+    """Note [run-time check on blocks]: a kernel system's blocks checked into ``extra["run_check"]``, before any
+    epoch and outside every timer; returns when the check started (by ``time.perf_counter``)."""
+    started = time.perf_counter()
+    if blocks.checks_kernels:
+        from gnnbench.check.block_check import check_blocks
+
+        extra["run_check"] = check_blocks(spec, F, blocks, sampler, _seed_nodes(spec, dataset),
+                                          np.asarray(dataset.features), self_loops)
+    return started
+
+
+def _check_share(extra: dict[str, Any], check_started: float) -> None:
+    """The check's share of the run, from its start to now, the epochs done (Note [run-time check on blocks])."""
+    if "seconds" in extra.get("run_check", {}):
+        extra["run_check"]["share"] = extra["run_check"]["seconds"] / (time.perf_counter() - check_started)
+
+
+def _seed_nodes(spec, dataset) -> np.ndarray:
+    """The nodes an epoch's batches cover: the training nodes, or every node in inference mode."""
+    return np.flatnonzero(dataset.train_mask) if spec.mode == "train" else np.arange(dataset.graph.num_nodes)
 
 
 #: the phases of one batch, in the order they run (Note [sampled batching])
@@ -229,7 +254,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
 
     features, labels = np.asarray(dataset.features), np.asarray(dataset.labels)
     training = spec.mode == "train"
-    seed_nodes = np.flatnonzero(dataset.train_mask) if training else np.arange(dataset.graph.num_nodes)
+    seed_nodes = _seed_nodes(spec, dataset)
     optimizer = F.optimizer(blocks.params, hyper.lr, hyper.weight_decay) if training else None
     timed = _BATCH_PHASES if training else _BATCH_PHASES[:4]
     ones: dict[int, Any] = {}

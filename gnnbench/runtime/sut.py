@@ -44,6 +44,9 @@ class BlockModel(Protocol):
 
     #: the trainable tensors by name, for the optimizer
     params: dict[str, Any]
+    #: whether its forward runs a system's kernels through gnnbench's frontend, which a sampled run checks
+    #: against ``reference`` before its epochs (Note [run-time check on blocks] in gnnbench.check.block_check)
+    checks_kernels: bool
 
     def prepare(self, graphs: Sequence[Any]) -> Any:
         """A batch's blocks (rectangular ``Graph`` objects, outermost first) as :meth:`forward` takes them: the
@@ -168,6 +171,8 @@ def _parameters(initial: Mapping[str, Any], F) -> dict[str, Any]:
 class KernelBlocks:
     """A kernel system on sampled blocks: gnnbench's model, each block bound to the system's kernels
     (a :class:`BlockModel`)."""
+
+    checks_kernels = True
 
     def __init__(self, glue, model, params: dict[str, Any], F):
         self.glue, self.model, self.params, self.F = glue, model, params, F

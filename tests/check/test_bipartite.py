@@ -1,5 +1,5 @@
-"""Bipartite blocks in the conformance suite: the blocks themselves, reference on them against a
-dense product, the boundary refusing an x by destinations, and a square-only kernel caught."""
+"""Bipartite blocks in the conformance suite: the blocks themselves and the sampler's, reference on them against a
+dense product, the boundary refusing an x by destinations, and a square-only kernel and a per-shape cache caught."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from gnnbench.check.bipartite import BIPARTITE_GRAPHS, bipartite_graphs
+from gnnbench.check.bipartite import BIPARTITE_GRAPHS, SAMPLED_BLOCKS, bipartite_graphs, sampled_blocks
 from gnnbench.check.conformance import run_suite
 from gnnbench.errors import BoundaryError
 from gnnbench.frameworks import get_frontend
@@ -63,6 +63,40 @@ def test_a_kernel_that_reads_x_by_destinations_is_caught_on_blocks_only(monkeypa
                            labels=["spmm(reduce=sum)", "spmm(reduce=mean, weight)", "spmm(reduce=max)"])
     plain, mean, untouched = results
     assert (plain.status, mean.status, untouched.status) == ("failed", "failed", "passed")
-    assert plain.failed_graphs == ["block_wide", "block_unsampled", "block_fanout_10k"]
+    assert plain.failed_graphs == ["block_wide", "block_unsampled", "block_fanout_10k", "block_karate_l0",
+                                   "block_synthetic_l1", "block_synthetic_l1_again"]
     assert plain.failures[0] == ("spmm(reduce=sum) output on 'block_wide' (int32, F=17, H=3, float64): raised "
                                  "IndexError: index 317 is out of bounds for dimension 0 with size 12")
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_sampled_blocks_are_every_layer_of_a_batch_as_the_sampler_draws_it(index_dtype):
+    g = sampled_blocks(index_dtype)
+    assert tuple(g) == SAMPLED_BLOCKS and all(b.is_block and b.index_dtype == index_dtype for b in g.values())
+    assert g["block_karate_l0"].num_dst == g["block_karate_l1"].num_src   # layer 0's destinations feed layer 1
+    assert g["block_synthetic_l0"].num_dst == g["block_synthetic_l1"].num_src
+    degree = g["block_synthetic_l1"].in_degree
+    assert (degree == 0).any() and ((degree > 0) & (degree < 4)).any() and degree.max() == 4   # fanout 4
+    one, again = g["block_synthetic_l1"], g["block_synthetic_l1_again"]
+    assert (again.num_dst, again.num_src) == (one.num_dst, one.num_src) and np.array_equal(again.indptr, one.indptr)
+    assert again.signature() != one.signature()
+
+
+def test_a_kernel_wrong_only_on_blocks_is_caught_by_verify_naming_operator_and_block(monkeypatch):
+    """demo_block_square drops the edges from sources past the destinations and raises nothing: every square
+    graph passes, every block with such a source fails (block_no_edges has none; nor the mean's)."""
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(DEMO_SYSTEMS))
+    (plain,), _ = run_suite("demo_block_square", profile="fast", threads=1, labels=["spmm(reduce=sum)"])
+    assert plain.status == "failed"
+    assert plain.failed_graphs == ["block_wide", "block_unsampled", "block_fanout_10k", "block_karate_l0",
+                                   "block_synthetic_l1", "block_synthetic_l1_again"]
+    assert plain.failures[0].startswith("spmm(reduce=sum) output on 'block_wide' (int32, F=17, H=3, float64): "
+                                        "max abs err ")
+
+
+def test_a_kernel_caching_per_shape_is_caught_on_the_second_block_of_one_shape(monkeypatch):
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(DEMO_SYSTEMS))
+    (plain,), _ = run_suite("demo_shape_cache", profile="fast", threads=1, labels=["spmm(reduce=sum)"])
+    assert plain.status == "failed" and plain.failed_graphs == ["block_synthetic_l1_again"]
+    assert plain.failures[0].startswith("spmm(reduce=sum) output on 'block_synthetic_l1_again' (int32, F=17, H=3, "
+                                        "float64): max abs err ")

@@ -82,6 +82,9 @@ CASES = {
                                     selection="last"),
     "pim_gcn_inference": dict(system="pim", model="gcn", epochs=4, warmup=1, mode="inference"),
     "dgl_native_sage_train": dict(system="dgl-native", model="sage", epochs=5, warmup=1),
+    # its run_check is the check on blocks: batches, layers, share (Note [run-time check on blocks])
+    "reference_gcn_sampled_train": dict(system="reference", model="gcn", epochs=4, warmup=1, batching="sampled",
+                                        fanouts=(4, 3), batch_size=4),
 }
 
 

@@ -1,0 +1,119 @@
+"""The run-time check of a sampled run: the system's forward on the blocks the run computes on, against ``reference``.
+
+Note [run-time check on blocks]
+    A sampled run (Note [sampled batching] in :mod:`gnnbench.run.sampled`)
+    never computes on the full graph: every layer runs on a rectangular block
+    (Note [blocks] in :mod:`gnnbench.runtime.graph`), where a kernel that
+    takes the destination count for ``x``'s rows is wrong and every square
+    graph hides it. So before its first epoch, outside every timer, the run
+    calls :func:`check_blocks` on two batches of its first epoch: batch 0 and
+    one later batch the run's seed picks (:func:`checked_batches`), drawn by
+    the run's own sampler with the run's keys, so they are the very blocks
+    epoch 0 computes on (Note [sampling determinism]). Each batch is checked
+    as Note [run-time check] checks the full graph: one forward of the model
+    (no dropout, no autograd) with every kernel call's inputs checksummed,
+    the first call of every operator variant on every layer's block
+    recorded, and each recomputed by ``reference`` in float64 on
+    :data:`~gnnbench.check.run_check.SAMPLED_ROWS` sampled destination rows
+    of that block (plus its longest), with the same tolerance, the same
+    quantised bound and the same messages.
+
+    ``extra.run_check`` holds ``status``, ``dtype``, ``operators`` (every
+    variant checked), ``batches`` (the checked batches' indices in epoch
+    0), ``layers`` (per layer, outermost first: the ``operators`` checked on
+    its block and the ``rows_sampled`` per checked batch), ``forward_seconds``
+    (the system's checksummed forwards), ``seconds`` (the whole check) and
+    ``share``: ``seconds`` over the wall time from the check's start to the
+    end of the last epoch (the sampler's set-up excluded), which the loop
+    adds after its epochs. A wrong block stores the row ``failed`` naming
+    the operator, the layer and the batch (``operator``, ``layer``,
+    ``batch``). ``--no-check`` turns it off (``status`` ``off``), as for
+    full-graph runs; a native baseline runs no system kernels and is not
+    checked.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from gnnbench.check.run_check import (RunCheckError, _checksummed, _compare, _recording, _sample_rows,
+                                      check_not_run, mismatch)
+
+__all__ = ["check_blocks", "checked_batches"]
+
+
+def checked_batches(num_batches: int, seed: int) -> list[int]:
+    """Indices of the batches of epoch 0 the check runs on: the first, and one later one ``seed`` picks."""
+    if num_batches <= 1:
+        return [0] * num_batches
+    return [0, 1 + int(np.random.default_rng([seed, num_batches]).integers(num_batches - 1))]
+
+
+def check_blocks(spec, F, blocks, sampler, seed_nodes: np.ndarray, features: np.ndarray, self_loops: bool,
+                 clock=time.perf_counter) -> dict[str, Any]:
+    """Note [run-time check on blocks]: ``extra.run_check`` of a sampled run, or raises :class:`RunCheckError`.
+
+    Args:
+        spec (RunConfig): the run (``spec.check`` off: nothing runs).
+        F: the run's frontend; ``blocks`` the system's model on blocks (``KernelBlocks``).
+        sampler (Sampler): the run's sampler; ``seed_nodes`` its epochs' seed nodes.
+        features (np.ndarray): the dataset's features, gathered per batch as the loop gathers them.
+        self_loops (bool): whether the model's blocks carry destination self loops.
+        clock (callable): the timer (default: ``time.perf_counter``).
+    """
+    from gnnbench.sampling import epoch_batches
+
+    not_run = check_not_run(spec, F)
+    if not_run is not None:
+        return not_run
+    start = clock()
+    seeds = epoch_batches(seed_nodes, spec.batch_size, sampler.seed, 0, shuffle=spec.mode == "train")
+    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [], "batches": [],
+                               "layers": [], "forward_seconds": 0.0}
+    try:
+        for b in checked_batches(len(seeds), spec.seed):
+            batch = sampler.sample(seeds[b], 0, b)
+            prepared = blocks.prepare(batch.graphs(self_loops))
+            _check_batch(spec, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock)
+            details["batches"].append(b)
+    finally:
+        details["seconds"] = clock() - start
+    return details
+
+
+def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str, Any], clock) -> None:
+    """One batch's forward on the system, every layer's recorded calls compared; fills ``details`` or raises."""
+    layer_of = {id(bound): layer for layer, bound in enumerate(prepared)}
+    calls: dict[tuple[int, str], tuple] = {}
+    written: list[str] = []
+    start = clock()
+    with _recording(F, calls, key=lambda graph, label: (layer_of[id(graph)], label)), \
+            _checksummed(prepared[0].system, written), F.no_grad():
+        blocks.forward(prepared, xb, False)
+    details["forward_seconds"] += clock() - start
+    if written:
+        details.update(status="failed", batch=b)
+        raise RunCheckError(f"run-time check: {written[0]} during the forward on batch {b}'s blocks of "
+                            f"{spec.dataset} ({spec.dtype}); the row is not a measurement", details)
+    layers = details["layers"]
+    layers.extend({"operators": [], "rows_sampled": []} for _ in range(len(prepared) - len(layers)))
+    rng = np.random.default_rng([spec.seed, b])
+    rows_of = {layer: _sample_rows(bound.graph, rng) for layer, bound in enumerate(prepared)}
+    for (layer, label), (operator, attrs, inputs, out, scales) in calls.items():
+        graph, rows = prepared[layer].graph, rows_of[layer]
+        bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
+        if bad:
+            details.update(status="failed", operator=label, layer=layer, batch=b)
+            where = f"layer {layer}'s block of batch {b} of {spec.dataset}"
+            raise RunCheckError(mismatch(spec, label, where, graph, inputs, rows, bad), details)
+        if label not in layers[layer]["operators"]:
+            layers[layer]["operators"].append(label)
+        if label not in details["operators"]:
+            details["operators"].append(label)
+        quantised = details.setdefault("quantised", []) if scales is not None else []
+        if scales is not None and label not in quantised:  # Note [quantised verification]: the stated bound
+            quantised.append(label)
+    for layer, rows in rows_of.items():
+        layers[layer]["rows_sampled"].append(int(len(rows)))

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_shape_cache` (see demo_shape_cache.gnn)."""
