@@ -131,6 +131,8 @@ BAD_INPUTS = [
     (_RUN + ["--timeout", "5", "--in-process"], "gnnbench run: --timeout and --memory-limit need an isolated run"),
     (_RUN + ["--memory-limit", "lots"], "gnnbench run: --memory-limit must look like 4G, 512M"),
     (_RUN + ["--memory-limit=-1G"], "gnnbench run: --memory-limit must look like 4G, 512M"),
+    (_RUN + ["--batching", "sampled", "--fanouts", "99999999999999999999999999,5"],
+     "gnnbench run: --fanouts each fanout must be at most 2147483647, or -1 for all neighbours"),
     # run: system options, checked against what the system declares
     (_RUN + ["-o", "bad"], "gnnbench run: --option expects KEY=VALUE (got 'bad')"),
     (_RUN + ["-o", "1x=2"], "gnnbench run: --option expects KEY=VALUE with KEY a name"),
@@ -289,6 +291,13 @@ def test_bad_input_found_by_the_worker_is_one_line_and_status_2_and_stores_nothi
     with ResultsStore(db) as store:
         assert store.rows() == []
     assert not (tmp_path / "logs").exists()  # no worker log kept either
+
+
+def test_negative_numbers_in_a_list_are_a_value_not_a_flag():
+    from gnnbench.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--system", "reference", "--model", "sage", "--fanouts", "-1,-1"])
+    assert args.cfg_fanouts == "-1,-1"
 
 
 def test_the_bad_input_table_is_large_enough():
