@@ -171,23 +171,18 @@ def _relative(repo: Path, campaign: str | os.PathLike) -> str | None:
 
 def campaign_at(repo: Path, commit: Commit, campaign: str | os.PathLike):
     """The campaign as the commit has it (Note [failing commits]): a :class:`UserError` naming the commit."""
-    import tomllib
-
-    from gnnbench.run.sweep import campaign_from_mapping, load_campaign
+    from gnnbench.run.sweep import campaign_from_mapping, campaign_toml, load_campaign
 
     rel = _relative(repo, campaign)
     if rel is None:
         return load_campaign(campaign)
     try:
-        text = subprocess.run(["git", "-C", str(repo), "show", f"{commit.sha}:{rel}"], capture_output=True,
-                              text=True, timeout=60, check=True).stdout
+        raw = subprocess.run(["git", "-C", str(repo), "show", f"{commit.sha}:{rel}"], capture_output=True,
+                             timeout=60, check=True).stdout
     except subprocess.CalledProcessError:
         raise UserError(f"the campaign {rel} does not exist at commit {commit.short}") from None
     where = f"{rel} at commit {commit.short}"
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{where}: not valid TOML ({err})") from None
+    data = campaign_toml(raw, where)
     data.setdefault("name", Path(rel).stem)
     return campaign_from_mapping(data, where)
 

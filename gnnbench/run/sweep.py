@@ -401,6 +401,20 @@ def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flag
 
 def load_campaign(path: str | os.PathLike) -> Campaign:
     """Read a TOML campaign (see ``campaigns/cpu_small.toml``); its name defaults to the file's stem."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"no campaign file at {path}") from None
+    except OSError as err:
+        raise UserError(f"cannot read campaign file {path}: {err.strerror or err}") from None
+    data = campaign_toml(raw, str(path))
+    data.setdefault("name", path.stem)
+    return campaign_from_mapping(data, str(path))
+
+
+def campaign_toml(raw: bytes, where: str) -> dict[str, Any]:
+    """A campaign file's bytes as TOML data; text that is not UTF-8 or not TOML is one line naming ``where``."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -408,15 +422,16 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
             import tomli as tomllib
         except ModuleNotFoundError:
             raise UserError("reading a TOML campaign needs Python 3.11 or `pip install tomli`") from None
-    path = Path(path)
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"no campaign file at {path}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); save it "
+                        f"as UTF-8") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{path}: not valid TOML ({err})") from None
-    data.setdefault("name", path.stem)
-    return campaign_from_mapping(data, str(path))
+        raise UserError(f"{where}: not valid TOML ({err})") from None
 
 
 # ---------------------------------------------------------------- planning

@@ -18,3 +18,13 @@ def test_there_are_campaign_files():
 def test_campaign_file_reads(path):
     campaign = load_campaign(path)
     assert campaign.matrices and campaign.name
+
+
+def test_a_campaign_that_is_not_utf8_is_one_line(tmp_path):
+    from gnnbench.errors import UserError
+
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('name = "caf\u00e9"\n'.encode("latin-1"))
+    with pytest.raises(UserError) as err:
+        load_campaign(path)
+    assert str(err.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset 11); save it as UTF-8"
