@@ -54,15 +54,14 @@ import hashlib
 import itertools
 import json
 import os
-import socket
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gnnbench.run.claimant import claim_owner, owner_is_gone
 from gnnbench.run.config import RunConfig, config_fields, make_config, parse_memory
 from gnnbench.errors import UserError
 from gnnbench.results.row import PROVENANCE_FIELDS
@@ -592,7 +591,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
         counts = _counts_status(campaign)
         total, started = len(the_plan.todo), clock()
         finished = 0
-        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        owner = claim_owner()  # host, pid and start time: a dead claimer's claims are taken over (Note [claim owners])
         held: set[str] = set()
 
         def event(kind: str, task: Task, row: dict | None = None) -> None:
@@ -607,7 +606,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
             for task in the_plan.todo:
                 if not campaign.repeat:
                     ttl = (task.timeout_s or _CLAIM_TTL_S) + _CLAIM_MARGIN_S
-                    if not db.claim(task.claim_key, owner, ttl):  # another sweep runs it (Note [claims])
+                    if not _claim(db, task.claim_key, owner, ttl):  # another sweep runs it (Note [claims])
                         report.claimed_elsewhere += 1
                         event("claimed", task)
                         continue
@@ -643,6 +642,17 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
             if owned:
                 executor.close()
     return report
+
+
+def _claim(db: Any, key: str, owner: str, ttl: float) -> bool:
+    """Claim ``key``, first taking it from a holder whose process is gone (Note [claim owners])."""
+    if db.claim(key, owner, ttl):
+        return True
+    holder = db.claims().get(key)
+    if holder is None or not owner_is_gone(holder):
+        return False
+    db.release(key, holder)  # only that dead holder's claim; a live sweep that raced us keeps its own
+    return db.claim(key, owner, ttl)
 
 
 _CLAIM_TTL_S = 24 * 3600.0   # a claim of a run without a time limit expires after a day
