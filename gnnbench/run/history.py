@@ -204,6 +204,15 @@ def _stored_broken(store_path: Path, sha: str) -> bool:
                    and ((r.get("extra") or {}).get("history") or {}).get("broken") for r in store.rows(status="failed"))
 
 
+def _check_systems_dir(tree: Path, systems_dir: str) -> Path:
+    """``tree/systems_dir``, refused unless inside ``tree``: glue is regenerated there, and only there."""
+    folder = (tree / systems_dir).resolve()
+    if Path(systems_dir).is_absolute() or not folder.is_relative_to(tree.resolve()):
+        raise UserError(f"--systems-dir {systems_dir} is outside the repository {tree}: give a folder inside it, "
+                        f"relative to its top")
+    return folder
+
+
 def run_history(range_spec: str, campaign: str | os.PathLike, *, repo: str | os.PathLike = ".",
                 results: str | os.PathLike | None = None, allow_dirty: bool = False, systems_dir: str = ".",
                 retry_failed: bool = False, on_commit: Callable[[int, int, CommitOutcome], None] | None = None) -> HistoryReport:
@@ -228,6 +237,7 @@ def run_history(range_spec: str, campaign: str | os.PathLike, *, repo: str | os.
     from gnnbench.results.store import ResultsStore, default_results_path
 
     root = repo_root(repo)
+    _check_systems_dir(root, systems_dir)
     if not allow_dirty:
         check_clean(root)
     commits = resolve_range(root, range_spec)
@@ -312,7 +322,7 @@ def _work(job_path: Path) -> None:
     from gnnbench.run.sweep import load_campaign, run_sweep
 
     job = json.loads(job_path.read_text())
-    systems = Path(job["tree"]) / job["systems_dir"]
+    systems = _check_systems_dir(Path(job["tree"]), job["systems_dir"])  # this commit's tree may link out
     # the repository's own checkout may be on the path (the author's everyday setting): its systems would
     # shadow the commit's under the same names, so every entry inside the repository is dropped
     repo = Path(job["repo"]).resolve()

@@ -150,6 +150,8 @@ def repo(tmp_path):
     ("nope..HEAD", [], "'nope..HEAD' is not a git range of "),
     ("HEAD..HEAD", [], "the range 'HEAD..HEAD' selects no commits of "),
     ("HEAD~1..HEAD", [], "campaign.toml at commit "),
+    ("HEAD~1..HEAD", ["--systems-dir", "/tmp"], "--systems-dir /tmp is outside the repository "),
+    ("HEAD~1..HEAD", ["--systems-dir", "sub/../.."], "--systems-dir sub/../.. is outside the repository "),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(repo, tmp_path, capsys, range_, extra, message):
     db = tmp_path / "out" / "h.sqlite"
