@@ -334,10 +334,6 @@ class ResultsStore:
             if "meta" not in tables:
                 raise UserError(f"{self.path} is an SQLite file but not a gnnbench results database "
                                 f"(tables: {', '.join(sorted(tables))}); it was left untouched")
-            if "runs" not in tables:
-                raise UserError(f"results database {self.path} has no runs table (tables: "
-                                f"{', '.join(sorted(tables))}); it was left untouched: move it aside or choose "
-                                f"another results path")
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.OperationalError as exc:
             if _is_busy(exc) or "readonly" in str(exc) or "unable to open" in str(exc):
@@ -353,6 +349,9 @@ class ResultsStore:
         text = str(row[0]).strip()
         if not (text.isascii() and text.isdigit()):
             raise UserError(f"results database {self.path} has schema_version {row[0]!r}, not a whole number; "
+                            f"it was left untouched: move it aside or choose another results path")
+        if "runs" not in tables and int(text) <= SCHEMA_VERSION:  # a newer schema is refused as such in _open
+            raise UserError(f"results database {self.path} has no runs table (tables: {', '.join(sorted(tables))}); "
                             f"it was left untouched: move it aside or choose another results path")
         return int(text)
 
