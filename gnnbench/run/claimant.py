@@ -22,7 +22,7 @@ import uuid
 
 import psutil
 
-__all__ = ["claim_owner", "owner_is_gone"]
+__all__ = ["claim_owner", "owner_is_gone", "process_gone"]
 
 
 def _started(pid: int) -> str | None:
@@ -46,7 +46,11 @@ def owner_is_gone(owner: str) -> bool:
     parts = owner.split(":")
     if len(parts) not in (3, 4) or parts[0] != socket.gethostname() or not parts[1].isdigit():
         return False
-    started = _started(int(parts[1]))
-    if started is None:
-        return True
-    return len(parts) == 4 and parts[2] != started
+    return process_gone(int(parts[1]), parts[2] if len(parts) == 4 else None)
+
+
+def process_gone(pid: int, started: str | None = None) -> bool:
+    """Whether process ``pid`` of this host no longer runs: none, a zombie, or (``started`` given) another
+    process that reuses its pid (Note [claim owners])."""
+    now = _started(pid)
+    return now is None or (started is not None and now != started)
