@@ -261,17 +261,22 @@ def _decode(fields: tuple[Field, ...], values: Iterable[Any]) -> dict[str, Any]:
     out = {}
     for f, v in zip(fields, values):
         if v is not None:
-            shown = printable(repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "...")
             if not isinstance(v, _READ_TYPES[f.sqltype]):
-                raise ValueError(f"column {f.name} holds {shown}, not a{'n' if f.sqltype == 'INTEGER' else ''} "
+                raise ValueError(f"column {f.name} holds {_shown(v)}, not a{'n' if f.sqltype == 'INTEGER' else ''} "
                                  f"{f.sqltype}")
             if f.sqltype == "JSON":
                 try:
                     v = json.loads(v)
                 except ValueError:
-                    raise ValueError(f"column {f.name} holds {shown}, not JSON") from None
+                    raise ValueError(f"column {f.name} holds {_shown(v)}, not JSON") from None
         out[f.name] = v
     return out
+
+
+def _shown(value: Any) -> str:
+    """A stored value in a message: its repr, at most 40 characters, control characters escaped."""
+    text = repr(value)
+    return printable(text if len(text) <= 40 else text[:37] + "...")
 
 
 class ResultsStore:
