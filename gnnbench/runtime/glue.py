@@ -85,7 +85,11 @@ class SystemGlue:
         return self._module
 
     def hook(self, name: str) -> Callable | None:
-        """The spec's ``name`` hook (prepare, configure, report), or None; one line if it is no function (Note [hook check])."""
+        """The spec's ``name`` hook (prepare, configure, report), or None.
+
+        Raises:
+            UserError: the kernels module has no such function, or it is not callable (Note [hook check]).
+        """
         from gnnbench.errors import UserError
         from gnnbench.runtime.hooks import _MISSING, hook_error
 

@@ -52,7 +52,11 @@ MAX_FANOUT = 2**31 - 1
 
 
 def check_fanouts(fanouts: Sequence[Any]) -> tuple[int, ...]:
-    """Fanouts as ints, each in ``[1, MAX_FANOUT]`` or ``-1`` (all neighbours); raises ``ValueError`` naming the bad one."""
+    """Fanouts as ints, each in ``[1, MAX_FANOUT]`` or ``-1`` (all neighbours).
+
+    Raises:
+        ValueError: naming the bad one.
+    """
     out = []
     for f in fanouts:
         if isinstance(f, bool) or not isinstance(f, (int, np.integer)):

@@ -175,7 +175,8 @@ def test_a_missing_or_uncallable_hook_is_refused_by_gen_and_shown_broken(systems
     kernels = systems_path / "hooksys" / "kernels.py"
     assert cli(["gen", "hooksys"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"gnnbench gen: {systems_path / 'hooksys' / 'hooksys.gnn'}:") and f"{problem} ({kernels})" in err
+    assert err.startswith(f"gnnbench gen: {systems_path / 'hooksys' / 'hooksys.gnn'}:")
+    assert f"{problem} ({kernels})" in err
     assert cli(["systems"]) == 0
     line = next(li for li in capsys.readouterr().out.splitlines() if li.startswith("hooksys "))
     assert line.split()[2] == "broken" and problem in line
