@@ -8,10 +8,18 @@ Note [fetch]
     finished file is checked against the publisher's sha256 where one is
     published, else against the sum recorded by the first download
     (Note [published checksums]). Archives are extracted into a temp folder
-    (members that would land outside it are refused), moved into place under
-    the folder the loader looks in, and the archive is deleted. Without a
-    network the first connection fails within ``timeout`` seconds and the
-    error says where to put the files by hand.
+    (members that would land outside it, and symbolic links, are refused),
+    moved into place under the folder the loader looks in, and the archive is
+    deleted. Without a network the first connection fails within ``timeout``
+    seconds and the error says where to put the files by hand.
+
+Note [fetch writes only its own files]
+    Fetch writes nothing outside the data root and keeps a good dataset until
+    its replacement is complete: a ``.part`` that is a symbolic link is refused
+    (writing it would write over the link's target), as is a target folder that
+    is one (replacing it would delete another folder's files); an archive is
+    extracted and checked to hold every raw file first, and only then does the
+    old folder move aside, the new one take its place, and the old one go.
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import urllib.error
 import urllib.request
@@ -60,6 +69,9 @@ def _download(url: str, part: Path, timeout: float, progress: bool, source: Sour
     """``url`` into ``part``, resuming from its current size (Note [fetch])."""
     from tqdm import tqdm
 
+    if part.is_symlink():
+        raise UserError(f"{part} is a symbolic link; remove it and fetch again (Note [fetch writes only its own "
+                        f"files])")
     offset = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"User-Agent": "gnnbench"})
     if offset:
@@ -97,31 +109,59 @@ def _download(url: str, part: Path, timeout: float, progress: bool, source: Sour
 def _safe_extract(archive: Path, into: Path) -> None:
     try:
         with zipfile.ZipFile(archive) as z:
-            for member in z.namelist():
-                target = (into / member).resolve()
+            for info in z.infolist():
+                target = (into / info.filename).resolve()
                 if not target.is_relative_to(into.resolve()):
-                    raise UserError(f"{archive}: member {member!r} would be written outside {into}; refusing "
+                    raise UserError(f"{archive}: member {info.filename!r} would be written outside {into}; "
+                                    f"refusing the archive")
+                if stat.S_ISLNK(info.external_attr >> 16):
+                    raise UserError(f"{archive}: member {info.filename.rstrip('/')!r} is a symbolic link; refusing "
                                     f"the archive")
             z.extractall(into)
     except zipfile.BadZipFile as err:
         raise UserError(f"{archive}: not a readable zip archive ({err}); delete it and fetch again") from None
+    except OSError as err:  # e.g. a member that is both a file and a folder
+        raise UserError(f"{archive}: could not extract ({err.strerror}: {err.filename}); refusing the "
+                        f"archive") from None
+
+
+def _holds_files(content: Path, source: Source) -> bool:
+    """Whether ``content``, once at ``root/<archive_folder>``, is a folder the loader finds complete."""
+    for folder in source.folders:
+        if folder == source.archive_folder or folder.startswith(source.archive_folder + "/"):
+            inner = content / folder[len(source.archive_folder):].lstrip("/")
+            if all((inner / f).is_file() for f in source.files):
+                return True
+    return False
+
+
+def _replace_folder(content: Path, target: Path, scratch: Path) -> None:
+    """``content`` becomes ``target``; an old ``target`` moves into ``scratch`` first, to be deleted with it."""
+    if target.exists():
+        os.replace(target, scratch / ".old")
+    os.replace(content, target)
 
 
 def _install(downloaded: Path, source: Source, root: Path) -> None:
     """Put a finished download where the loader looks (``root/<archive_folder>``)."""
     target = root / source.archive_folder
+    if target.is_symlink():
+        raise UserError(f"{target} is a symbolic link to {target.resolve()}; fetch replaces the folder, so remove the "
+                        f"link or pass --data-dir (Note [fetch writes only its own files])")
     if downloaded.suffix != ".zip":
         target.mkdir(parents=True, exist_ok=True)
         os.replace(downloaded, target / downloaded.name)
         return
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".extract-{source.archive_folder}."))
     try:
-        _safe_extract(downloaded, tmp)
-        entries = [p for p in tmp.iterdir() if not p.name.startswith(("__MACOSX", "."))]
-        content = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(content, target)
+        extracted = tmp / "archive"
+        _safe_extract(downloaded, extracted)
+        entries = [p for p in extracted.iterdir() if not p.name.startswith(("__MACOSX", "."))]
+        content = entries[0] if len(entries) == 1 and entries[0].is_dir() else extracted
+        if not _holds_files(content, source):
+            raise UserError(f"{downloaded.name} holds no {', '.join(source.files)}; kept the files in {target} "
+                            f"(Note [fetch writes only its own files])")
+        _replace_folder(content, target, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     downloaded.unlink()

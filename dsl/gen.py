@@ -244,8 +244,13 @@ class GlueWriter:
 def regenerate(targets: list[Path] | None = None, check: bool = False, dry_run: bool = False) -> GlueWriter:
     """Regenerate (or check) the glue of the given specs, default all of ``systems/``."""
     writer = GlueWriter(check=check, dry_run=dry_run)
+    from gnnbench.runtime.hooks import hook_problem
+
     for path in targets or spec_paths():
         spec = load_spec(path)
+        problem = hook_problem(spec, Path(path))  # Note [hook check]
+        if problem:
+            raise SpecError(problem, spec.location)
         writer.emit(generate(spec))
         writer.remove_stale(Path(path).resolve().parent)
     return writer

@@ -31,6 +31,12 @@ def check_path_length(path: Path, what: str) -> None:
                             f"the file system allows (255)")
 
 
+def _refuse_empty(path: str | os.PathLike, what: str, kind: str) -> None:
+    """``''`` would mean the current folder to :class:`Path`: a slip, never an intended place to write."""
+    if not os.fspath(path).strip():
+        raise UserError(f"{what} is empty: give a {kind} path")
+
+
 def _probe(folder: Path, what: str, target: Path) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".gnnbench-probe-", dir=folder)
@@ -46,6 +52,7 @@ def check_output_file(path: str | os.PathLike, what: str) -> Path:
     Raises:
         UserError: the folder is missing, the path is a folder, or nothing can be written there.
     """
+    _refuse_empty(path, what, "file")
     path = Path(path)
     check_path_length(path, what)
     if path.is_dir():
@@ -72,6 +79,7 @@ def check_output_dir(path: str | os.PathLike, what: str) -> Path:
     Raises:
         UserError: the path is a file, its parent is missing, or nothing can be written there.
     """
+    _refuse_empty(path, what, "folder")
     path = Path(path)
     check_path_length(path, what)
     if path.exists() and not path.is_dir():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 __all__ = ["main", "COMMANDS"]
@@ -36,7 +37,15 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad flags in one line with exit status 2."""
+    """argparse that reports bad flags in one line with exit status 2.
+
+    A list of negative numbers (``--fanouts -1,-1``) is a value, as ``-1`` alone is
+    to argparse: no gnnbench flag starts with a digit.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-[0-9]+(,-?[0-9]+)*$|^-[0-9]*\.[0-9]+$")
 
     def error(self, message: str):
         self.exit(2, f"gnnbench {self.prog.split(' ', 1)[-1]}: error: {message}\n"

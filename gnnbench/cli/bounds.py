@@ -29,6 +29,5 @@ def main(args) -> int:
     if args.json:
         print_json(asdict(b))
     else:
-        print(f"STREAM triad {b.triad_GBps:.1f} GB/s, random 256-byte gather {b.gather256_GBps:.1f} GB/s "
-              f"on {b.threads} threads (measured {b.measured_at}; Note [spmm figures] in gnnbench/run/bounds.py)")
+        print(f"{b.describe()} (measured {b.measured_at}; Note [spmm figures] in gnnbench/run/bounds.py)")
     return 0

@@ -19,7 +19,7 @@ EPILOG = """exit status:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--baseline", default=REFERENCE, help="system the speedups are against (default: reference)")
+    p.add_argument("--baseline", help="system the speedups are against (default: reference)")
     p.add_argument("--format", default="text", choices=("text", "markdown", "csv", "html"))
     p.add_argument("--metric", default="epoch-time", choices=("epoch-time", "time-to-accuracy"),
                    help="epoch-time: median epoch time over processes; time-to-accuracy: time to the target "
@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
     add_build_arguments(p)  # --by build, --baseline-build, --baseline-results (gnnbench/cli/_by_build.py)
 
 
-def run(store_path=None, baseline=REFERENCE, systems=None, models=None, datasets=None,
+def run(store_path=None, baseline=None, systems=None, models=None, datasets=None,
         include_unverified=False):
     from gnnbench.results.compare import compare
     from gnnbench.errors import UserError
@@ -50,7 +50,11 @@ def run(store_path=None, baseline=REFERENCE, systems=None, models=None, datasets
     rows = load_results(store_path, **filters)  # verification joined by build hash (gnnbench/results/frame.py)
     if rows.empty:
         raise UserError("no stored runs match; run `gnnbench run` or `gnnbench sweep` first")
-    return compare(rows, baseline=baseline, include_unverified=include_unverified)
+    present = sorted(set(rows["system"]))
+    if baseline is not None and baseline not in present and (not systems or baseline in systems):
+        # a store without reference runs compares without speedups; a named baseline must exist
+        raise UserError(f"--baseline {baseline} has no stored runs; systems present: {', '.join(present)}")
+    return compare(rows, baseline=REFERENCE if baseline is None else baseline, include_unverified=include_unverified)
 
 
 def main(args) -> int:

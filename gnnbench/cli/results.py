@@ -30,10 +30,10 @@ def main(args) -> int:
     from gnnbench.paths import check_output_file
     from gnnbench.results.store import export_rows_csv
 
-    if args.csv and args.csv != "-":
+    if args.csv is not None and args.csv != "-":
         check_output_file(args.csv, "--csv")  # before reading anything
     rows = run(args.results, system=args.system, model=args.model, dataset=args.dataset)
-    if args.csv:
+    if args.csv is not None:
         if args.csv == "-":
             export_rows_csv(sys.stdout, rows)
         else:

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.errors import UserError
+from gnnbench.text import printable
 from gnnbench.results.row import RUN_COLUMNS, Field
 
 __all__ = [
@@ -259,9 +260,31 @@ def _encode(name: str, kind: str, value: Any) -> Any:
     return int(value) if kind == "INTEGER" else value
 
 
+#: What SQLite hands back for a well-formed value of each declared type (JSON is stored as TEXT).
+_READ_TYPES = {"INTEGER": (int,), "REAL": (int, float), "TEXT": (str,), "JSON": (str,)}
+
+
 def _decode(fields: tuple[Field, ...], values: Iterable[Any]) -> dict[str, Any]:
-    return {f.name: (json.loads(v) if f.sqltype == "JSON" and v is not None else v)
-            for f, v in zip(fields, values)}
+    """One stored row as Python values; ``ValueError`` names a column a hand edit left malformed."""
+    out = {}
+    for f, v in zip(fields, values):
+        if v is not None:
+            if not isinstance(v, _READ_TYPES[f.sqltype]):
+                raise ValueError(f"column {f.name} holds {_shown(v)}, not a{'n' if f.sqltype == 'INTEGER' else ''} "
+                                 f"{f.sqltype}")
+            if f.sqltype == "JSON":
+                try:
+                    v = json.loads(v)
+                except ValueError:
+                    raise ValueError(f"column {f.name} holds {_shown(v)}, not JSON") from None
+        out[f.name] = v
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A stored value in a message: its repr, at most 40 characters, control characters escaped."""
+    text = repr(value)
+    return printable(text if len(text) <= 40 else text[:37] + "...")
 
 
 class ResultsStore:
@@ -317,7 +340,8 @@ class ResultsStore:
     def _version(self) -> int | None:
         """The stored schema version; None for an empty file. Only reads."""
         try:
-            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                                            "AND name NOT LIKE 'sqlite_%'")}
             if not tables:
                 return None
             if "meta" not in tables:
@@ -339,6 +363,9 @@ class ResultsStore:
         if not (text.isascii() and text.isdigit()):
             raise UserError(f"results database {self.path} has schema_version {row[0]!r}, not a whole number; "
                             f"it was left untouched: move it aside or choose another results path")
+        if "runs" not in tables and int(text) <= SCHEMA_VERSION:  # a newer schema is refused as such in _open
+            raise UserError(f"results database {self.path} has no runs table (tables: {', '.join(sorted(tables))}); "
+                            f"it was left untouched: move it aside or choose another results path")
         return int(text)
 
     def _open(self) -> None:
@@ -358,7 +385,8 @@ class ResultsStore:
                     raise _store_error(self.path, exc) from None
             else:
                 return
-        self._journal_wal()
+        else:  # a reader upgrades an older store but leaves its journal mode as it found it
+            self._journal_wal()
         with self._write():
             version = self._version()  # again, under the write lock: another process may have won
             if version is None:
@@ -454,7 +482,14 @@ class ResultsStore:
         sql = f"SELECT {', '.join(f.name for f in RUN_FIELDS)} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        return [_decode(RUN_FIELDS, r) for r in self._conn.execute(sql + " ORDER BY id", params)]
+        return [self._decoded(RUN_FIELDS, r, "run") for r in self._conn.execute(sql + " ORDER BY id", params)]
+
+    def _decoded(self, fields: tuple[Field, ...], values: tuple[Any, ...], what: str) -> dict[str, Any]:
+        try:
+            return _decode(fields, values)
+        except ValueError as exc:  # a hand edit or another tool: one line naming the row, not a traceback later
+            raise UserError(f"results database {self.path}: {what} {values[0]}: {exc}; fix or delete that row "
+                            f"(e.g. with sqlite3)") from None
 
     def get(self, run_id: int) -> dict[str, Any] | None:
         """The run with this id, or ``None``."""
@@ -519,7 +554,7 @@ class ResultsStore:
             sql += " AND system_hash = ?"
             params.append(system_hash)
         row = self._conn.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
-        return _decode(VERIFICATION_FIELDS, row) if row else None
+        return self._decoded(VERIFICATION_FIELDS, row, "verification") if row else None
 
     # -- lifetime -----------------------------------------------------------
 

@@ -10,6 +10,16 @@ which columns are numeric, footnotes) and hand it to :func:`print_table` or
 Renderings: ``text`` and ``markdown`` through tabulate (``simple`` and ``pipe``,
 numeric columns right-aligned), ``html`` through tabulate's escaping ``html``
 format, ``csv`` through the :mod:`csv` module.
+
+Note [cells escaped for their medium]
+    Cells hold stored names (a system, a dataset, a build), which anyone who
+    can write a store chooses. Text, markdown and rich renderings pass every
+    cell, title and note through :func:`gnnbench.text.printable`, so a terminal
+    escape sequence shows as ``\x1b`` instead of acting. Markdown cells and the
+    title also write ``&``, ``<`` and ``>`` as entities and ``|`` as ``\|``, so a
+    stored ``<script>`` stays text under a plain CommonMark renderer, which
+    passes raw HTML through; notes are gnnbench's own Markdown and keep theirs.
+    CSV is data and keeps the value as stored.
 """
 from __future__ import annotations
 
@@ -21,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from gnnbench.errors import UserError
+from gnnbench.text import printable
 
 __all__ = ["Table", "print_table", "FORMATS", "fmt_number"]
 
@@ -56,6 +67,10 @@ class Table:
     def _cells(self) -> list[list[str]]:
         return [["" if v is None else str(v) for v in row] for row in self.rows]
 
+    def _shown_cells(self, markdown: bool = False) -> list[list[str]]:
+        """Cells made safe to show (Note [cells escaped for their medium])."""
+        return [[_markdown_cell(c) if markdown else printable(c) for c in row] for row in self._cells()]
+
     def _align(self) -> tuple[str, ...]:
         numeric = list(self.numeric) + [False] * (len(self.header) - len(self.numeric))
         return tuple("right" if n else "left" for n in numeric)
@@ -72,17 +87,15 @@ class Table:
             return buf.getvalue()
         from tabulate import tabulate
 
-        cells = self._cells()
-        if format == "markdown":
-            cells = [[c.replace("|", "\\|") for c in row] for row in cells]
+        cells = self._cells() if format == "html" else self._shown_cells(markdown=format == "markdown")
         fmt = {"text": "simple", "markdown": "pipe", "html": "html"}[format]
         body = tabulate(cells, list(self.header), tablefmt=fmt, colalign=self._align(), disable_numparse=True)
         if format == "text":
             body = "\n".join(line.rstrip() for line in body.splitlines())
-            return "\n".join([body, *([""] + self.notes if self.notes else [])]) + "\n"
+            return "\n".join([body, *([""] + [printable(n) for n in self.notes] if self.notes else [])]) + "\n"
         if format == "markdown":
-            head = [f"**{self.title}**", ""] if self.title else []
-            return "\n".join(head + [body]) + "".join(f"\n\n{n}" for n in self.notes) + "\n"
+            head = [f"**{_markdown_cell(self.title)}**", ""] if self.title else []
+            return "\n".join(head + [body]) + "".join(f"\n\n{printable(n)}" for n in self.notes) + "\n"
         import html
 
         body = body.replace("<table>", '<table class="gnnbench-table">', 1)
@@ -93,12 +106,20 @@ class Table:
         from rich.table import Table as RichTable
         from rich.text import Text
 
-        out = RichTable(title=self.title, header_style="bold", caption_justify="left")
+        out = RichTable(title=None if self.title is None else Text(printable(self.title)), header_style="bold",
+                        caption_justify="left")
         for name, align in zip(self.header, self._align()):
-            out.add_column(name, justify=align)
-        for row in self._cells():
+            out.add_column(Text(printable(name)), justify=align)
+        for row in self._shown_cells():
             out.add_row(*(Text(c) for c in row))
         return out
+
+
+def _markdown_cell(text: str) -> str:
+    """``text`` as literal Markdown text (Note [cells escaped for their medium])."""
+    import html
+
+    return html.escape(printable(text), quote=False).replace("|", "\\|")
 
 
 def print_table(table: Table, file: IO[str] | None = None) -> None:
@@ -110,6 +131,6 @@ def print_table(table: Table, file: IO[str] | None = None) -> None:
         console = Console(file=file, highlight=False)
         console.print(table.rich())
         for note in table.notes:
-            console.print(note, markup=False, style="dim")
+            console.print(printable(note), markup=False, style="dim")
     else:
         file.write(table.render("text"))

@@ -60,6 +60,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.errors import UserError
+from gnnbench.paths import check_output_file
 from gnnbench.results.row import SpmmFigures, SpmmKernelFigures
 from gnnbench.runtime.kernel_clock import SpmmWork
 
@@ -77,6 +79,11 @@ class Bounds:
     triad_elements: int
     gather_rows: int
     measured_at: str
+
+    def describe(self) -> str:
+        """``STREAM triad ... GB/s, random 256-byte gather ... GB/s on N threads``."""
+        return (f"STREAM triad {self.triad_GBps:.1f} GB/s, random 256-byte gather {self.gather256_GBps:.1f} GB/s "
+                f"on {self.threads} threads")
 
 
 def machine_key(threads: int | None = None) -> str:
@@ -167,12 +174,22 @@ def machine_bounds(threads: int | None = None, *, refresh: bool = False,
     bounds = None if refresh else cached_bounds(threads)
     if bounds is not None:
         return bounds
-    bounds = measure(threads=threads)
     path = _cache_path(threads)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # before measuring: a measurement that cannot be kept is not worth its seconds
+        path.parent.mkdir(parents=True, exist_ok=True)
+        check_output_file(path, "bounds cache")
+    except (OSError, UserError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UserError(f"cannot write the bounds cache {path.parent}: {reason}; set GNNBENCH_CACHE to a writable "
+                        f"folder (nothing was measured)") from None
+    bounds = measure(threads=threads)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(bounds)))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(asdict(bounds)))
+        os.replace(tmp, path)
+    except OSError as exc:  # lost while measuring: the figures go into the message, not away
+        raise UserError(f"measured {bounds.describe()}, but could not save them in {path.parent} "
+                        f"({exc.strerror or exc}); set GNNBENCH_CACHE to a writable folder") from None
     return bounds
 
 

@@ -171,23 +171,18 @@ def _relative(repo: Path, campaign: str | os.PathLike) -> str | None:
 
 def campaign_at(repo: Path, commit: Commit, campaign: str | os.PathLike):
     """The campaign as the commit has it (Note [failing commits]): a :class:`UserError` naming the commit."""
-    import tomllib
-
-    from gnnbench.run.sweep import campaign_from_mapping, load_campaign
+    from gnnbench.run.sweep import campaign_from_mapping, campaign_toml, load_campaign
 
     rel = _relative(repo, campaign)
     if rel is None:
         return load_campaign(campaign)
     try:
-        text = subprocess.run(["git", "-C", str(repo), "show", f"{commit.sha}:{rel}"], capture_output=True,
-                              text=True, timeout=60, check=True).stdout
+        raw = subprocess.run(["git", "-C", str(repo), "show", f"{commit.sha}:{rel}"], capture_output=True,
+                             timeout=60, check=True).stdout
     except subprocess.CalledProcessError:
         raise UserError(f"the campaign {rel} does not exist at commit {commit.short}") from None
     where = f"{rel} at commit {commit.short}"
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{where}: not valid TOML ({err})") from None
+    data = campaign_toml(raw, where)
     data.setdefault("name", Path(rel).stem)
     return campaign_from_mapping(data, where)
 
@@ -207,6 +202,15 @@ def _stored_broken(store_path: Path, sha: str) -> bool:
     with ResultsStore(store_path, create=False) as store:
         return any(((r.get("extra") or {}).get("history") or {}).get("commit") == sha
                    and ((r.get("extra") or {}).get("history") or {}).get("broken") for r in store.rows(status="failed"))
+
+
+def _check_systems_dir(tree: Path, systems_dir: str) -> Path:
+    """``tree/systems_dir``, refused unless inside ``tree``: glue is regenerated there, and only there."""
+    folder = (tree / systems_dir).resolve()
+    if Path(systems_dir).is_absolute() or not folder.is_relative_to(tree.resolve()):
+        raise UserError(f"--systems-dir {systems_dir} is outside the repository {tree}: give a folder inside it, "
+                        f"relative to its top")
+    return folder
 
 
 def run_history(range_spec: str, campaign: str | os.PathLike, *, repo: str | os.PathLike = ".",
@@ -233,6 +237,7 @@ def run_history(range_spec: str, campaign: str | os.PathLike, *, repo: str | os.
     from gnnbench.results.store import ResultsStore, default_results_path
 
     root = repo_root(repo)
+    _check_systems_dir(root, systems_dir)
     if not allow_dirty:
         check_clean(root)
     commits = resolve_range(root, range_spec)
@@ -317,7 +322,7 @@ def _work(job_path: Path) -> None:
     from gnnbench.run.sweep import load_campaign, run_sweep
 
     job = json.loads(job_path.read_text())
-    systems = Path(job["tree"]) / job["systems_dir"]
+    systems = _check_systems_dir(Path(job["tree"]), job["systems_dir"])  # this commit's tree may link out
     # the repository's own checkout may be on the path (the author's everyday setting): its systems would
     # shadow the commit's under the same names, so every entry inside the repository is dropped
     repo = Path(job["repo"]).resolve()

@@ -45,7 +45,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from collections.abc import Callable
@@ -55,6 +54,7 @@ from gnnbench.run.allocator import resolve_allocator
 from gnnbench.run.events import EVENTS_FD_ENV, EventReader, RunEvent
 from gnnbench.run.harness import RunConfig, train
 from gnnbench.run.record import bad_input_error, run_record
+from gnnbench.run.scratch import run_folder
 from gnnbench.results.store import utc_now
 
 __all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail"]
@@ -172,7 +172,7 @@ def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _U
     if not isolate:
         return train(spec, on_event=on_event)
     started = utc_now()
-    with tempfile.TemporaryDirectory(prefix="gnnbench-run-") as tmp:
+    with run_folder() as tmp:  # killed runs' folders are cleaned up here (Note [run folders])
         spec_path, result_path, err_path = Path(tmp, "spec.json"), Path(tmp, "result.json"), Path(tmp, "stderr")
         spec_path.write_text(json.dumps({**spec.as_dict(), "memory_limit": memory_limit}))
         cmd = worker_command(spec_path, result_path)

@@ -56,15 +56,14 @@ import hashlib
 import itertools
 import json
 import os
-import socket
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gnnbench.run.claimant import claim_owner, owner_is_gone
 from gnnbench.run.config import RunConfig, config_fields, make_config, parse_memory
 from gnnbench.run.repeat import process_count
 from gnnbench.errors import UserError
@@ -431,6 +430,20 @@ def with_rounds(campaign: Campaign, data: Mapping[str, Any], where: str = "comma
 
 def load_campaign(path: str | os.PathLike) -> Campaign:
     """Read a TOML campaign (see ``campaigns/cpu_small.toml``); its name defaults to the file's stem."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"no campaign file at {path}") from None
+    except OSError as err:
+        raise UserError(f"cannot read campaign file {path}: {err.strerror or err}") from None
+    data = campaign_toml(raw, str(path))
+    data.setdefault("name", path.stem)
+    return campaign_from_mapping(data, str(path))
+
+
+def campaign_toml(raw: bytes, where: str) -> dict[str, Any]:
+    """A campaign file's bytes as TOML data; text that is not UTF-8 or not TOML is one line naming ``where``."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -438,15 +451,16 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
             import tomli as tomllib
         except ModuleNotFoundError:
             raise UserError("reading a TOML campaign needs Python 3.11 or `pip install tomli`") from None
-    path = Path(path)
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"no campaign file at {path}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); save it "
+                        f"as UTF-8") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{path}: not valid TOML ({err})") from None
-    data.setdefault("name", path.stem)
-    return campaign_from_mapping(data, str(path))
+        raise UserError(f"{where}: not valid TOML ({err})") from None
 
 
 # ---------------------------------------------------------------- planning
@@ -607,7 +621,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
         counts = _counts_status(campaign)
         total, started = len(the_plan.todo), clock()
         finished = 0
-        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        owner = claim_owner()  # host, pid and start time: a dead claimer's claims are taken over (Note [claim owners])
         held: set[str] = set()
 
         def event(kind: str, task: Task, row: dict | None = None) -> None:
@@ -622,7 +636,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
             for task in the_plan.todo:
                 if not campaign.rerun:
                     ttl = (task.timeout_s or _CLAIM_TTL_S) + _CLAIM_MARGIN_S
-                    if not db.claim(task.claim_key, owner, ttl):  # another sweep runs it (Note [claims])
+                    if not _claim(db, task.claim_key, owner, ttl):  # another sweep runs it (Note [claims])
                         report.claimed_elsewhere += 1
                         event("claimed", task)
                         continue
@@ -658,6 +672,17 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
             if owned:
                 executor.close()
     return report
+
+
+def _claim(db: Any, key: str, owner: str, ttl: float) -> bool:
+    """Claim ``key``, first taking it from a holder whose process is gone (Note [claim owners])."""
+    if db.claim(key, owner, ttl):
+        return True
+    holder = db.claims().get(key)
+    if holder is None or not owner_is_gone(holder):
+        return False
+    db.release(key, holder)  # only that dead holder's claim; a live sweep that raced us keeps its own
+    return db.claim(key, owner, ttl)
 
 
 _CLAIM_TTL_S = 24 * 3600.0   # a claim of a run without a time limit expires after a day

@@ -85,8 +85,21 @@ class SystemGlue:
         return self._module
 
     def hook(self, name: str) -> Callable | None:
+        """The spec's ``name`` hook (prepare, configure, report), or None.
+
+        Raises:
+            UserError: the kernels module has no such function, or it is not callable (Note [hook check]).
+        """
+        from gnnbench.errors import UserError
+        from gnnbench.runtime.hooks import _MISSING, hook_error
+
         fn_name = self.hooks.get(name)
-        return getattr(self.module, fn_name) if fn_name else None
+        if not fn_name:
+            return None
+        fn = getattr(self.module, fn_name, _MISSING)
+        if not callable(fn):
+            raise UserError(hook_error(self.name, name, fn_name, self.kernels_module, fn))
+        return fn
 
     def find(self, operator: str, attrs: dict[str, Any]) -> OperatorImpl | None:
         for impl in self.operators.get(operator, ()):

@@ -152,30 +152,6 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
-def _module_missing(module: str, folder: Path) -> bool:
-    """Whether the kernels module ``module`` cannot be found, without importing it.
-
-    A module in gnnbench's ``systems/`` (``gnnbench.systems.<name>.kernels``) or
-    in the system's own folder (``<name>.kernels``, Note [external systems] in
-    ``dsl/gen.py``) is looked for as a file: that folder's parent joins
-    ``sys.path`` only when the system is loaded, and importing a package's
-    ``__init__`` here would make listing slow. Any other module is looked up.
-    """
-    from gnnbench.dsl.gen import systems_root
-
-    parts = module.split(".")
-    if parts[:2] == ["gnnbench", "systems"] and len(parts) > 2:
-        base = systems_root().joinpath(*parts[2:])
-    elif parts[0] == folder.name:
-        base = folder.parent.joinpath(*parts)
-    else:
-        try:
-            return importlib.util.find_spec(module) is None
-        except (ImportError, ValueError):
-            return True
-    return not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file())
-
-
 @lru_cache(maxsize=None)
 def _describe(source: SystemSource, _stamp: tuple[int, int]) -> SystemInfo:
     """Parse one spec into a :class:`SystemInfo`; a broken spec gives a broken info, never an exception.
@@ -198,10 +174,16 @@ def _describe(source: SystemSource, _stamp: tuple[int, int]) -> SystemInfo:
     if spec.name != source.name:
         return replace(broken, error=f"{source.spec_path} declares `system {spec.name}`, but it was found as "
                                      f"'{source.name}' ({source.origin}); make the two names agree")
+    from gnnbench.runtime.hooks import find_kernels_module, hook_problem
+
     kernels = getattr(spec, "kernels_module", "")
-    if kernels and _module_missing(kernels, source.spec_path.parent):
+    if kernels and not find_kernels_module(kernels, source.spec_path.parent)[0]:
         return replace(broken, error=f"its kernels module '{kernels}' cannot be found "
                                      f"(spec {source.spec_path}, `kernels {kernels}`)")
+
+    problem = hook_problem(spec, source.spec_path)
+    if problem:
+        return replace(broken, error=problem)
     return SystemInfo(
         spec.name, spec.version, spec.summary, "kernel", spec.devices, spec.frameworks, spec.requires,
         _missing(spec.requires), spec.hint, str(source.spec_path),

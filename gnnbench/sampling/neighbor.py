@@ -46,16 +46,25 @@ __all__ = ["Block", "SampledBatch", "Sampler", "NeighborSampler", "epoch_batches
 
 #: Note [without replacement]: Floyd's algorithm up to this fanout, reservoir sampling beyond.
 _FLOYD_MAX_K = 64
+#: The largest fanout: the numba kernels count in int64, and no graph gnnbench loads has a node of more
+#: neighbours, so a larger one would mean "all" (write -1) or a typo.
+MAX_FANOUT = 2**31 - 1
 
 
 def check_fanouts(fanouts: Sequence[Any]) -> tuple[int, ...]:
-    """Fanouts as ints, each ``>= 1`` or ``-1`` (all neighbours); raises ``ValueError`` naming the bad one."""
+    """Fanouts as ints, each in ``[1, MAX_FANOUT]`` or ``-1`` (all neighbours).
+
+    Raises:
+        ValueError: naming the bad one.
+    """
     out = []
     for f in fanouts:
         if isinstance(f, bool) or not isinstance(f, (int, np.integer)):
             raise ValueError(f"fanouts must be integers (got {f!r})")
         if f == 0 or f < -1:
             raise ValueError(f"each fanout must be >= 1, or -1 for all neighbours (got {int(f)})")
+        if f > MAX_FANOUT:
+            raise ValueError(f"each fanout must be at most {MAX_FANOUT}, or -1 for all neighbours (got {int(f)})")
         out.append(int(f))
     if not out:
         raise ValueError("give at least one fanout, e.g. 25,10")

@@ -187,7 +187,7 @@ def verify(system: str, operator: str | None = None, slow: bool = False, store=N
 
 def largest_graph(report: VerifyReport) -> dict[str, Any] | None:
     """The graph with the most edges among the checks that ran (passed or failed) in ``report``."""
-    from gnnbench.check.dims import LADDER_EDGES
+    from gnnbench.check.dims import LADDER_EDGES, ladder_graph_name, ladder_nodes
 
     ran = {row.operator for row in report.rows() if row.status != "skipped" and row.cases}
     if report.large_index is not None and report.large_index.status != "skipped":
@@ -195,7 +195,8 @@ def largest_graph(report: VerifyReport) -> dict[str, Any] | None:
         return {"graph": "ring", "nodes": n, "edges": n, "check": report.large_index.operator}
     ladder = [label for label in ran if label.startswith("size ladder")]
     if ladder:
-        return {"graph": f"random_{LADDER_EDGES[-1] // 1000}k", "nodes": max(LADDER_EDGES[-1] // 8, 4096), "edges": LADDER_EDGES[-1],
+        edges = LADDER_EDGES[-1]
+        return {"graph": ladder_graph_name(edges), "nodes": ladder_nodes(edges), "edges": edges,
                 "check": sorted(ladder)[0]}
     if any(row.operator for row in report.operators if row.status != "skipped" and row.cases):
         return {"graph": "hub_50k", "nodes": 50_002, "edges": 100_001, "check": "conformance"}

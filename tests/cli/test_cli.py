@@ -133,6 +133,8 @@ BAD_INPUTS = [
     (_RUN + ["--repeat", "2", "--in-process"], "gnnbench run: --repeat runs each repetition in its own worker"),
     (_RUN + ["--memory-limit", "lots"], "gnnbench run: --memory-limit must look like 4G, 512M"),
     (_RUN + ["--memory-limit=-1G"], "gnnbench run: --memory-limit must look like 4G, 512M"),
+    (_RUN + ["--batching", "sampled", "--fanouts", "99999999999999999999999999,5"],
+     "gnnbench run: --fanouts each fanout must be at most 2147483647, or -1 for all neighbours"),
     # run: system options, checked against what the system declares
     (_RUN + ["-o", "bad"], "gnnbench run: --option expects KEY=VALUE (got 'bad')"),
     (_RUN + ["-o", "1x=2"], "gnnbench run: --option expects KEY=VALUE with KEY a name"),
@@ -199,6 +201,10 @@ BAD_INPUTS = [
     (["results", "--csv", "/nonexistent/x.csv"], "gnnbench results: cannot write --csv /nonexistent/x.csv: folder"),
     (["results", "--csv", "/proc/x.csv"], "gnnbench results: cannot write --csv /proc/x.csv"),
     (["results", "--csv", "{tmp}"], "gnnbench results: --csv {tmp} is a folder"),
+    (["results", "--csv", ""], "gnnbench results: --csv is empty: give a file path"),
+    (["compare", "--results", "{fixture}", "--baseline", "nosuch"],
+     "gnnbench compare: --baseline nosuch has no stored runs; systems present: few, fused, huge, noisy, reference, "
+     "slow, untested, wrong\n"),
     (["results", "--csv", "{tmp}/" + _LONG_NAME], "gnnbench results: --csv path has a name of 300 bytes"),
     (["results", "--results", "{junk}"], "gnnbench results: {junk} is not a gnnbench results database"),
     (["results", "--results", "{badver}"], "gnnbench results: results database {badver} has schema_version '3.x'"),
@@ -215,6 +221,8 @@ BAD_INPUTS = [
     (["plot"], "gnnbench plot: error: the following arguments are required: --out"),
     (["report", "--out", "/nonexistent/a/b"], "gnnbench report: cannot create --out folder /nonexistent/a/b"),
     (["report", "--out", "{junk}"], "gnnbench report: --out folder {junk} is a file"),
+    (["report", "--out", ""], "gnnbench report: --out folder is empty: give a folder path"),
+    (["plot", "--out", ""], "gnnbench plot: --out folder is empty: give a folder path"),
     # other commands
     (["tune", "--system", "reference"], "gnnbench tune: system 'reference' has nothing to tune"),
     (["tune", "--system", "isplib", "--widths", "a,b"], "gnnbench tune: --widths expects integers"),
@@ -224,6 +232,15 @@ BAD_INPUTS = [
      "gnnbench datasets: data folder /nonexistent (from --data-dir) does not exist"),
     (["new-system", _LONG_NAME, "--dir", "{tmp}"], "gnnbench new-system: system name 'xxxx"),
 ]
+
+def _results_fixture():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gnnbench_results_fixture", REPO / "tests/fixtures/results_fixture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 def _bad_files(tmp: Path) -> dict[str, str]:
     import sqlite3
@@ -244,6 +261,7 @@ def _bad_files(tmp: Path) -> dict[str, str]:
     files["foreign"] = str(tmp / "foreign.sqlite")
     ResultsStore(tmp / "empty.sqlite").close()
     files["empty"] = str(tmp / "empty.sqlite")
+    files["fixture"] = str(_results_fixture().build_fixture_db(tmp / "fixture.sqlite"))
     campaigns = {"badtoml": "systems = [", "unknownkey": 'systems = ["reference"]\nmodels = ["gcn"]\n'
                  'datasets = ["karate"]\nepoch = 3\n',
                  "badlr": 'systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["karate"]\nlr = -0.5\n',
@@ -297,6 +315,13 @@ def test_bad_input_found_by_the_worker_is_one_line_and_status_2_and_stores_nothi
     with ResultsStore(db) as store:
         assert store.rows() == []
     assert not (tmp_path / "logs").exists()  # no worker log kept either
+
+
+def test_negative_numbers_in_a_list_are_a_value_not_a_flag():
+    from gnnbench.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--system", "reference", "--model", "sage", "--fanouts", "-1,-1"])
+    assert args.cfg_fanouts == "-1,-1"
 
 
 def test_the_bad_input_table_is_large_enough():

@@ -118,3 +118,61 @@ def test_without_network_fails_fast_saying_where_to_put_files(tmp_path, capsys):
 def test_fetch_refuses_synthetic_names():
     with pytest.raises(UserError, match="'rmat' cannot be fetched; choose one of: cora, citeseer, pubmed"):
         fetch("rmat")
+
+
+def _zip(entries: list[tuple[str, bytes, int]]) -> bytes:
+    """An archive of ``(name, content, unix mode)`` members; mode 0o120777 makes a symbolic link."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, content, mode in entries:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = mode << 16
+            z.writestr(info, content)
+    return buf.getvalue()
+
+
+def test_a_symlinked_directory_member_is_one_line(tmp_path, server):
+    server.payload = _zip([("reddit", b"/etc", 0o120777), ("reddit/reddit_data.npz", b"x", 0o100644)])
+    url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
+    with pytest.raises(UserError, match=r"reddit\.zip: member 'reddit' is a symbolic link; refusing the archive"):
+        fetch("reddit", data_dir=tmp_path / "data", url=url, progress=False)
+
+
+def test_a_symlinked_target_folder_is_refused_and_left_alone(tmp_path, server):
+    server.payload = _reddit_zip(tmp_path)
+    url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
+    root, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("mine")
+    root.mkdir()
+    (root / "reddit").symlink_to(elsewhere)
+    with pytest.raises(UserError, match=rf"{root / 'reddit'} is a symbolic link to {elsewhere}; fetch replaces "
+                                        r"the folder, so remove the link or pass --data-dir"):
+        fetch("reddit", data_dir=root, url=url, progress=False)
+    assert (elsewhere / "keep").read_text() == "mine"
+
+
+def test_a_symlinked_part_file_is_not_followed(tmp_path, server):
+    server.payload = _reddit_zip(tmp_path)
+    url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
+    root, victim = tmp_path / "data", tmp_path / "victim"
+    victim.write_text("precious")
+    (root / ".downloads").mkdir(parents=True)
+    (root / ".downloads" / "reddit.zip.part").symlink_to(victim)
+    with pytest.raises(UserError, match=r"reddit\.zip\.part is a symbolic link; remove it and fetch again"):
+        fetch("reddit", data_dir=root, url=url, progress=False)
+    assert victim.read_text() == "precious"
+
+
+def test_a_refetch_lacking_the_files_keeps_the_good_dataset(tmp_path, server):
+    server.payload = _reddit_zip(tmp_path)
+    url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
+    root = tmp_path / "data"
+    fetch("reddit", data_dir=root, url=url, progress=False)
+    before = {p.name: p.read_bytes() for p in (root / "reddit").iterdir()}
+    server.payload = _zip([("README", b"nothing here", 0o100644)])
+    with pytest.raises(UserError, match=r"reddit\.zip holds no reddit_data\.npz, reddit_graph\.npz; kept the "
+                                        rf"files in {root / 'reddit'}"):
+        fetch("reddit", data_dir=root, url=f"{url}?again", progress=False)
+    assert {p.name: p.read_bytes() for p in (root / "reddit").iterdir()} == before
+    assert [p.name for p in root.iterdir() if p.name.startswith(".extract")] == []

@@ -382,3 +382,52 @@ def test_an_unsaved_row_falls_back_when_beside_the_store_is_not_writable(tmp_pat
     monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path / "cache"))
     saved = store_mod.save_unsaved({"status": "ok"}, "/proc/r.sqlite")
     assert saved.parent == tmp_path / "cache" / "unsaved"
+
+
+def _store_with_one_run(path: Path) -> Path:
+    with ResultsStore(path) as store:
+        store.insert({"system": "s", "status": "ok", "epoch_times": [0.5], "epoch_time_median_s": 0.5})
+    return path
+
+
+@pytest.mark.parametrize("column,value,problem", [
+    ("epoch_times", "[0.5, oops", "epoch_times holds '[0.5, oops', not JSON"),
+    ("epoch_time_median_s", "fast", "epoch_time_median_s holds 'fast', not a REAL"),
+    ("epochs", 2.5, "epochs holds 2.5, not an INTEGER"),
+    ("system", b"\x00bin", "system holds b'\\x00bin', not a TEXT"),
+])
+def test_a_hand_edited_value_is_one_line_naming_the_run_and_column(tmp_path, column, value, problem):
+    path = _store_with_one_run(tmp_path / "r.sqlite")
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE runs SET {column} = ?", (value,))
+    with ResultsStore(path, create=False) as store, pytest.raises(UserError) as err:
+        store.rows()
+    assert str(err.value) == (f"results database {path}: run 1: column {problem}; fix or delete that row "
+                              f"(e.g. with sqlite3)")
+
+
+def test_a_store_without_its_runs_table_is_one_line_and_untouched(tmp_path):
+    path = _store_with_one_run(tmp_path / "r.sqlite")
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE runs")
+    before = path.read_bytes()
+    for create in (False, True):
+        with pytest.raises(UserError) as err:
+            ResultsStore(path, create=create)
+        assert str(err.value) == (f"results database {path} has no runs table (tables: claims, meta, verifications); "
+                                  f"it was left untouched: move it aside or choose another results path")
+    assert path.read_bytes() == before
+
+
+def test_reading_an_older_store_keeps_its_journal_mode(tmp_path):
+    path = tmp_path / "v4.sqlite"
+    ResultsStore(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA journal_mode=DELETE")
+        for column in _SCHEMA_5_COLUMNS:
+            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    with ResultsStore(path, create=False) as store:
+        assert store.rows() == []
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)

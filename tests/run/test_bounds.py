@@ -150,3 +150,37 @@ def test_the_summary_names_the_costliest_spmm_and_its_share_of_the_gather_bound(
     assert _spmm_lines({"extra": {"spmm_figures": bare}})[0].endswith(
         "14.1 GB/s, 3.31 GFLOP/s (no bounds cached on this machine: `gnnbench bounds` measures them)")
     assert _spmm_lines({"extra": {}}) == [] and _spmm_lines({"extra": None}) == []
+
+
+def test_an_unwritable_cache_is_one_line_before_measuring(tmp_path, monkeypatch):
+    from gnnbench.errors import UserError
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("GNNBENCH_CACHE", str(blocker))
+
+    def never(threads=None):
+        raise AssertionError("measured although the result could not be cached")
+
+    with pytest.raises(UserError) as err:
+        machine_bounds(2, measure=never)
+    assert str(err.value).startswith(f"cannot write the bounds cache {blocker / 'bounds'}: ")
+    assert str(err.value).endswith("; set GNNBENCH_CACHE to a writable folder (nothing was measured)")
+
+
+def test_a_cache_lost_while_measuring_keeps_the_measurement_in_the_message(tmp_path, monkeypatch):
+    import shutil
+
+    from gnnbench.errors import UserError
+
+    monkeypatch.setenv("GNNBENCH_CACHE", str(tmp_path / "cache"))
+
+    def measure_then_lose_the_folder(threads=None):
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+        (tmp_path / "cache").write_text("")
+        return FAKE
+
+    with pytest.raises(UserError) as err:
+        machine_bounds(2, measure=measure_then_lose_the_folder)
+    assert str(err.value).startswith("measured STREAM triad 20.0 GB/s, random 256-byte gather 10.0 GB/s on 2 "
+                                     f"threads, but could not save them in {tmp_path / 'cache' / 'bounds'} (")

@@ -30,3 +30,13 @@ def test_campaign_runs_enough_processes_or_says_why_not(path):
     short = [m.rounds for m in load_campaign(path).matrices if m.rounds < MIN_PROCESSES]
     reason = re.search(r"^#\s*rounds:\s*\S", path.read_text(encoding="utf-8"), re.MULTILINE)
     assert not short or reason, f"{path.name}: rounds {short[0]} < {MIN_PROCESSES} without a '# rounds:' reason"
+
+
+def test_a_campaign_that_is_not_utf8_is_one_line(tmp_path):
+    from gnnbench.errors import UserError
+
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('name = "caf\u00e9"\n'.encode("latin-1"))
+    with pytest.raises(UserError) as err:
+        load_campaign(path)
+    assert str(err.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset 11); save it as UTF-8"

@@ -152,6 +152,8 @@ def repo(tmp_path):
     ("nope..HEAD", [], "'nope..HEAD' is not a git range of "),
     ("HEAD..HEAD", [], "the range 'HEAD..HEAD' selects no commits of "),
     ("HEAD~1..HEAD", [], "campaign.toml at commit "),
+    ("HEAD~1..HEAD", ["--systems-dir", "/tmp"], "--systems-dir /tmp is outside the repository "),
+    ("HEAD~1..HEAD", ["--systems-dir", "sub/../.."], "--systems-dir sub/../.. is outside the repository "),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(repo, tmp_path, capsys, range_, extra, message):
     db = tmp_path / "out" / "h.sqlite"
@@ -185,3 +187,24 @@ def test_a_store_of_another_schema_is_refused(tmp_path, capsys):
                 "--results", str(db)]) == 2
     assert "schema version 99" in capsys.readouterr().err
     assert db.read_bytes() == before
+
+
+def test_a_campaign_that_is_not_utf8_at_a_commit_is_one_line(tmp_path, capsys):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    (repo / "campaign.toml").write_text(CAMPAIGN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    (repo / "campaign.toml").write_bytes(CAMPAIGN.encode() + '# caf\u00e9\n'.encode("latin-1"))
+    git(repo, "commit", "-q", "-am", "two: a Latin-1 comment")
+    short = git(repo, "rev-parse", "HEAD").strip()[:7]
+    db = tmp_path / "h.sqlite"
+    assert cli(["history", "HEAD~1..HEAD", "--repo", str(repo), "--campaign", str(repo / "campaign.toml"),
+                "--results", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"campaign.toml at commit {short}: not UTF-8 text (byte 0xe9 at offset " in err, err
+    assert not db.exists()

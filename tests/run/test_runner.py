@@ -6,6 +6,7 @@ misbehaviour, so these tests start no training.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -199,3 +200,25 @@ def test_without_a_display_the_worker_gets_no_pipe(config, monkeypatch, tmp_path
     _worker(monkeypatch, "sh", "-c", f"echo \"${{GNNBENCH_EVENTS_FD-unset}}\" > {seen}; exit 3")
     assert runner.run_task(config)["status"] == "crashed"
     assert seen.read_text() == "unset\n"
+
+
+def test_a_new_run_removes_the_folders_of_killed_runs_only(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import tempfile
+
+    from gnnbench.run.scratch import remove_stale_run_folders, run_folder
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # SIGKILLed or not, its process is gone now
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    killed, older, other = (tmp_path / f"gnnbench-run-{child.pid}-x1", tmp_path / "gnnbench-run-ab12",
+                            tmp_path / "someone-else")
+    live = tmp_path / f"gnnbench-run-{os.getppid()}-y2"
+    for folder in (killed, older, other, live):
+        (folder / "spec.json").parent.mkdir()
+        (folder / "spec.json").write_text("{}")
+    with run_folder() as mine:
+        assert Path(mine).name.startswith(f"gnnbench-run-{os.getpid()}-")
+        assert remove_stale_run_folders(tmp_path) == []  # its own folder is not stale
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (older, other, live))

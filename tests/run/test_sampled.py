@@ -35,6 +35,8 @@ def test_bad_sampling_input_is_one_line_before_any_worker(values, message):
 @pytest.mark.parametrize("values,message", [
     ({"fanouts": "0,10"}, "--fanouts each fanout must be >= 1, or -1 for all neighbours (got 0)"),
     ({"fanouts": "25,-3"}, "--fanouts each fanout must be >= 1, or -1 for all neighbours (got -3)"),
+    ({"fanouts": "99999999999999999999999999,5"},
+     "--fanouts each fanout must be at most 2147483647, or -1 for all neighbours (got 99999999999999999999999999)"),
     ({"fanouts": "25,x"}, "--fanouts must be integers separated by commas, e.g. 25,10 (got '25,x')"),
     ({"batch_size": "0"}, "--batch-size must be greater than 0 (got '0')"),
     ({"sampler": "mine"}, "--sampler must be one of gnnbench, pyg, dgl (got 'mine')"),

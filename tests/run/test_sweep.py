@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -513,3 +514,41 @@ def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
     assert sum(r for r, _ in ran) == 4 and all(r + left == 4 for r, left in ran)
     with ResultsStore(db) as store:
         assert sorted(r["seed"] for r in store.rows()) == [0, 1, 2, 3] and store.claims() == {}
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # reaped: no process has this pid now
+    return child.pid
+
+
+@pytest.mark.parametrize("holder", [
+    lambda: f"{socket.gethostname()}:{_dead_pid()}:1700000000.00:killed0",   # SIGKILLed: never released
+    lambda: f"{socket.gethostname()}:{os.getpid()}:1.00:reused00",           # its pid now another process's
+    lambda: f"{socket.gethostname()}:{_dead_pid()}:killed00",                # an older sweep's owner text
+])
+def test_a_claim_of_a_dead_sweep_on_this_host_is_taken_over_at_once(tmp_path, holder):
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference",), seeds=(0, 1))
+    with ResultsStore(db) as store:
+        tasks = plan(campaign, store).tasks
+        assert store.claim(tasks[1].claim_key, holder(), 2400)
+    calls: list = []
+    report = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)))
+    assert [s.seed for s in calls] == [0, 1] and report.claimed_elsewhere == 0
+    with ResultsStore(db) as store:
+        assert store.claims() == {}
+
+
+def test_a_claim_of_a_live_sweep_or_another_host_is_left_to_it(tmp_path):
+    from gnnbench.run.claimant import claim_owner
+
+    db = tmp_path / "r.sqlite"
+    campaign = _campaign(systems=("reference",), seeds=(0, 1, 2))
+    live, remote = claim_owner(), f"elsewhere.example:{_dead_pid()}:1700000000.00:remote00"
+    with ResultsStore(db) as store:
+        tasks = plan(campaign, store).tasks
+        assert store.claim(tasks[1].claim_key, live, 600) and store.claim(tasks[2].claim_key, remote, 600)
+    calls: list = []
+    report = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)))
+    assert [s.seed for s in calls] == [0] and report.claimed_elsewhere == 2

@@ -78,6 +78,10 @@ def test_missing_kernels_module_and_leftover_folder(systems_path):
     assert "left_behind" not in system_names()
     (systems_path / "nokern" / "kernels.py").write_text("")
     forget_systems()
+    with pytest.raises(UserError, match="its prepare hook 'prepare' is not defined in kernels module 'nokern"):
+        system_info("nokern")  # the spec names a prepare hook (Note [hook check])
+    (systems_path / "nokern" / "kernels.py").write_text("def prepare(view):\n    return None\n")
+    forget_systems()
     assert not system_info("nokern").error
 
 
@@ -147,3 +151,47 @@ def test_glue_from_before_the_declaration_file_is_one_line_naming_gnnbench_gen(s
     assert out.strip().endswith(
         f"skipped: system 'demo_zero_backward' has no generated torch glue beside "
         f"{folder / 'demo_zero_backward.gnn'} (_glue.py missing); run `gnnbench gen demo_zero_backward`")
+
+
+def _hooked_system(systems_path, capsys, kernels_extra: str = "") -> None:
+    """A scaffolded system whose spec names a configure hook ``configure_it``; ``kernels_extra`` ends kernels.py."""
+    assert cli(["new-system", "hooksys", "--dir", str(systems_path)]) == 0
+    capsys.readouterr()
+    spec = systems_path / "hooksys" / "hooksys.gnn"
+    spec.write_text(spec.read_text().replace("    kernels hooksys.kernels\n",
+                                             "    kernels hooksys.kernels\n    configure configure_it\n"))
+    with open(systems_path / "hooksys" / "kernels.py", "a", encoding="utf-8") as fh:
+        fh.write(kernels_extra)
+    forget_systems()
+
+
+@pytest.mark.parametrize("extra,problem", [
+    ("", "its configure hook 'configure_it' is not defined in kernels module 'hooksys.kernels'"),
+    ("\nconfigure_it = 3\n", "its configure hook 'configure_it' in kernels module 'hooksys.kernels' is not "
+                             "callable (a constant)"),
+])
+def test_a_missing_or_uncallable_hook_is_refused_by_gen_and_shown_broken(systems_path, capsys, extra, problem):
+    _hooked_system(systems_path, capsys, extra)
+    kernels = systems_path / "hooksys" / "kernels.py"
+    assert cli(["gen", "hooksys"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gnnbench gen: {systems_path / 'hooksys' / 'hooksys.gnn'}:")
+    assert f"{problem} ({kernels})" in err
+    assert cli(["systems"]) == 0
+    line = next(li for li in capsys.readouterr().out.splitlines() if li.startswith("hooksys "))
+    assert line.split()[2] == "broken" and problem in line
+    assert cli(["run", "--system", "hooksys", "--model", "gcn", "--dataset", "karate", "-o", "x=1",
+                "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gnnbench run: system 'hooksys' is broken: ") and err.count("\n") == 1, err
+
+
+def test_a_hook_that_is_no_function_at_run_time_is_one_line(systems_path, capsys):
+    _hooked_system(systems_path, capsys, "\nconfigure_it = dict.get(globals(), 'no such name')\n")  # None, seen run
+    assert cli(["gen", "hooksys"]) == 0
+    capsys.readouterr()
+    assert cli(["run", "--system", "hooksys", "--model", "gcn", "--dataset", "karate", "-o", "x=1",
+                "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("gnnbench run: system 'hooksys': its configure hook 'configure_it' in kernels module "
+                   "'hooksys.kernels' is not callable (it is None); fix the module or the spec's `configure` line\n")

@@ -103,7 +103,7 @@ def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
     names = ("gcn", "gin", "sage", "gat", "gat-8heads", "weighted-gcn", "gcn-forms")
     assert [r.operator for r in report.models] == [f"model {m}" for m in names] + ["model gat-8heads [float32]"]
     assert len([t for t in plan("reference", None, False, True, "full") if t[0] in ("model", "e2e")]) == 2 * (7 + 4)
-    assert report.largest_graph == {"graph": "random_1114k", "nodes": 139264, "edges": 1114112,
+    assert report.largest_graph == {"graph": "random_1114k", "nodes": 139260, "edges": 1114087,
                                     "check": "size ladder (E > 2^20)"}
     assert all(r.status == "passed" for r in report.models)
     with ResultsStore(results) as db:
@@ -111,7 +111,7 @@ def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
     assert record["status"] == "passed" and record["system_version"] == "1.0"
     assert record["details"]["settings"]["dtype"] == "float64"
     assert record["details"]["settings"]["dtypes"] == ["float64", "float32"]
-    assert record["details"]["largest_graph"]["edges"] == 1114112
+    assert record["details"]["largest_graph"]["edges"] == 1114087
 
     code = cli(["run", "--system", "reference", "--model", "gcn", "--epochs", "3", "--warmup", "1",
                 "--in-process", "--json", "--results", results])
