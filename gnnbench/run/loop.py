@@ -27,8 +27,8 @@ def set_up(spec, model_cls, hyper):
     from gnnbench.frameworks import get_frontend
     from gnnbench.run.thread_pools import configure_this_process
 
+    F = get_frontend(spec.framework, spec.device, spec.dtype)  # imports the framework, whose pools are set next
     configure_this_process(spec.threads)  # before numba's first parallel section (Note [thread pools])
-    F = get_frontend(spec.framework, spec.device, spec.dtype)
     if spec.threads:
         F.set_threads(spec.threads)
     dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))

@@ -15,12 +15,18 @@ Note [serial below a size]
     ``parallel``, where ``prange`` is ``range``. Every section given a twin
     writes disjoint slices per iteration (or sums integers), so the twin's
     result is bit for bit the parallel one's (``tests/runtime/test_serial.py``).
-    The threshold is where the serial twin stops being faster than the
-    parallel section with one busy process beside the run, measured by
-    ``benchmarks/bench_batch_cost.py`` (``results/batch_cost.md``, table
-    "serial or parallel"): the transpose of a 2^15-edge graph took about
-    the same either way, smaller ones less serially, larger ones less in
-    parallel.
+    The threshold comes from ``benchmarks/bench_batch_cost.py``
+    (``results/batch_cost.md``, table "serial or parallel"): the platform's
+    CSR transpose of random graphs at 2 threads, serial twin against
+    parallel section, interleaved, on the shared 2-core machine (load
+    average 12-14). Up to 2^16 edges the parallel section never won, alone
+    or beside a busy process: at 2^16, 1.7 ms serial against a median of
+    174 ms parallel (its second thread waiting for a core), and a best case
+    of 1.4 against 36 ms; at 2^18 the best cases tied (42 ms) while the
+    median still favoured the serial twin; at 2^20 the two were even. So
+    sections run serially below 2^16 units of work, a factor 4 under the
+    size where the best parallel launch caught up, and large graphs (the
+    64M-edge transpose of Note [parallel transpose]) keep every thread.
 
     The twin is a separate function object with its own qualified name
     (``<name>_serial``): numba's disk cache keys a compiled function by its
@@ -37,7 +43,7 @@ from numba import njit
 __all__ = ["SERIAL_BELOW", "ParallelAbove", "parallel_above"]
 
 #: Note [serial below a size]: a section with less work than this runs serially.
-SERIAL_BELOW = 1 << 15
+SERIAL_BELOW = 1 << 16
 
 
 class ParallelAbove:
