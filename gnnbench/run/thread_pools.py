@@ -12,11 +12,12 @@ Note [thread pools]
     nothing; with as many threads as cores and one other busy process
     beside the run, the spinning workers of one pool hold the cores the
     other pool's next section needs, and every small section waits for
-    the scheduler's time slice. Sampled SAGE on Cora at batch 16 has
-    hundreds of small sections an epoch: isplib's epoch went from 80 ms
-    at ``--threads 1`` to 3.1 s at 2 threads (issue 43), its optimizer
-    (torch's Adam, the same code as reference's) from 7.5 to 993 ms. The
-    figures behind the choices below are in ``results/batch_cost.md``
+    the scheduler's time slice. Sampled SAGE on Cora at batch 16 runs
+    hundreds of small sections an epoch, and issue 43 found isplib's epoch
+    forty times its one-thread figure at two threads, its optimizer (torch's
+    Adam, the same code as reference's) over a hundred times reference's.
+    The figures behind the choices below, before and after, are tables in
+    ``results/batch_cost.md`` and ``results/batch_cost_pools.md``
     (``benchmarks/bench_batch_cost.py``).
 
     So a worker starts with (:func:`pool_environment`):
@@ -24,10 +25,12 @@ Note [thread pools]
     * numba's ``workqueue`` layer (:data:`NUMBA_LAYER`): its workers block
       on a condition instead of spinning, and it is not an OpenMP runtime,
       so only one OpenMP runtime is left. It is slower to launch a section
-      on an idle machine (about 150 us against 30), which is why small
-      sections run serially (Note [serial below a size] in
-      :mod:`gnnbench.runtime.serial`). It is not safe to launch sections
-      from two threads at once; gnnbench calls kernels from one thread.
+      on an idle machine, which is why small sections run serially (Note
+      [serial below a size] in :mod:`gnnbench.runtime.serial`). It is not
+      safe to launch sections from two threads at once; gnnbench calls
+      kernels from one thread (TensorFlow's eager ops run a kernel on the
+      calling thread; its one ``tf.function``, the optimizer's update, calls
+      none).
     * the OpenMP pools told to sleep at once after a section
       (``OMP_WAIT_POLICY=PASSIVE``; ``KMP_BLOCKTIME=0`` for an Intel
       OpenMP runtime, which MKL may load): a sleeping worker frees its core
