@@ -1,22 +1,22 @@
 """A sampled batch's fixed costs, alone and beside a busy process, and what the thread pools change (issue 43).
 
     python benchmarks/bench_batch_cost.py --data-dir ../shared/data/planetoid [--epochs 3] [--before TREE]
-        [--parts sections,batches,headline] [--out results/batch_cost]
+        [--parts sections,batches,pools,headline] [--rounds N] [--keep] [--out results/batch_cost]
 
-Three tables, each measured alone and beside a process that keeps one core busy (a Python busy loop this
-script starts and kills in a ``finally``):
+Four tables; "busy" means beside a process that keeps one core busy (a Python busy loop this script starts
+and kills in a ``finally``):
 
-* *serial or parallel*: the platform's CSR transpose (``gnnbench.runtime.csr_transpose``) of random graphs of
-  1k to 256k edges, its serial twin against its parallel section, 2 threads, in this process (the numbers
-  behind Note [serial below a size] in gnnbench/runtime/serial.py);
-* *per batch*: SAGE on Cora, fanouts 10,5, batches of 16, 256 and 1024 nodes, 2 threads: sampling, gather,
-  block building and each system's prepare (the sampled row's ``sample``, ``gather`` and ``block_prepare``
+* *serial or parallel*, alone and busy: the platform's CSR transpose (``gnnbench.runtime.csr_transpose``) of
+  random graphs of 1k to 1M edges, its serial twin against its parallel section, 2 threads, in this process
+  (the numbers behind Note [serial below a size] in gnnbench/runtime/serial.py);
+* *per batch*, alone and busy: SAGE on Cora, fanouts 10,5, batches of 16, 256 and 1024 nodes, 2 threads:
+  sampling, gather, block building and each system's prepare (the sampled row's ``sample``, ``gather`` and ``block_prepare``
   phases) per batch, for reference, isplib and dgl-native. Cora trains on 140 nodes, so these runs are
   ``--mode inference`` passes over all 2,708 nodes, whose batches have the same three phases;
-* *pools* (``--parts pools``, best written with ``--out results/batch_cost_pools``): the headline case's
-  isplib and reference runs at 2 threads under numba's ``omp`` or ``workqueue`` layer and GNU OpenMP's default
-  or passive wait, the numbers behind Note [thread pools] in gnnbench/run/thread_pools.py;
-* *headline*: issue 43's case, SAGE on Cora trained at batch 16, 2 threads, the busy process beside:
+* *pools*, busy: the headline case's isplib and reference runs at 2 threads under numba's ``omp`` or
+  ``workqueue`` layer and GNU OpenMP's default or passive wait (Note [thread pools] in
+  gnnbench/run/thread_pools.py);
+* *headline*, busy: issue 43's case, SAGE on Cora trained at batch 16, 2 threads:
   isplib against its ``--threads 1`` run and reference's, epoch, optimizer and sample phases. With
   ``--before TREE`` (an export of the code before the change, e.g. ``git archive 1ff8a70 | tar -x -C TREE``)
   the same runs are made with that code too, in this venv.
@@ -235,11 +235,12 @@ def run(args) -> int:
         codes = [("after", {})] + ([("before", _before_env(Path(args.before)))] if args.before else [])
         start, rows = _load(), []
         with beside("busy"):
-            for code, env in codes:
-                for system, threads in (("isplib", 2), ("isplib", 1), ("reference", 2)):
-                    rows.append({"code": code, "system": system, "threads": threads,
-                                 **run_once(args, system, 16, threads, "train", env)})
-                    print(json.dumps(rows[-1]), flush=True)
+            for _ in range(args.rounds):
+                for code, env in codes:
+                    for system, threads in (("isplib", 2), ("isplib", 1), ("reference", 2)):
+                        rows.append({"code": code, "system": system, "threads": threads,
+                                     **run_once(args, system, 16, threads, "train", env)})
+                        print(json.dumps(rows[-1]), flush=True)
         payload["headline"], payload["headline_load"] = rows, (start, _load())
     _keep("headline", kept, payload, tables, headline_table)
     markdown = "# A sampled batch's fixed costs (benchmarks/bench_batch_cost.py)\n\n" + "\n".join(
@@ -254,8 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=count, default=3, help="timed epochs (passes) per run (default: 3)")
     parser.add_argument("--warmup", type=count, default=1, help="untimed first epochs (default: 1)")
     parser.add_argument("--reps", type=count, default=15, help="repetitions of each section (default: 15)")
-    parser.add_argument("--parts", default="sections,batches,headline", help="which tables (default: all three)")
-    parser.add_argument("--rounds", type=count, default=1, help="interleaved rounds of the pools table (default: 1)")
+    parser.add_argument("--parts", default="sections,batches,pools,headline", help="which tables (default: all four)")
+    parser.add_argument("--rounds", type=count, default=1,
+                        help="interleaved rounds of the pools and headline tables (default: 1)")
     parser.add_argument("--before", metavar="TREE", help="an export of the code before the change, run too")
     parser.add_argument("--keep", action="store_true",
                         help="keep the tables of parts not measured now from the results JSON at --out")

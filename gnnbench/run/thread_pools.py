@@ -16,8 +16,8 @@ Note [thread pools]
     hundreds of small sections an epoch, and issue 43 found isplib's epoch
     forty times its one-thread figure at two threads, its optimizer (torch's
     Adam, the same code as reference's) over a hundred times reference's.
-    The figures behind the choices below, before and after, are tables in
-    ``results/batch_cost.md`` and ``results/batch_cost_pools.md``
+    The figures behind the choices below, each layer and wait policy and
+    the case before and after, are tables in ``results/batch_cost.md``
     (``benchmarks/bench_batch_cost.py``).
 
     So a worker starts with (:func:`pool_environment`):

@@ -19,14 +19,14 @@ Note [serial below a size]
     (``results/batch_cost.md``, table "serial or parallel"): the platform's
     CSR transpose of random graphs at 2 threads, serial twin against
     parallel section, interleaved, on the shared 2-core machine (load
-    average 12-14). Up to 2^16 edges the parallel section never won, alone
-    or beside a busy process: at 2^16, 1.7 ms serial against a median of
-    174 ms parallel (its second thread waiting for a core), and a best case
-    of 1.4 against 36 ms; at 2^18 the best cases tied (42 ms) while the
-    median still favoured the serial twin; at 2^20 the two were even. So
-    sections run serially below 2^16 units of work, a factor 4 under the
-    size where the best parallel launch caught up, and large graphs (the
-    64M-edge transpose of Note [parallel transpose]) keep every thread.
+    average about 9). At 2^16 edges the serial twin took 2.0 ms (median)
+    against 27 ms for the parallel section alone, and 1.0 against 159 ms
+    beside a busy process, whose second thread waits for a core; below it
+    the parallel section never won by more than noise; at 2^18 its best
+    case caught up alone (19 against 22 ms) but its median did not; at 2^20
+    the two were even. So sections run serially below 2^16 units of work,
+    and large graphs (the 64M-edge transpose of Note [parallel transpose])
+    keep every thread.
 
     The twin is a separate function object with its own qualified name
     (``<name>_serial``): numba's disk cache keys a compiled function by its
