@@ -10,8 +10,8 @@ and kills in a ``finally``):
   random graphs of 1k to 1M edges, its serial twin against its parallel section, 2 threads, in this process
   (the numbers behind Note [serial below a size] in gnnbench/runtime/serial.py);
 * *per batch*, alone and busy: SAGE on Cora, fanouts 10,5, batches of 16, 256 and 1024 nodes, 2 threads:
-  sampling, gather, block building and each system's prepare (the sampled row's ``sample``, ``gather`` and ``block_prepare``
-  phases) per batch, for reference, isplib and dgl-native. Cora trains on 140 nodes, so these runs are
+  sampling, gather, block building and each system's prepare (the sampled row's ``sample``, ``gather`` and
+  ``block_prepare`` phases) per batch, for reference, isplib and dgl-native. Cora trains on 140 nodes, so these runs are
   ``--mode inference`` passes over all 2,708 nodes, whose batches have the same three phases;
 * *pools*, busy: the headline case's isplib and reference runs at 2 threads under numba's ``omp`` or
   ``workqueue`` layer and GNU OpenMP's default or passive wait (Note [thread pools] in
