@@ -31,6 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from gnnbench.runtime.serial import parallel_above
+
 __all__ = ["dropout_mask", "dropout_apply"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -45,14 +47,15 @@ def _mix(z):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(parallel=True, cache=True)
+# both sections serial below a size (Note [serial below a size])
+@parallel_above(lambda flat, *_: flat.size, cache=True)
 def _fill(flat, key, threshold, scale):
     for i in prange(flat.size):
         z = _mix(key + np.uint64(i) * _GOLDEN)
         flat[i] = scale if (z >> np.uint64(11)) >= threshold else 0.0
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda flat_x, *_: flat_x.size, cache=True)
 def _apply(flat_x, flat_out, key, threshold, scale):
     zero = scale * 0
     for i in prange(flat_x.size):

@@ -44,7 +44,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, NamedTuple
 
 __all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
-           "SpmmKernelFigures", "TimeToAccuracy", "Field", "column", "identity", "measured", "outcome", "sql_type",
+           "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Field", "column", "identity", "measured", "outcome",
+           "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
 
@@ -221,6 +222,21 @@ class TimeToAccuracy:
     curve: list[list[float]] = _key("`[epochs trained, validation accuracy]` at every evaluation")
 
 
+@dataclass(frozen=True)
+class ThreadPools:
+    """``extra.thread_pools``: what the run's thread pools ran under (Note [thread pools] in
+    gnnbench/run/thread_pools.py)."""
+
+    threads: int | None = _key("`--threads`, the size every pool was given; null: the libraries' own sizes")
+    numba_layer: str | None = _key("numba's threading layer (`workqueue`, `omp`, `tbb`), null when no numba "
+                                   "parallel section ran")
+    numba_threads: int | None = _key("numba's threads at the end of the run, null as `numba_layer`")
+    omp_wait_policy: str | None = _key("`OMP_WAIT_POLICY` the process started with (how OpenMP workers wait), "
+                                       "null when unset")
+    torch_threads: int | None = _key("torch's intra-op threads, null when torch was not loaded")
+    torch_interop_threads: int | None = _key("torch's inter-op threads, null as `torch_threads`")
+
+
 def _keys_text(cls) -> str:
     """``[`a`: its description; `b`: ...]`` of a record's fields, for the ``extra`` column's description."""
     return "[" + "; ".join(f"`{f.name}`: {f.metadata['description']}" for f in fields(cls)) + "]"
@@ -270,6 +286,7 @@ class Extra:
     sampler_edges_per_s: float | None = None
     blocks_note: str | None = None
     time_to_accuracy: TimeToAccuracy | None = None  # Note [time to accuracy]
+    thread_pools: ThreadPools | None = None      # Note [thread pools]
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not declare, as they came
 
     def as_dict(self) -> dict[str, Any]:
@@ -306,6 +323,8 @@ class Extra:
             values["time_to_accuracy"] = _record(TimeToAccuracy, values["time_to_accuracy"])
         if "spmm_figures" in values:
             values["spmm_figures"] = SpmmFigures.from_dict(values["spmm_figures"])
+        if "thread_pools" in values:
+            values["thread_pools"] = _record(ThreadPools, values["thread_pools"])
         other = {k: v for k, v in data.items() if k not in known and k not in ("tuning", "tuned_after_timed_epoch")}
         return cls(**values, other=other)
 
@@ -450,7 +469,8 @@ class RunResult:
         "gnnbench/runtime/kernel_clock.py), " + _keys_text(SpmmFigures) + ", each kernel's figures "
         + _keys_text(SpmmKernelFigures) + "; see Note [spmm figures] and Note [bounds in a run] in gnnbench/run/bounds.py. "
         "A run with `--target-accuracy` has `time_to_accuracy`, " + _keys_text(TimeToAccuracy) + "; see Note [time "
-        "to accuracy] in gnnbench/run/target.py.")
+        "to accuracy] in gnnbench/run/target.py. A successful run has `thread_pools`, what its thread pools ran "
+        "under, " + _keys_text(ThreadPools) + "; see Note [thread pools] in gnnbench/run/thread_pools.py.")
     stderr: str | None = outcome(
         "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
         "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")

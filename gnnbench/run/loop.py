@@ -26,8 +26,10 @@ def set_up(spec, model_cls, hyper):
 
     from gnnbench.datasets import load_dataset
     from gnnbench.frameworks import get_frontend
+    from gnnbench.run.thread_pools import configure_this_process
 
-    F = get_frontend(spec.framework, spec.device, spec.dtype)
+    F = get_frontend(spec.framework, spec.device, spec.dtype)  # imports the framework, whose pools are set next
+    configure_this_process(spec.threads)  # before numba's first parallel section (Note [thread pools])
     if spec.threads:
         F.set_threads(spec.threads)
     dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
@@ -135,10 +137,12 @@ def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: d
     from gnnbench.run.allocator import loaded_allocator
     from gnnbench.run.environment import cpu_model, machine_info
     from gnnbench.run.record import run_record
+    from gnnbench.run.thread_pools import pools_in_use
 
     figures = _spmm_figures(phases, extra, spec.threads)
     if figures is not None:
         extra["spmm_figures"] = asdict(figures)
+    extra["thread_pools"] = asdict(pools_in_use(spec.threads))  # Note [thread pools]
     described = dataset.describe()
     columns = dict(dataset_nodes=described["nodes"], dataset_edges=graph.num_edges,
                    dataset_features=described["features"], framework_version=F.version,

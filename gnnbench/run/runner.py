@@ -55,6 +55,7 @@ from gnnbench.run.events import EVENTS_FD_ENV, EventReader, RunEvent
 from gnnbench.run.harness import RunConfig, train
 from gnnbench.run.record import bad_input_error, run_record
 from gnnbench.run.scratch import run_folder
+from gnnbench.run.thread_pools import pool_environment
 from gnnbench.results.store import utc_now
 
 __all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail"]
@@ -63,18 +64,14 @@ _UNSET: Any = object()
 
 
 def worker_env(threads: int | None, allocator: str = "auto") -> dict[str, str]:
-    """The environment of a worker: thread pools pinned before any library starts them, and the
-    memory allocator preloaded (Note [allocator] in :mod:`gnnbench.run.allocator`).
+    """The environment of a worker: thread pools configured before any library starts them (Note [thread
+    pools] in :mod:`gnnbench.run.thread_pools`), and the memory allocator preloaded (Note [allocator] in
+    :mod:`gnnbench.run.allocator`).
 
     Raises:
         UserError: ``allocator`` is unknown or not installed on this machine.
     """
-    env = resolve_allocator(allocator).environment(dict(os.environ))
-    if threads:
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
-                    "TF_NUM_INTRAOP_THREADS"):
-            env[var] = str(threads)
-    return env
+    return pool_environment(threads, resolve_allocator(allocator).environment(dict(os.environ)))
 
 
 def log_dir() -> Path:

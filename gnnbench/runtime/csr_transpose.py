@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from gnnbench.runtime.serial import parallel_above
 
 __all__ = ["transpose_csr", "column_counts"]
 
@@ -47,7 +49,8 @@ __all__ = ["transpose_csr", "column_counts"]
 _MAX_HISTOGRAM_BYTES = 256 << 20
 
 
-@njit(parallel=True, cache=True)
+# each section serial below a size (Note [serial below a size])
+@parallel_above(lambda indices, *_: indices.shape[0], cache=True)
 def _block_counts(indices, position_bounds, counts):
     for b in prange(position_bounds.shape[0] - 1):
         row = counts[b]
@@ -55,7 +58,7 @@ def _block_counts(indices, position_bounds, counts):
             row[indices[p]] += 1
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda counts, *_: counts.size, cache=True)
 def _column_sums(counts, totals):
     for j in prange(counts.shape[1]):
         s = 0
@@ -64,7 +67,7 @@ def _column_sums(counts, totals):
         totals[j] = s
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda counts, *_: counts.size, cache=True)
 def _block_cursors(counts, starts):
     """Turn each column of ``counts`` into the blocks' first free slots, in place."""
     for j in prange(counts.shape[1]):
@@ -75,7 +78,7 @@ def _block_cursors(counts, starts):
             q += c
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda indptr, indices, *_: indices.shape[0], cache=True)
 def _scatter_blocks(indptr, indices, row_bounds, cursors, indices_t, edge_ids):
     for b in prange(row_bounds.shape[0] - 1):
         cursor = cursors[b]

@@ -42,6 +42,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from numba import njit, prange
 
+from gnnbench.runtime.serial import parallel_above
+
 __all__ = ["Block", "SampledBatch", "Sampler", "NeighborSampler", "epoch_batches", "check_fanouts"]
 
 #: Note [without replacement]: Floyd's algorithm up to this fanout, reservoir sampling beyond.
@@ -144,7 +146,8 @@ def _below(x, n):
     return np.int64(((x >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
-@njit(parallel=True, cache=True)
+# both sections serial below a size (Note [serial below a size])
+@parallel_above(lambda indptr, dst_nodes, *_: dst_nodes.shape[0], cache=True)
 def _counts(indptr, dst_nodes, fanout, counts):
     for i in prange(dst_nodes.shape[0]):
         v = dst_nodes[i]
@@ -152,7 +155,7 @@ def _counts(indptr, dst_nodes, fanout, counts):
         counts[i] = d if (fanout < 0 or fanout >= d) else fanout
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda *args: args[-1].shape[0], cache=True)  # the edges drawn
 def _draw(indptr, indices, dst_nodes, fanout, key, out_ptr, picked):
     """Global source ids of each destination's sample into ``picked[out_ptr[i]:out_ptr[i+1]]``."""
     for i in prange(dst_nodes.shape[0]):

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 
-from numba import njit, prange
+from numba import prange
+
+from gnnbench.runtime.serial import parallel_above
 
 from gnnbench.systems.isplib.spmm_numba import FASTMATH
 
@@ -22,7 +24,9 @@ __all__ = ["sddmm_dot_rows", "sddmm_add_rows", "edge_sum_rows", "edge_softmax_ro
            "edge_softmax_backward_rows"]
 
 
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
+# every section serial below a size (Note [serial below a size]); work is edges times width
+@parallel_above(lambda indptr, indices, eids, has_eids, src, *_: indices.shape[0] * src.shape[-1],
+                fastmath=FASTMATH, cache=True)
 def sddmm_dot_rows(indptr, indices, eids, has_eids, src, dst, out, row_scale, has_rs, bounds, zero):
     """``out[eid, h] = row_scale[i] * <src[j, h, :], dst[i, h, :]>`` for every edge.
 
@@ -49,7 +53,7 @@ def sddmm_dot_rows(indptr, indices, eids, has_eids, src, dst, out, row_scale, ha
                     out[eid, h] = acc
 
 
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
+@parallel_above(lambda indptr, indices, *_: indices.shape[0], fastmath=FASTMATH, cache=True)
 def sddmm_add_rows(indptr, indices, eids, has_eids, src, dst, out, bounds):
     """``out[eid, h] = src[j, h] + dst[i, h]``.
 
@@ -66,7 +70,7 @@ def sddmm_add_rows(indptr, indices, eids, has_eids, src, dst, out, bounds):
                     out[eid, h] = src[j, h] + dst[i, h]
 
 
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
+@parallel_above(lambda indptr, eids, has_eids, values, *_: values.size, fastmath=FASTMATH, cache=True)
 def edge_sum_rows(indptr, eids, has_eids, values, out, bounds):
     """``out[i, h] = sum_{p in row i} values[eid(p), h]`` (0 for an empty row).
 
@@ -84,7 +88,7 @@ def edge_sum_rows(indptr, eids, has_eids, values, out, bounds):
                     out[i, h] += values[eid, h]
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda indptr, eids, has_eids, scores, *_: scores.size, cache=True)
 def edge_softmax_rows(indptr, eids, has_eids, scores, out, bounds):
     """Per row ``i`` and head ``h``: ``out[e] = exp(s[e] - m) / sum_row exp(s - m)``, ``m`` the row max.
 
@@ -120,7 +124,7 @@ def edge_softmax_rows(indptr, eids, has_eids, scores, out, bounds):
                     out[eid, h] *= inv
 
 
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
+@parallel_above(lambda indptr, eids, has_eids, out, *_: out.size, fastmath=FASTMATH, cache=True)
 def edge_softmax_backward_rows(indptr, eids, has_eids, out, grad_out, grad_scores, bounds):
     """``grad_scores[e] = out[e] * (grad_out[e] - sum_row out * grad_out)`` per head.
 

@@ -26,12 +26,14 @@ Note [factorised weights]
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from gnnbench.runtime.serial import parallel_above
 
 __all__ = ["GcnFactors"]
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda a, *_: a.size, cache=True)  # Note [serial below a size]
 def _chunks_equal(a, b, chunks, ok):
     """``ok[c]``: whether ``a`` and ``b`` agree on chunk ``c``.
 

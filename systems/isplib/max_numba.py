@@ -19,12 +19,15 @@ Note [race-free max backward]
 """
 from __future__ import annotations
 
-from numba import njit, prange
+from numba import prange
+
+from gnnbench.runtime.serial import parallel_above
 
 __all__ = ["spmm_max_rows", "spmm_max_backward_cols", "spmm_max_weight_backward_rows"]
 
 
-@njit(parallel=True, cache=True)
+# every section serial below a size (Note [serial below a size]); work is edges times width
+@parallel_above(lambda indptr, indices, eids, has_eids, w, has_w, x, *_: indices.shape[0] * x.shape[1], cache=True)
 def spmm_max_rows(indptr, indices, eids, has_eids, w, has_w, x, out, argmax, bounds):
     """``out[i,h,d] = max_e w[e,h] * x[j,h,d]`` and the winning canonical edge id.
 
@@ -74,7 +77,7 @@ def spmm_max_rows(indptr, indices, eids, has_eids, w, has_w, x, out, argmax, bou
                                 argmax[i, h, d] = eid
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda indices, w, has_w, grad_out, argmax, *_: argmax.size, cache=True)
 def spmm_max_backward_cols(indices, w, has_w, grad_out, argmax, grad_x, chunk):
     """``grad_x[indices[e], h, d] += w[e, h] * grad_out[i, h, d]`` for ``e = argmax[i, h, d] >= 0``.
 
@@ -105,7 +108,7 @@ def spmm_max_backward_cols(indices, w, has_w, grad_out, argmax, grad_x, chunk):
                     grad_x[indices[e], h, d] += g
 
 
-@njit(parallel=True, cache=True)
+@parallel_above(lambda indptr, indices, x, grad_out, argmax, *_: argmax.size, cache=True)
 def spmm_max_weight_backward_rows(indptr, indices, x, grad_out, argmax, grad_weight, bounds):
     """``grad_weight[e, h] += grad_out[i, h, d] * x[indices[e], h, d]`` for each winner ``e``.
 

@@ -115,6 +115,8 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from gnnbench.runtime.serial import parallel_above
+
 from gnnbench.systems.isplib.intrinsics import prefetch_item, prefetch_row, stack_row
 from gnnbench.systems.isplib.row_ops import (add_rows, add_scaled_rows, store_row, store_scaled_row, stream_fence,
                                              stream_row, stream_scaled_row, zero_row)
@@ -261,7 +263,11 @@ def _row(i, F, indptr, indices, eids, has_eids, w, has_w, x, out, acc, row_scale
         store_row(out, i, acc, F)
 
 
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
+#: a SpMM section's work, edges times width: serial below a size (Note [serial below a size])
+_SPMM_WORK = lambda indptr, indices, eids, has_eids, w, has_w, x, *_: indices.shape[0] * x.shape[1]
+
+
+@parallel_above(_SPMM_WORK, fastmath=FASTMATH, cache=True)
 def spmm_rows(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
               col_scale, has_cs, bounds, unroll, dist, line, one, stream):
     """SpMM sum over row blocks, feature width known at run time.
@@ -308,7 +314,7 @@ def spmm_rows_fixed(F: int, line: int = 16):
     F, LINE = int(F), int(line)
     kernel = _FIXED.get((F, LINE))
     if kernel is None:
-        @njit(parallel=True, fastmath=FASTMATH, cache=True)
+        @parallel_above(_SPMM_WORK, fastmath=FASTMATH, cache=True)
         def spmm_fixed(indptr, indices, eids, has_eids, w, has_w, x, out, row_scale, has_rs,
                        col_scale, has_cs, bounds, unroll, dist, line, one, stream):
             for b in prange(bounds.shape[0] - 1):
@@ -323,7 +329,8 @@ def spmm_rows_fixed(F: int, line: int = 16):
     return kernel
 
 
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
+@parallel_above(lambda indptr, indices, eids, has_eids, w, x, *_: indices.shape[0] * x.shape[1] * x.shape[2],
+                fastmath=FASTMATH, cache=True)
 def spmm_heads(indptr, indices, eids, has_eids, w, x, out, row_scale, has_rs,
                col_scale, has_cs, bounds, dist, line, one):
     """SpMM sum with one weight per (edge, head): ``out[i,h,:] = sum w[e,h] x[j,h,:]``.
@@ -362,7 +369,7 @@ def spmm_heads(indptr, indices, eids, has_eids, w, x, out, row_scale, has_rs,
                         out[i, h, d] *= r
 
 
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
+@parallel_above(lambda x, *_: x.size, fastmath=FASTMATH, cache=True)
 def scale_rows(x, scale, out):
     """``out[i, :] = x[i, :] * scale[i]`` for ``[N, F]`` arrays, rows split over threads (Note [mean backward])."""
     for i in prange(x.shape[0]):

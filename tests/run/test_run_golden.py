@@ -32,6 +32,9 @@ _PINNED = {"timestamp": "2026-01-01T00:00:00+00:00", "cpu_model": "cpu", "machin
                              "runnable_threads": 0, "cpus_allowed": "0-1", "cpu_quota": None, "cpu_freq_mhz": 2400.0,
                              "governor": None, "unreadable": {"governor": "no cpufreq"}}}
 _EXTRA_PINNED = {"huge_page_bytes": 4 * 2**20, "held_bytes": 2**20, "compile_time_s": 0.5}
+#: what the process's pools ran under depends on the machine and on the tests before (Note [thread pools])
+_POOLS_PINNED = {"numba_layer": "workqueue", "numba_threads": 2, "omp_wait_policy": "PASSIVE", "torch_threads": 2,
+                 "torch_interop_threads": 1}
 
 
 def _pin_floats(value):
@@ -56,6 +59,7 @@ def pinned(row: dict) -> dict:
             value = [0.004] * len(value)
         elif key == "extra" and value:
             value = {k: (_EXTRA_PINNED[k] if k in _EXTRA_PINNED and v is not None else
+                         {**v, **_POOLS_PINNED} if k == "thread_pools" else
                          _pin_floats(v) if k in ("kernel_median_s_by_kernel", "modeled_inference", "system_report",
                                                  "fallback", "tuning", "run_check", "spmm_figures")
                          else v) for k, v in value.items()}

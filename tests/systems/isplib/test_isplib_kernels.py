@@ -377,3 +377,36 @@ def test_prepare_reads_a_memory_mapped_graph_from_its_own_copy(tmp_path):
     K.spmm_sum(view.with_prepared(prepare(view)), x, None, out)  # the kernels read the copy and agree
     src, dst = g.edges()
     np.testing.assert_allclose(out, ref_spmm(src, dst, x, None, "sum", N), **tol(np.float32))
+
+
+# ------------------------------------------------------- serial below a size
+def _every_kernel(idx, fdt, H, D) -> list[np.ndarray]:
+    """The outputs of each of isplib's kernels on the test graph, as raw bytes' views."""
+    g, x, grad, w, _, _ = inputs(idx, fdt, H, D)
+    fwd, bwd = g.view(), g.view(transposed=True)
+    outs = [np.empty_like(x) for _ in range(5)]
+    K.spmm_sum(fwd, x, w, outs[0], reduce="sum")
+    K.spmm_mean(fwd, x, None, outs[1])
+    K.spmm_mean_backward(bwd, grad, None, outs[2], outs[3])
+    arg = np.empty(x.shape, dtype=np.int64)
+    K.spmm_max(fwd, x, w, outs[4], arg, reduce="max")
+    gx, gw = np.zeros_like(x), np.zeros((g.num_edges, H), dtype=fdt)
+    K.spmm_max_backward(fwd, grad, w, arg, gx)
+    K.spmm_max_weight_backward(fwd, x, grad, arg, gw)
+    dot, soft, gs, s = (np.empty((g.num_edges, H), dtype=fdt) for _ in range(4))
+    K.sddmm_dot(fwd, x, grad, dot)
+    K.edge_softmax(fwd, dot, soft)
+    K.edge_softmax_backward(fwd, soft, w, gs)
+    K.edge_sum(bwd, w, s[:N])
+    return [a.view(np.uint8) for a in (*outs, arg, gx, gw, dot, soft, gs, s[:N])]
+
+
+@pytest.mark.parametrize("H,D", [(1, 17), (4, 64)])
+def test_each_kernel_s_serial_twin_writes_the_parallel_result_bit_for_bit(H, D, monkeypatch):
+    from gnnbench.runtime import serial  # Note [serial below a size]
+
+    monkeypatch.setattr(serial, "SERIAL_BELOW", 1 << 62)
+    serial_outputs = _every_kernel(np.int64, np.float32, H, D)
+    monkeypatch.setattr(serial, "SERIAL_BELOW", 0)
+    for a, b in zip(serial_outputs, _every_kernel(np.int64, np.float32, H, D), strict=True):
+        np.testing.assert_array_equal(a, b)
