@@ -424,7 +424,7 @@ def test_reading_an_older_store_keeps_its_journal_mode(tmp_path):
     ResultsStore(path).close()
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA journal_mode=DELETE")
-        for column in _SCHEMA_5_COLUMNS:
+        for column in _SCHEMA_5_COLUMNS + _SCHEMA_6_COLUMNS:
             conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     with ResultsStore(path, create=False) as store:
