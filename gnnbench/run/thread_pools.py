@@ -20,6 +20,14 @@ Note [thread pools]
     the case before and after, are tables in ``results/batch_cost.md``
     (``benchmarks/bench_batch_cost.py``).
 
+    The pools table there says what decides it: with GNU OpenMP's default
+    wait, isplib's and reference's epochs ran seconds under either numba
+    layer; told to sleep, a tenth of that under either layer, since numba's
+    ``omp`` layer is GNU OpenMP too and follows the same policy. Between the
+    two layers the table shows no difference beyond its noise; the issue
+    measured ``workqueue`` ahead at OpenMP's default wait, and it leaves one
+    OpenMP runtime in the process instead of two.
+
     So a worker starts with (:func:`pool_environment`):
 
     * numba's ``workqueue`` layer (:data:`NUMBA_LAYER`): its workers block
