@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.parallel import hold_slot
+from tests.parallel import hold_slot, run_folder
 
 REPO = Path(__file__).resolve().parent.parent
 PLANETOID = REPO.parent / "shared" / "data" / "planetoid"
@@ -39,7 +39,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    with hold_slot(item.config, alone=item.get_closest_marker("serial") is not None):
+    folder = run_folder(item.config._tmp_path_factory)  # pytest's own factory, as the tmp_path fixtures use
+    with hold_slot(folder, alone=item.get_closest_marker("serial") is not None):
         return (yield)
 
 

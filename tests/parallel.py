@@ -36,6 +36,8 @@ from typing import Iterator
 
 import pytest
 
+TURNSTILE, ROOM = "gnnbench-serial.turnstile", "gnnbench-serial.room"
+
 
 def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The base temporary folder of this run, shared by its workers (each worker's own is inside it)."""
@@ -55,10 +57,10 @@ def _flock(path: Path, mode: int) -> Iterator[None]:
 
 
 @contextmanager
-def hold_slot(config: pytest.Config, alone: bool) -> Iterator[None]:
-    """Hold this run's room for one test: exclusively if ``alone``, else shared (Note [parallel tests])."""
-    folder = run_folder(config._tmp_path_factory)  # type: ignore[attr-defined]  # pytest's own factory
-    turnstile, room = folder / "gnnbench-serial.turnstile", folder / "gnnbench-serial.room"
+def hold_slot(folder: Path, alone: bool) -> Iterator[None]:
+    """Hold the room of the run whose ``run_folder`` is ``folder`` for one test: exclusively if ``alone``,
+    else shared (Note [parallel tests])."""
+    turnstile, room = folder / TURNSTILE, folder / ROOM
     if alone:
         with _flock(turnstile, fcntl.LOCK_EX), _flock(room, fcntl.LOCK_EX):
             yield
