@@ -334,7 +334,7 @@ def test_sweep_survives_a_crash_an_oom_and_a_hang(tmp_path_factory):
     assert "MemoryError" in found[("memhog", "gcn")]["stderr"]
 
     # a rerun finds everything stored and runs nothing
-    folder = next(tmp_path_factory.getbasetemp().glob("done_when_local_*"))
+    folder = next(run_folder(tmp_path_factory).glob("done_when_local_*"))
     campaign = load_campaign(folder / "done_when.toml")
     with ResultsStore(folder / "results.sqlite") as store:
         again = plan(campaign, store)
