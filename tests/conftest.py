@@ -1,6 +1,7 @@
 """Test-wide settings: every test writes into temporary folders, never $HOME or results/.
 
-Slow tests run only with FULL_TEST=1 (PyG ``testing/decorators.py`` style).
+Slow tests run only with FULL_TEST=1 (PyG ``testing/decorators.py`` style). Tests marked
+``serial`` run while no other test runs (Note [parallel tests] in ``tests/parallel.py``).
 """
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from tests.parallel import hold_slot, run_folder
 
 REPO = Path(__file__).resolve().parent.parent
 PLANETOID = REPO.parent / "shared" / "data" / "planetoid"
@@ -25,12 +28,20 @@ def _isolated_environment(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.get_closest_marker("serial") is not None)  # serial tests last, in order
     if os.environ.get("FULL_TEST") == "1":
         return
     skip = pytest.mark.skip(reason="slow test: set FULL_TEST=1 to run it")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    folder = run_folder(item.config._tmp_path_factory)  # pytest's own factory, as the tmp_path fixtures use
+    with hold_slot(folder, alone=item.get_closest_marker("serial") is not None):
+        return (yield)
 
 
 def planetoid_dir() -> Path | None:

@@ -100,6 +100,7 @@ def test_a_bad_archive_is_one_line(tmp_path, server):
         fetch("reddit", data_dir=tmp_path, url=url, progress=False)
 
 
+@pytest.mark.serial  # it times the refusal (Note [parallel tests])
 def test_without_network_fails_fast_saying_where_to_put_files(tmp_path, capsys):
     closed = http.server.HTTPServer(("127.0.0.1", 0), _RangeHandler)
     port = closed.server_port

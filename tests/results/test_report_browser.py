@@ -17,6 +17,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 _CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 _DRIVER = shutil.which("chromedriver")
 
+# One browser for the module's tests, on one worker (Note [parallel tests]).
+pytestmark = pytest.mark.xdist_group("browser")
+
 
 def _fixture_rows() -> list[dict]:
     spec = importlib.util.spec_from_file_location("gnnbench_results_fixture", FIXTURES / "results_fixture.py")

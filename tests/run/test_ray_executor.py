@@ -25,6 +25,9 @@ from tests.run.test_sweep import DONE_WHEN_EXPECTED, DONE_WHEN_TOML, SWEEP_SYSTE
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'gnnbench[ray]'")
 
+# A Ray head of --num-cpus=2 with its raylet and workers fills this machine: alone (Note [parallel tests]).
+pytestmark = pytest.mark.serial
+
 # Fields that depend on when and how fast a run went, not on what it computed.
 _VOLATILE = {"id", "timestamp", "epoch_time_median_s", "epoch_time_iqr_s", "forward_median_s", "backward_median_s",
              "optimizer_median_s", "prepare_time_s", "tune_time_s", "peak_memory_bytes", "epoch_times",

@@ -25,6 +25,7 @@ from gnnbench.run.runner import failure_row
 from gnnbench.results.store import ResultsStore
 from gnnbench.run.sweep import (Campaign, Matrix, campaign_from_mapping, identity, load_campaign, parse_memory, plan,
                             provenance, run_sweep, split_datasets)
+from tests.parallel import run_folder
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP_SYSTEMS = Path(__file__).resolve().parents[1] / "sweep_systems"
@@ -78,15 +79,16 @@ def run_done_when(folder: Path, *extra: str) -> tuple[int, list[dict]]:
 
 
 def local_done_when_rows(tmp_path_factory) -> list[dict]:
-    """The done-when sweep on the local executor, run once per test session (and commit:
-    the Ray test compares against it, and a commit changes every row's provenance)."""
+    """The done-when sweep on the local executor, run once per test run, for all its workers (and commit:
+    the Ray test compares against it, and a commit changes every row's provenance; Note [parallel tests])."""
     from gnnbench.run.environment import git_commit
 
     git_commit.cache_clear()
-    folder = tmp_path_factory.getbasetemp() / f"done_when_local_{git_commit()[:12]}"
+    folder = run_folder(tmp_path_factory) / f"done_when_local_{git_commit()[:12]}"
     if not (folder / "results.sqlite").exists():
-        os.environ["GNNBENCH_SYSTEMS_PATH"] = str(SWEEP_SYSTEMS)
-        run_done_when(folder)
+        with pytest.MonkeyPatch.context() as mp:  # not left set for the worker's later tests
+            mp.setenv("GNNBENCH_SYSTEMS_PATH", str(SWEEP_SYSTEMS))
+            run_done_when(folder)
     with ResultsStore(folder / "results.sqlite") as store:
         return store.rows()
 
@@ -407,7 +409,7 @@ def test_sweep_survives_a_crash_an_oom_and_a_hang(tmp_path_factory):
     assert "MemoryError" in found[("memhog", "gcn")]["stderr"]
 
     # a rerun finds everything stored and runs nothing
-    folder = next(tmp_path_factory.getbasetemp().glob("done_when_local_*"))
+    folder = next(run_folder(tmp_path_factory).glob("done_when_local_*"))
     campaign = load_campaign(folder / "done_when.toml")
     with ResultsStore(folder / "results.sqlite") as store:
         again = plan(campaign, store)
