@@ -130,7 +130,9 @@ def test_every_finished_run_records_the_machine_around_its_timed_epochs():
                                  **extra}))
         state = row["machine_state"]
         assert set(state) == set(MachineState.__dataclass_fields__), extra
-        assert state["window_s"] > 0 and 0.0 <= state["other_cpu_share"] <= 1.0, extra
+        share = state["other_cpu_share"]  # null, with its reason, when the window was shorter than a clock tick
+        assert state["window_s"] > 0, extra
+        assert (0.0 <= share <= 1.0) if share is not None else "other_cpu_share" in (state["unreadable"] or {}), extra
         assert RunResult.from_row(row).machine_state == MachineState(**state)
 
 

@@ -103,7 +103,8 @@ def ray_cluster():
 def _comparable(rows: list[dict]) -> dict[tuple, dict]:
     out = {}
     for row in rows:
-        kept = {k: v for k, v in row.items() if k not in _VOLATILE}
+        # the machine's state is what else ran at the time (Note [machine state]): a measurement, like a timing
+        kept = {k: v for k, v in row.items() if k not in _VOLATILE and k != "machine_state"}
         if isinstance(kept.get("extra"), dict):  # per-kernel times and SpMM rates are timings, held memory too;
             kept["extra"] = {k: v for k, v in kept["extra"].items()  # log files are per run
                              if k not in ("kernel_median_s_by_kernel", "spmm_figures", "held_bytes", "stderr_path")}
