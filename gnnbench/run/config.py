@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
 from gnnbench.errors import UserError
@@ -115,7 +115,11 @@ class RunConfig:
     lr: float | None = _field(None, help="learning rate, a finite number > 0 (default: the model's)", gt=0,
                               allow_inf_nan=False)
     seed: int = _field(0, help="random seed", sweep="seeds", ge=0, le=_MAX_SEED)
-    threads: int | None = _field(None, help="threads for the framework and kernels", gt=0, le=4096)
+    threads: int | None = _field(None, help="threads for the framework and kernels (default: one per --cpus CPU when "
+                                 "pinned, else the libraries' own)", gt=0, le=4096)
+    cpus: str | None = _field(None, help="pin the run's process to these CPUs, a list as taskset -c takes it: 1, 0-3 "
+                              "or 0,2 (default: not pinned; Note [pinned runs])", metavar="LIST", min_length=1,
+                              max_length=200)
     dtype: str = _field("float32", help="floating-point type", choices=DTYPES)
     index_dtype: str = _field("int64", help="graph index type", choices=INDEX_DTYPES)
     selection: str = _field("best_val", help="report accuracy at the best-validation epoch or the last one",
@@ -223,6 +227,28 @@ class RunConfig:
     def _options(cls, value: Any) -> Any:
         return parse_options(value)
 
+    @field_validator("cpus")
+    @classmethod
+    def _cpu_list(cls, value: str | None) -> str | None:
+        from gnnbench.run.pinning import canonical_cpus, parse_cpus
+
+        return None if value is None else canonical_cpus(parse_cpus(value))
+
+    @model_validator(mode="after")
+    def _threads_of_pinned_run(self) -> "RunConfig":
+        """Note [pinned runs]: a pinned run's threads default to its CPUs, and never exceed them."""
+        if self.cpus is None:
+            return self
+        from gnnbench.run.pinning import parse_cpus
+
+        pinned = len(parse_cpus(self.cpus))
+        if self.threads is None:
+            object.__setattr__(self, "threads", pinned)  # frozen: this is its construction
+        elif self.threads > pinned:
+            raise ValueError(f"--threads {self.threads} with --cpus {self.cpus}: {self.threads} threads on {pinned} "
+                             f"CPU{'s' if pinned > 1 else ''} would only take turns; pin as many CPUs as threads")
+        return self
+
     # ---- the older RunConfig interface
 
     def as_dict(self) -> dict[str, Any]:
@@ -308,6 +334,8 @@ def _one_line(err: ValidationError, values: Mapping[str, Any], name_of: Callable
     if first["type"] == "unexpected_keyword_argument":
         return f"unknown setting '{field}'; allowed: {', '.join(f.key for f in fields.values())}"
     message = re.sub(r"^(Value error, |Assertion failed, )", "", first["msg"])
+    if not first["loc"]:  # a check of several fields together: its message names them
+        return message
     message = re.sub(r"^(Input|String|Value) should (be|have|match)", r"must \2", message)
     message = message.replace("a valid integer, unable to parse string as an integer", "an integer")
     message = message.replace("a valid number, unable to parse string as a number", "a number")

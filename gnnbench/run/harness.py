@@ -161,6 +161,8 @@ def stored_hyperparameters(spec: RunConfig, hyper) -> dict[str, Any]:
         stored["fallback"] = spec.fallback
     if spec.mode != "train":
         stored["mode"] = spec.mode
+    if spec.cpus is not None:  # Note [pinned runs]
+        stored["cpus"] = spec.cpus
     if not spec.tune:
         stored["tune"] = False
     if spec.target_accuracy is not None:  # Note [time to accuracy]; the limit is hyper's epochs

@@ -4,7 +4,8 @@
 (Note [one run configuration]); :func:`check` checks what needs the
 machine: the system and framework exist and run here, the model's epochs
 exceed the warm-ups, the raw files of a dataset are present, the memory
-allocator is installed, and the system options are ones the system declares.
+allocator is installed, the pinned CPUs (``--cpus``) are ones this process may use, and the system options
+are ones the system declares.
 Each failure is one :class:`~gnnbench.errors.UserError` line, exit status 2.
 
 Note [system options]
@@ -93,6 +94,7 @@ def check(config, isolate: bool = True) -> None:
         UnavailableError: the system or framework cannot run here.
     """
     from gnnbench.run.allocator import resolve_allocator
+    from gnnbench.run.pinning import check_cpus
 
     from gnnbench.frameworks import framework_available
     from gnnbench.runtime.registry import system_info
@@ -107,9 +109,13 @@ def check(config, isolate: bool = True) -> None:
     check_dataset_files(config)
     if isolate:
         resolve_allocator(config.allocator)  # a named allocator that is not installed
+        check_cpus(config.cpus)
     elif config.allocator not in ("auto", "system"):
         raise UserError(f"--allocator {config.allocator} needs an isolated run: an --in-process run keeps this "
                         f"process's allocator (drop --in-process or --allocator)")
+    elif config.cpus is not None:
+        raise UserError(f"--cpus {config.cpus} needs an isolated run: pinning an --in-process run would pin this "
+                        f"process for good (drop --in-process or --cpus)")
     check_options(config)
     from gnnbench.run.sampled import check_sampling
 

@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         limit = int(data["memory_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _die_with_parent()
+    from gnnbench.run.pinning import pin
+
+    pin(data.get("cpus"))  # before any framework starts a thread (Note [pinned runs])
     from gnnbench.run.events import event_pipe
 
     report = event_pipe()  # progress to the parent (Note [progress channel])
