@@ -219,6 +219,30 @@ def write_results(out: str | Path, payload: Mapping[str, Any], markdown: str) ->
     print(markdown)
 
 
+#: the load generator of the loaded conditions: a memory-bound loop (copies between two 64 MiB arrays), in its own
+#: process, until it is killed
+LOAD_LOOP = ("import numpy as np\na = np.ones(2**23)\nb = np.empty_like(a)\n"
+             "while True:\n    np.copyto(b, a)\n    np.copyto(a, b)\n")
+
+
+def load_generator(avoid: str | None = None):
+    """Starts the load generator and returns its process (kill it when done): one core kept busy *beside*
+    the runs, so it is pinned to an allowed CPU outside ``avoid`` (a campaign's ``cpus``), the last such one,
+    since CPU 0 takes most interrupts; unpinned where affinity cannot be set or no other CPU is allowed."""
+    import subprocess
+
+    from gnnbench.run.machine_state import parse_cpulist
+
+    proc = subprocess.Popen([sys.executable, "-c", LOAD_LOOP], stdin=subprocess.DEVNULL)
+    try:
+        free = sorted(os.sched_getaffinity(0) - parse_cpulist(avoid or ""))
+        if free:
+            os.sched_setaffinity(proc.pid, {free[-1]})
+    except (AttributeError, OSError):  # not Linux, or not allowed: it still keeps a core busy
+        pass
+    return proc
+
+
 def campaign(name: str, **overrides: Any):
     """The campaign ``campaigns/{name}.toml`` with top-level keys replaced by the non-None ``overrides``."""
     from gnnbench.run.sweep import campaign_from_mapping

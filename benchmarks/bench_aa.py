@@ -6,9 +6,10 @@ The runs are the campaign ``campaigns/aa.toml``: GCN on one small R-MAT graph
 with three systems of ``benchmarks/aa_systems`` (Note [A/A trials]), each run
 its own process, interleaved round by round through ``gnnbench sweep``, stored
 in one results store per condition. ``--condition loaded`` runs the same
-campaign beside a load generator: a process that keeps one core busy with a
-memory-bound loop (copies between two 64 MiB arrays), started by this script
-and killed when it ends.
+campaign beside a load generator (``_common.load_generator``): a process that
+keeps one core busy with a memory-bound loop (copies between two 64 MiB
+arrays), pinned to a CPU the campaign's runs do not use, started by this
+script and killed when it ends.
 
 Note [A/A trials]
     A *trial* is :data:`~gnnbench.core.stability.MIN_PROCESSES` consecutive
@@ -35,26 +36,20 @@ measured yet shows as such).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, measured_note, ok, out_path,  # noqa: E402
-                     print_plan, provenance, run_script, write_results)
+from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note, ok,  # noqa: E402
+                     out_path, print_plan, provenance, run_script, write_results)
 
 CAMPAIGN = "aa"
 SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
 BASELINE, TWIN, SLOW = "aa_one", "aa_two", "aa_slow"
 CONDITIONS = {"quiet": "nothing else started", "loaded": "beside a load generator keeping one core busy "
                                                         "(memory-bound copy loop)"}
-#: the load generator: a memory-bound loop, in its own process, until it is killed
-LOAD_LOOP = ("import numpy as np\na = np.ones(2**23)\nb = np.empty_like(a)\n"
-             "while True:\n    np.copyto(b, a)\n    np.copyto(a, b)\n")
-
-
 def store_of(condition: str) -> Path:
     return ROOT / "results" / f"aa_{condition}.sqlite"
 
@@ -143,16 +138,6 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
     return "\n".join(lines) + "\n"
 
 
-def _load_generator():
-    """Starts the load generator (its own process, on the last allowed CPU where affinity can be set)."""
-    proc = subprocess.Popen([sys.executable, "-c", LOAD_LOOP], stdin=subprocess.DEVNULL)
-    try:
-        os.sched_setaffinity(proc.pid, {max(os.sched_getaffinity(0))})
-    except (AttributeError, OSError):  # not Linux, or not allowed: it still keeps a core busy
-        pass
-    return proc
-
-
 def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
     from gnnbench.results.frame import frame_records, load_results
     from _common import run_campaign
@@ -161,7 +146,7 @@ def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
         if not store_of(condition).exists():
             return [], (None, None)
         return frame_records(load_results(store_of(condition))), (None, None)
-    generator = _load_generator() if condition == "loaded" else None
+    generator = load_generator(avoid=the_campaign.matrices[0].configs[0].cpus) if condition == "loaded" else None
     try:
         start = os.getloadavg()[0]
         run_campaign(the_campaign, store_of(condition))

@@ -62,9 +62,10 @@ def advice(state, allocator: str, smt: bool | None) -> list[str]:
     share = state.other_cpu_share
     if share is not None and share > OTHER_CPU_LIMIT:
         load = f"load {state.load_after[0]:.1f} on {n}: " if state.load_after else ""
-        last = f" and taskset -c {cpus[-1]}" if len(cpus) > 1 else ""  # CPU 0 takes most interrupts
+        pin = f"--cpus {cpus[-1]}" if len(cpus) > 1 else "--threads 1"  # CPU 0 takes most interrupts
         out.append(f"{load}other processes took {share:.0%} of them over {state.window_s:.1f} s (limit "
-                   f"{OTHER_CPU_LIMIT:.0%}): results will be noisy. Wait, or pin runs with --threads 1{last}")
+                   f"{OTHER_CPU_LIMIT:.0%}): results will be noisy. Wait, or pin runs with {pin} (Note [pinned "
+                   f"runs])")
     if state.cpu_quota is not None and cpus and state.cpu_quota < len(cpus):
         out.append(f"the cgroup allows {state.cpu_quota:g} CPUs of the {len(cpus)} it may run on: run with "
                    f"--threads {max(int(state.cpu_quota), 1)}, or threads past the quota are throttled")
@@ -76,7 +77,7 @@ def advice(state, allocator: str, smt: bool | None) -> list[str]:
                    "kernel every epoch (Note [allocator]); Debian: apt-get install libtcmalloc-minimal4")
     if smt:
         out.append("SMT is on: two hardware threads share a core; for --threads N pin runs to one CPU of each core "
-                   "(taskset -c, see /sys/devices/system/cpu/cpu*/topology/thread_siblings_list)")
+                   "(--cpus, see /sys/devices/system/cpu/cpu*/topology/thread_siblings_list)")
     return out
 
 

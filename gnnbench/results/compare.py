@@ -56,7 +56,7 @@ Note [spmm columns]
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
@@ -66,7 +66,7 @@ from gnnbench.core.stability import MIN_PROCESSES, OTHER_CPU_LIMIT, OUTLIER_LIMI
 from gnnbench.core.statistics import CONFIDENCE, FACTOR, RESAMPLES, SEED, Processes, speedup
 from gnnbench.results.configurations import Configuration, configurations
 from gnnbench.results.row import COMPARABLE_FIELDS, Extra, SpmmFigures
-from gnnbench.results.tables import FORMATS, Table, fmt_number
+from gnnbench.results.tables import FORMATS, Table, flat_records, fmt_number
 
 __all__ = ["compare", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS", "latest_runs",
            "spmm_columns", "processes_of", "stability_footnote", "FACTOR", "RESAMPLES", "CONFIDENCE", "SEED"]
@@ -200,12 +200,7 @@ class Comparison:
 
     def as_dicts(self) -> list[dict[str, Any]]:
         """Plain dicts (group fields flattened), for ``--json`` and CSV."""
-        out = []
-        for r in self.results:
-            d = asdict(r)
-            d.update(d.pop("group"))
-            out.append(d)
-        return out
+        return flat_records(self.results)
 
     def table(self, *, warnings: bool = True) -> Table:
         """The comparison as a :class:`~gnnbench.results.tables.Table`: one formatted row per result, footnotes."""

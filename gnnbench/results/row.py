@@ -389,7 +389,8 @@ class RunResult:
     hyperparameters: dict[str, Any] | None = identity(
         "Object: the model's resolved hyperparameters (hidden, layers, heads, lr, epochs, ...) with warmup, "
         "dtype, index_dtype, selection and system_options; the same shape for every outcome; `fallback` (a "
-        "system name) only for a run with `--fallback`; `normalisation` (`node` or `edge`, Note [GCN as node "
+        "system name) only for a run with `--fallback`; `cpus` (a CPU list) only for a run pinned with `--cpus` "
+        "(Note [pinned runs]); `normalisation` (`node` or `edge`, Note [GCN as node "
         "scales] in models/gcn.py) only for GCN rows, so a GCN row stored without it ran the edge form.")
     dataset: str | None = identity(
         "Canonical dataset name, every parameter spelled out (`sbm:classes=4,degree=12,...`), whatever the "

@@ -27,13 +27,13 @@ import csv
 import io
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from gnnbench.errors import UserError
 from gnnbench.text import printable
 
-__all__ = ["Table", "print_table", "FORMATS", "fmt_number"]
+__all__ = ["Table", "print_table", "FORMATS", "fmt_number", "flat_records"]
 
 FORMATS = ("text", "markdown", "csv", "html")
 
@@ -120,6 +120,16 @@ def _markdown_cell(text: str) -> str:
     import html
 
     return html.escape(printable(text), quote=False).replace("|", "\\|")
+
+
+def flat_records(results: Sequence[Any]) -> list[dict[str, Any]]:
+    """Result dataclasses as plain dicts, each one's ``group`` mapping flattened into it: ``--json`` and CSV."""
+    out = []
+    for result in results:
+        record = asdict(result)
+        record.update(record.pop("group"))
+        out.append(record)
+    return out
 
 
 def print_table(table: Table, file: IO[str] | None = None) -> None:

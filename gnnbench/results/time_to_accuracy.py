@@ -24,7 +24,7 @@ Note [time-to-accuracy marks]
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,7 @@ import numpy as np
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.core.statistics import CONFIDENCE, FACTOR, converges_early, seed_speedup, trimmed_mean
 from gnnbench.results.row import Extra, TimeToAccuracy
-from gnnbench.results.tables import Table, fmt_number
+from gnnbench.results.tables import Table, flat_records, fmt_number
 
 __all__ = ["TtaResult", "TtaComparison", "compare_time_to_accuracy", "GROUP"]
 
@@ -70,12 +70,7 @@ class TtaComparison:
         return [r for r in self.results if any(m in r.mark for m in "+!nc")]
 
     def as_dicts(self) -> list[dict[str, Any]]:
-        out = []
-        for r in self.results:
-            d = asdict(r)
-            d.update(d.pop("group"))
-            out.append(d)
-        return out
+        return flat_records(self.results)
 
     def table(self) -> Table:
         header = ["", *GROUP, "system", "verified", "seeds reached", "epochs to target", "time to target (s)",

@@ -230,18 +230,18 @@ class RunConfig:
     @field_validator("cpus")
     @classmethod
     def _cpu_list(cls, value: str | None) -> str | None:
-        from gnnbench.run.pinning import canonical_cpus, parse_cpus
+        from gnnbench.run.pinning import canonical_cpus
 
-        return None if value is None else canonical_cpus(parse_cpus(value))
+        return None if value is None else canonical_cpus(value)
 
     @model_validator(mode="after")
     def _threads_of_pinned_run(self) -> "RunConfig":
         """Note [pinned runs]: a pinned run's threads default to its CPUs, and never exceed them."""
         if self.cpus is None:
             return self
-        from gnnbench.run.pinning import parse_cpus
+        from gnnbench.run.machine_state import parse_cpulist
 
-        pinned = len(parse_cpus(self.cpus))
+        pinned = len(parse_cpulist(self.cpus))
         if self.threads is None:
             object.__setattr__(self, "threads", pinned)  # frozen: this is its construction
         elif self.threads > pinned:

@@ -32,6 +32,7 @@ Note [machine state]
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,13 +80,24 @@ def parse_proc_stat(text: str) -> ProcStat:
 
 
 def parse_cpulist(text: str) -> frozenset[int]:
-    """``0-3,6`` (the kernel's cpulist format) as a set of CPU numbers."""
+    """``0-3,6`` (the kernel's cpulist format, which ``taskset -c`` and ``--cpus`` take too) as a set of CPUs.
+
+    Raises:
+        ValueError: not such a list, naming the piece at fault (``--cpus`` passes user input here).
+    """
     cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
+    if not text.strip():
+        return frozenset()
+    for piece in text.strip().split(","):
+        match = re.fullmatch(r"([0-9]{1,4})(?:-([0-9]{1,4}))?", piece.strip()) if piece.isascii() else None
+        if match is None:
+            raise ValueError(f"must be a CPU list such as 1, 0-3 or 0,2 (got {text!r}; {piece.strip()!r} is not a "
+                             f"CPU or a range)")
+        low, high = int(match[1]), int(match[2] or match[1])
+        if high < low:
+            raise ValueError(f"must be a CPU list such as 1, 0-3 or 0,2 (got {text!r}; the range {piece.strip()!r} "
+                             f"runs backwards)")
+        cpus.update(range(low, high + 1))
     return frozenset(cpus)
 
 

@@ -24,47 +24,23 @@ Note [pinned runs]
 from __future__ import annotations
 
 import os
-import re
 
 from gnnbench.errors import UserError
+from gnnbench.run.machine_state import cpulist, parse_cpulist
 
-__all__ = ["parse_cpus", "canonical_cpus", "check_cpus", "pin"]
-
-#: the most CPUs a list may name (Linux's own limit is far above any machine gnnbench runs on)
-_MAX_CPU = 4095
+__all__ = ["canonical_cpus", "check_cpus", "pin"]
 
 
-def parse_cpus(text: str) -> tuple[int, ...]:
-    """The sorted CPUs of a list such as ``1``, ``0-3`` or ``0,2-3``.
+def canonical_cpus(text: str) -> str:
+    """``--cpus`` as the shortest list naming the same CPUs (``3,0-2`` -> ``0-3``), so equal requests store alike.
 
     Raises:
-        ValueError: not such a list (one line naming the piece at fault).
+        ValueError: not a CPU list, naming the piece at fault.
     """
-    cpus: set[int] = set()
-    for piece in str(text).split(","):
-        piece = piece.strip()
-        match = re.fullmatch(r"([0-9]{1,4})(?:-([0-9]{1,4}))?", piece) if piece.isascii() else None
-        if match is None:
-            raise ValueError(f"must be a CPU list such as 1, 0-3 or 0,2 (got {text!r}; {piece!r} is not a CPU "
-                             f"or a range)")
-        first, last = int(match[1]), int(match[2] or match[1])
-        if last < first or last > _MAX_CPU:
-            raise ValueError(f"must be a CPU list such as 1, 0-3 or 0,2 (got {text!r}; the range {piece!r} "
-                             f"{'runs backwards' if last < first else f'passes CPU {_MAX_CPU}'})")
-        cpus.update(range(first, last + 1))
-    return tuple(sorted(cpus))
-
-
-def canonical_cpus(cpus: tuple[int, ...]) -> str:
-    """The shortest list naming ``cpus``: runs of consecutive CPUs as ranges (``0-3,6``)."""
-    pieces, start = [], None
-    for i, cpu in enumerate(cpus):
-        if start is None:
-            start = cpu
-        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
-            pieces.append(str(start) if start == cpu else f"{start}-{cpu}")
-            start = None
-    return ",".join(pieces)
+    cpus = parse_cpulist(text)
+    if not cpus:
+        raise ValueError(f"must name at least one CPU, e.g. 1 or 0-3 (got {text!r})")
+    return cpulist(cpus)
 
 
 def check_cpus(cpus: str | None) -> None:
@@ -76,10 +52,10 @@ def check_cpus(cpus: str | None) -> None:
     if cpus is None:
         return
     allowed = os.sched_getaffinity(0)
-    outside = [c for c in parse_cpus(cpus) if c not in allowed]
+    outside = parse_cpulist(cpus) - allowed
     if outside:
-        raise UserError(f"--cpus {cpus}: CPU {canonical_cpus(tuple(outside))} is not one this process may use "
-                        f"(allowed: {canonical_cpus(tuple(sorted(allowed)))}; see `gnnbench machine`)")
+        raise UserError(f"--cpus {cpus}: CPU {cpulist(outside)} is not one this process may use (allowed: "
+                        f"{cpulist(allowed)}; see `gnnbench machine`)")
 
 
 def pin(cpus: str | None) -> None:
@@ -91,6 +67,6 @@ def pin(cpus: str | None) -> None:
     if cpus is None:
         return
     try:
-        os.sched_setaffinity(0, parse_cpus(cpus))
+        os.sched_setaffinity(0, parse_cpulist(cpus))
     except OSError as err:
         raise UserError(f"--cpus {cpus}: cannot pin the run to these CPUs ({err.strerror})") from None

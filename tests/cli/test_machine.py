@@ -30,13 +30,13 @@ SMT         on
 
 advice:
   * load 3.2 on 2 CPUs: other processes took 60% of them over 1.0 s (limit 10%): results will be noisy. Wait, or \
-pin runs with --threads 1 and taskset -c 1
+pin runs with --cpus 1 (Note [pinned runs])
   * the cgroup allows 1.5 CPUs of the 2 it may run on: run with --threads 1, or threads past the quota are throttled
   * governor powersave: the frequency follows the load, so the first epochs may run slower (--warmup absorbs it); \
 setting `performance` needs root (cpupower frequency-set -g performance)
   * no tcmalloc or jemalloc: runs use the C library's malloc, which hands large tensors back to the kernel every \
 epoch (Note [allocator]); Debian: apt-get install libtcmalloc-minimal4
-  * SMT is on: two hardware threads share a core; for --threads N pin runs to one CPU of each core (taskset -c, see \
+  * SMT is on: two hardware threads share a core; for --threads N pin runs to one CPU of each core (--cpus, see \
 /sys/devices/system/cpu/cpu*/topology/thread_siblings_list)"""
     assert report.as_dict()["machine_state"]["cpu_quota"] == 1.5 and len(report.as_dict()["advice"]) == 5
 
