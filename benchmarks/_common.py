@@ -181,6 +181,20 @@ def load_note(start: float, end: float) -> str:
             "are what it reports.")
 
 
+def rows_load(rows: Iterable[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """The 1-minute load before the first and after the last stored run, from the rows' ``machine_state``
+    (Note [machine state]), so a table rendered from a store still states its load; None for older rows."""
+    def state(row):
+        ms = row.get("machine_state")
+        return ms if isinstance(ms, Mapping) else {}
+
+    ordered = sorted((r for r in rows if state(r).get("load_before") and state(r).get("load_after")),
+                     key=lambda r: str(r.get("timestamp") or ""))
+    if not ordered:
+        return None
+    return state(ordered[0])["load_before"][0], state(ordered[-1])["load_after"][0]
+
+
 def measured_note(load: tuple[float, float] | None, commits: Iterable[str] | None) -> str:
     """Where a table's rows come from: the load they ran under (or that they were rendered from stored
     rows, whose load was not kept) and the commits they were measured at (the rows' ``git_commit``)."""

@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note, ok,  # noqa: E402
-                     out_path, print_plan, provenance, run_script, write_results)
+                     out_path, print_plan, provenance, rows_load, run_script, write_results)
 
 CAMPAIGN = "aa"
 SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
@@ -84,7 +84,30 @@ def judge(trial: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     results = {r.system: r for r in compare(list(trial), baseline=BASELINE, include_unverified=True).results}
     twin, slow = results[TWIN], results[SLOW]
     return {"twin_mark": twin.mark, "twin_speedup": twin.speedup, "twin_significant": twin.significant,
-            "slow_mark": slow.mark, "slow_speedup": slow.speedup, "slow_significant": slow.significant}
+            "twin_interval": _excludes_one(twin), "slow_mark": slow.mark, "slow_speedup": slow.speedup,
+            "slow_significant": slow.significant, "slow_interval": _excludes_one(slow) and slow.speedup < 1,
+            "slow_withheld": slow.withheld}
+
+
+def _excludes_one(result) -> bool:
+    """The speedup's interval lies wholly on one side of 1, whatever the stability flags say."""
+    return result.ci_low is not None and (result.ci_high < 1 or result.ci_low > 1)
+
+
+#: the instability reasons a withheld comparison's note gives (Note [between-process statistics]), as counted
+_REASONS = {"processes needed": "processes, ", "epoch spread within processes": "epoch spread",
+            "spread across processes": "across", "an outlier process": "from the median",
+            "busy machine": "busy machine"}
+
+
+def withheld_reasons(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How often each instability reason stood behind ``aa_slow``'s unmarked comparisons."""
+    counts = dict.fromkeys(_REASONS, 0)
+    for v in verdicts:
+        if v["slow_mark"] != "+" and v.get("slow_withheld"):
+            for name, words in _REASONS.items():
+                counts[name] += words in v["slow_withheld"]
+    return {k: n for k, n in counts.items() if n}
 
 
 def true_slowdown(rows: Sequence[Mapping[str, Any]]) -> float | None:
@@ -108,8 +131,23 @@ def summarise(condition: str, rows: Sequence[Mapping[str, Any]], size: int) -> d
     marked = sum(v["slow_mark"] == "+" for v in verdicts)
     significant = sum(bool(v["slow_significant"]) and (v["slow_speedup"] or 1) < 1 for v in verdicts)
     return {"condition": condition, "trials": n, "processes": size, "false_positives": false,
-            "slow_marked": marked, "slow_significant": significant, "true_slowdown": true_slowdown(rows),
-            "verdicts": verdicts}
+            "twin_intervals": sum(v["twin_interval"] for v in verdicts), "slow_marked": marked,
+            "slow_significant": significant, "slow_intervals": sum(v["slow_interval"] for v in verdicts),
+            "withheld": withheld_reasons(verdicts), "true_slowdown": true_slowdown(rows),
+            "baseline_noise": baseline_noise(rows), "verdicts": verdicts}
+
+
+def baseline_noise(rows: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
+    """How noisy ``aa_one`` was over the whole condition: its processes' figure and the two spreads."""
+    from gnnbench.core.measurement import Measurement
+    from gnnbench.core.statistics import Processes
+
+    measured = tuple(Measurement.from_row(r) for r in rows if r.get("system") == BASELINE and ok(r))
+    if len(measured) < 2:
+        return None
+    p = Processes(measured)
+    return {"processes": len(p), "median_s": p.median, "low_s": float(p.medians.min()),
+            "high_s": float(p.medians.max()), "between_spread": p.between_spread, "within_spread": p.within_spread}
 
 
 def _share(k: int, n: int) -> str:
@@ -118,23 +156,44 @@ def _share(k: int, n: int) -> str:
 
 def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
     header = ["condition", "trials", "processes a system per trial", "A/A pairs marked different",
-              "aa_slow marked + (slower beyond factor)", "aa_slow significantly slower", "aa_slow's true slowdown"]
+              "A/A intervals excluding 1 (flags aside)", "aa_slow marked + (slower beyond factor)",
+              "aa_slow significantly slower", "aa_slow's interval below 1 (flags aside)", "aa_slow's true slowdown"]
     rows = [[s["condition"], str(s["trials"]), str(s["processes"]), _share(s["false_positives"], s["trials"]),
-             _share(s["slow_marked"], s["trials"]), _share(s["slow_significant"], s["trials"]),
+             _share(s["twin_intervals"], s["trials"]), _share(s["slow_marked"], s["trials"]),
+             _share(s["slow_significant"], s["trials"]), _share(s["slow_intervals"], s["trials"]),
              "-" if s["true_slowdown"] is None else f"{(s['true_slowdown'] - 1):+.1%}"] for s in summaries]
     lines = ["# A/A: false positives and power of compare's statistics (issue 42)", "",
              f"Campaign `campaigns/{CAMPAIGN}.toml` (`python benchmarks/bench_aa.py --condition quiet|loaded`): "
              f"GCN on `{meta['dataset']}`, {meta['epochs']} epochs ({meta['warmup']} untimed warm-up), "
-             f"{meta['threads']} thread(s), every run its own process, interleaved. A trial is "
-             f"{meta['processes']} processes of each of `aa_one`, `aa_two` (built identically) and `aa_slow` "
-             "(the same kernels plus extra in-place passes over each SpMM output), compared by "
-             "`gnnbench.results.compare.compare` against `aa_one` (Note [A/A trials] in benchmarks/bench_aa.py). "
-             "Conditions: " + "; ".join(f"{k}: {v}" for k, v in CONDITIONS.items()) + ".", "",
-             Table(header, rows, [False, True, True, False, False, False, True]).render("markdown").rstrip("\n"), "",
+             f"{meta['threads']} thread(s), pinned to CPU {meta.get('cpus')}, every run its own process, "
+             f"interleaved. A trial is {meta['processes']} consecutive rounds: that many processes of each of "
+             "`aa_one`, `aa_two` (built identically) and `aa_slow` (the same kernels plus extra in-place passes "
+             "over each SpMM output), compared by `gnnbench.results.compare.compare` against `aa_one` (Note [A/A "
+             "trials] in benchmarks/bench_aa.py); the same processes are also judged in trials of twice as many. "
+             "\"Flags aside\" counts the comparisons whose bootstrap interval alone excludes 1, before the "
+             "stability flags withhold a mark. Conditions: "
+             + "; ".join(f"{k}: {v}" for k, v in CONDITIONS.items()) + ".", "",
+             Table(header, rows, [False, True, True, False, False, False, False, False, True])
+             .render("markdown").rstrip("\n"), "",
              "Targets (issue 42): A/A pairs marked different in at most 5 % of at least 40 trials in each "
              "condition; `aa_slow` marked slower in at least 90 % of its comparisons.", ""]
     for s in summaries:
-        lines.append(f"{s['condition']}: " + measured_note(s.get("load"), meta.get("measured_at")))
+        if s["withheld"]:
+            reasons = ", ".join(f"{name} {n}" for name, n in s["withheld"].items())
+            lines.append(f"{s['condition']}, {s['processes']} processes a trial: `aa_slow`'s unmarked comparisons "
+                         f"were flagged unstable for: {reasons} (of {s['trials'] - s['slow_marked']}).")
+    for s in summaries:
+        noise = s.get("baseline_noise")
+        if noise and s["processes"] == meta["processes"]:
+            lines.append(f"{s['condition']}: `aa_one` over all {noise['processes']} of its processes: "
+                         f"{noise['median_s'] * 1e3:.1f} ms (process medians {noise['low_s'] * 1e3:.1f}-"
+                         f"{noise['high_s'] * 1e3:.1f} ms), spread across processes {noise['between_spread']:.0%}, "
+                         f"within a process {noise['within_spread']:.0%} (median IQR / median).")
+    lines.append("")
+    for condition in dict.fromkeys(s["condition"] for s in summaries):
+        measured = [s for s in summaries if s["condition"] == condition and s["trials"]]
+        lines.append(f"{condition}: " + (measured_note(measured[0].get("load"), meta.get("measured_at"))
+                                         if measured else "not measured yet."))
     return "\n".join(lines) + "\n"
 
 
@@ -178,11 +237,12 @@ def _run(args) -> int:
 
                 rows = frame_records(load_results(store_of(condition)))
         commits |= {r.get("git_commit") for r in rows if r.get("git_commit")}
-        summary = summarise(condition, rows, MIN_PROCESSES)
-        summary["load"] = None if load[0] is None else load
-        summaries.append(summary)
+        for size in (MIN_PROCESSES, 2 * MIN_PROCESSES):  # the default, and what twice the processes buy
+            summary = summarise(condition, rows, size)
+            summary["load"] = rows_load(rows) if load[0] is None else load
+            summaries.append(summary)
     meta = provenance(campaign=CAMPAIGN, dataset=config.dataset, epochs=config.epochs, warmup=config.warmup,
-                      threads=config.threads, processes=MIN_PROCESSES, measured_at=sorted(commits))
+                      threads=config.threads, cpus=config.cpus, processes=MIN_PROCESSES, measured_at=sorted(commits))
     write_results(args.out, {"meta": meta, "conditions": summaries}, render(summaries, meta))
     return 0
 

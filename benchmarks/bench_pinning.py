@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note, out_path,  # noqa: E402
-                     print_plan, provenance, run_script, write_results)
+from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note,  # noqa: E402
+                     out_path, print_plan, provenance, rows_load, run_script, write_results)
 
 CAMPAIGN = "pinning"
 SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
@@ -102,7 +102,8 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
             lines.append(f"{s['condition']}: {sp['pinned']} is {sp['ratio']:.2f}x unpinned's speed{interval}.")
     lines.append("")
     for s in summaries:
-        lines.append(f"{s['condition']}: " + measured_note(s.get("load"), meta.get("measured_at")))
+        lines.append(f"{s['condition']}: " + (measured_note(s.get("load"), meta.get("measured_at")) if s["arms"]
+                                              else "not measured yet."))
     return "\n".join(lines) + "\n"
 
 
@@ -145,7 +146,7 @@ def _run(args) -> int:
             rows = frame_records(load_results(store_of(condition)))
         commits |= {r.get("git_commit") for r in rows if r.get("git_commit")}
         summary = summarise(condition, rows)
-        summary["load"] = None if load[0] is None else load
+        summary["load"] = rows_load(rows) if load[0] is None else load
         summaries.append(summary)
     meta = provenance(campaign=CAMPAIGN, dataset=config.dataset, epochs=config.epochs, warmup=config.warmup,
                       threads=config.threads, measured_at=sorted(commits))

@@ -16,7 +16,7 @@ Note [cells escaped for their medium]
     can write a store chooses. Text, markdown and rich renderings pass every
     cell, title and note through :func:`gnnbench.text.printable`, so a terminal
     escape sequence shows as ``\x1b`` instead of acting. Markdown cells and the
-    title also write ``&``, ``<`` and ``>`` as entities and ``|`` as ``\|``, so a
+    title also write ``&``, ``<`` and ``>`` as entities and ``|`` as ``\\|``, so a
     stored ``<script>`` stays text under a plain CommonMark renderer, which
     passes raw HTML through; notes are gnnbench's own Markdown and keep theirs.
     CSV is data and keeps the value as stored.

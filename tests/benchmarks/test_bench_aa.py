@@ -55,10 +55,21 @@ def test_render_states_the_rates_and_the_targets(bench):
     text = bench.render(summaries, meta)
     quiet = next(line for line in text.splitlines() if line.startswith("| quiet"))
     assert [c.strip() for c in quiet.strip("|").split("|")] == [
-        "quiet", "2", "5", "0 of 2 (0%)", "2 of 2 (100%)", "2 of 2 (100%)", "+29.6%"]
+        "quiet", "2", "5", "0 of 2 (0%)", "0 of 2 (0%)", "2 of 2 (100%)", "2 of 2 (100%)", "2 of 2 (100%)", "+29.6%"]
     loaded = next(line for line in text.splitlines() if line.startswith("| loaded"))
     assert [c.strip() for c in loaded.strip("|").split("|")][1:4] == ["0", "5", "-"]
     assert "at most 5 % of at least 40 trials" in text and "Measured at commit abc1234" in text
+    assert "loaded: not measured yet." in text
+    assert "quiet: `aa_one` over all 10 of its processes: 10.0 ms" in text
+
+
+def test_unmarked_comparisons_count_their_instability_reasons(bench):
+    summary = bench.summarise("quiet", _store(10, 1.05, spread=0.2), 5)
+    assert summary["slow_marked"] < summary["trials"]
+    assert summary["withheld"] and set(summary["withheld"]) <= {
+        "processes needed", "epoch spread within processes", "spread across processes", "an outlier process",
+        "busy machine"}
+    assert summary["withheld"]["epoch spread within processes"] == summary["trials"] - summary["slow_marked"]
 
 
 def test_the_campaign_is_40_trials_of_the_three_systems(bench, capsys):
