@@ -4,12 +4,11 @@ Note [pinned runs]
     ``--cpus LIST`` (a CPU list as ``taskset -c`` takes it: ``1``, ``0-3``,
     ``0,2``) pins the worker to those CPUs before it imports any framework, so
     every thread it starts (the framework's pools, numba's) inherits the set.
-    Unpinned, Linux moves a run between CPUs as other work wakes; on this
-    project's 2-vCPU machine that made a one-thread GCN run's per-process
-    median jump between two levels about 25 % apart and its epochs' IQR pass
-    :data:`~gnnbench.core.stability.SPREAD_LIMIT` in most processes, and the
-    same run pinned to either CPU was faster and steadier
-    (``results/pinning.md``, ``benchmarks/bench_pinning.py``).
+    Unpinned, Linux moves a run between CPUs as other work wakes, and each
+    move costs the run its warm caches; on this project's 2-vCPU machine a
+    pinned one-thread run was faster and steadier, both across processes and
+    within one (figures in ``results/pinning.md``, from
+    ``benchmarks/bench_pinning.py``).
 
     Unpinned stays the default: two runs pinned to the same CPU at once would
     share it, and only the user knows what else the machine runs (``gnnbench
