@@ -257,6 +257,17 @@ def load_generator(avoid: str | None = None):
     return proc
 
 
+def put_on_systems_path(folder: Path) -> None:
+    """Let this process (and the workers it starts) find the systems in ``folder`` (Note [external systems]).
+
+    Idempotent: a script's ``main`` may run more than once in one process (its tests).
+    """
+    from gnnbench.runtime.discovery import systems_path_folders
+
+    folders = [folder.resolve(), *systems_path_folders()]
+    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(str(f) for f in dict.fromkeys(folders))
+
+
 def campaign(name: str, **overrides: Any):
     """The campaign ``campaigns/{name}.toml`` with top-level keys replaced by the non-None ``overrides``."""
     from gnnbench.run.sweep import campaign_from_mapping

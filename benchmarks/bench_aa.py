@@ -43,7 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note, ok,  # noqa: E402
-                     out_path, print_plan, provenance, rows_load, run_script, write_results)
+                     out_path, print_plan, provenance, put_on_systems_path, rows_load, run_script,
+                     write_results)
 
 CAMPAIGN = "aa"
 SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
@@ -220,8 +221,7 @@ def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
 def _run(args) -> int:
     from gnnbench.core.stability import MIN_PROCESSES
 
-    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(  # the A/A systems live outside systems/
-        p for p in (str(SYSTEMS_DIR), os.environ.get("GNNBENCH_SYSTEMS_PATH", "")) if p)
+    put_on_systems_path(SYSTEMS_DIR)  # the A/A systems live outside systems/
     the_campaign = campaign(CAMPAIGN, rounds=None if args.trials is None else args.trials * MIN_PROCESSES)
     if args.dry_run:
         return print_plan("bench_aa", the_campaign, store_of(args.condition))

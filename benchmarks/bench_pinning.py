@@ -28,7 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note,  # noqa: E402
-                     out_path, print_plan, provenance, rows_load, run_script, write_results)
+                     out_path, print_plan, provenance, put_on_systems_path, rows_load, run_script,
+                     write_results)
 
 CAMPAIGN = "pinning"
 SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
@@ -130,8 +131,7 @@ def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
 
 
 def _run(args) -> int:
-    os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(  # aa_one lives outside systems/
-        p for p in (str(SYSTEMS_DIR), os.environ.get("GNNBENCH_SYSTEMS_PATH", "")) if p)
+    put_on_systems_path(SYSTEMS_DIR)  # aa_one lives outside systems/
     the_campaign = campaign(CAMPAIGN, rounds=args.rounds)
     if args.dry_run:
         return print_plan("bench_pinning", the_campaign, store_of(args.condition))

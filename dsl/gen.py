@@ -46,10 +46,9 @@ def system_folders() -> list[Path]:
         with ``FOLDER`` on ``GNNBENCH_SYSTEMS_PATH``; its kernels module is
         imported with ``FOLDER`` on ``sys.path`` (e.g. ``kernels <name>.kernels``).
     """
-    import os
+    from gnnbench.runtime.discovery import systems_path_folders
 
-    extra = [Path(p) for p in os.environ.get("GNNBENCH_SYSTEMS_PATH", "").split(os.pathsep) if p]
-    return [systems_root()] + [p.resolve() for p in extra if p.is_dir()]
+    return list(dict.fromkeys([systems_root().resolve(), *systems_path_folders()]))
 
 
 def spec_paths(root: Path | None = None) -> list[Path]:

@@ -50,9 +50,13 @@ class SystemSource:
 
 
 def systems_path_folders(systems_path: str | None = None) -> list[Path]:
-    """The existing folders of ``GNNBENCH_SYSTEMS_PATH`` (or of ``systems_path``), resolved."""
+    """The existing folders of ``GNNBENCH_SYSTEMS_PATH`` (or of ``systems_path``), resolved, each once.
+
+    A folder named twice (a script that prepends it on every call) is still one
+    folder: listing it twice would find each of its systems twice.
+    """
     value = os.environ.get("GNNBENCH_SYSTEMS_PATH", "") if systems_path is None else systems_path
-    return [Path(p).resolve() for p in value.split(os.pathsep) if p and Path(p).is_dir()]
+    return list(dict.fromkeys(Path(p).resolve() for p in value.split(os.pathsep) if p and Path(p).is_dir()))
 
 
 def _specs_in(root: Path, origin: str) -> list[SystemSource]:

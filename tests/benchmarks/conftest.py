@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -18,3 +19,9 @@ def load_benchmark():
         return module
 
     return load
+
+
+@pytest.fixture(autouse=True)
+def _systems_path_restored(monkeypatch):
+    """A script's ``main`` puts its systems on GNNBENCH_SYSTEMS_PATH; the next test must not inherit that."""
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", os.environ.get("GNNBENCH_SYSTEMS_PATH", ""))

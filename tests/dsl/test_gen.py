@@ -20,6 +20,18 @@ def test_checked_in_glue_matches_its_specs():
     assert writer.drift == [], "".join(writer.drift)
 
 
+def test_a_folder_named_twice_on_the_systems_path_is_searched_once(monkeypatch, tmp_path):
+    """A script that prepends its folder on every call must not make each system appear twice."""
+    from gnnbench.dsl.gen import spec_paths
+    from pathlib import Path
+
+    aa = Path(__file__).resolve().parents[2] / "benchmarks" / "aa_systems"
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", f"{aa}:{aa}/:{tmp_path}/../{tmp_path.name}:{tmp_path}")
+    found = [p for p in spec_paths() if p.parent.name == "aa_one"]
+    assert len(found) == 1
+    assert regenerate(check=True).drift == []
+
+
 def test_glue_carries_a_header_naming_template_and_spec():
     spec = load_spec(systems_root() / "reference" / "reference.gnn")
     files = {path.name: text for path, text in generate(spec).items()}
