@@ -32,8 +32,26 @@ def grammar(strict: bool = False) -> Lark:
     if strict:
         return Lark.open("gnn.lark", rel_to=__file__, parser="lalr", propagate_positions=True, strict=True)
     if _parser is None:
-        _parser = Lark.open("gnn.lark", rel_to=__file__, parser="lalr", propagate_positions=True)
+        _parser = Lark.open("gnn.lark", rel_to=__file__, parser="lalr", propagate_positions=True,
+                            cache=_cache_file())
     return _parser
+
+
+def _cache_file() -> str | bool:
+    """Where Lark keeps the built parser between processes: building it takes about half a second, paid by
+    every run's worker otherwise. In gnnbench's own cache folder, never a shared temporary one (Lark's default),
+    since the file is unpickled; Lark checks it against the grammar's hash and rebuilds a stale or broken one.
+    False (no cache) when the folder cannot be made."""
+    import lark
+
+    from gnnbench.datasets.cache import cache_root
+
+    folder = cache_root() / "lark"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return str(folder / f"gnn-lark-{lark.__version__}.pickle")
 
 
 # A table of known mistakes, each with examples that fail the same way (Lark's
