@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from gnnbench.core.phases import FULL, SAMPLED, steps
 from gnnbench.errors import UserError
 from gnnbench.text import printable
 
@@ -151,15 +152,27 @@ def explain_failure(row: dict, lines: int = 12) -> list[str]:
     return out
 
 
+def _timed_phases(row: dict, phases) -> str:
+    """``forward 1.00 ms, backward ...``: the medians of those of ``phases`` that ``row`` timed (Note [phases by
+    name] in gnnbench/core/phases.py)."""
+    return ", ".join(f"{p.label} {row[p.median] * 1e3:.2f} ms" for p in phases if row.get(p.median) is not None)
+
+
+def _phase_lines(row: dict) -> list[str]:
+    """The full-graph loop's phases, or the line saying that an inference run has no backward pass."""
+    if not all(row.get(p.median) is not None for p in steps(FULL) if not p.inference):
+        return ["  mode       inference: forward passes only, without autograd"]
+    return [f"  phases     {_timed_phases(row, steps(FULL))}"]
+
+
 def _sampled_lines(row: dict) -> list[str]:
-    """A sampled run's extra phases and throughputs (Note [sampled batching] in gnnbench.run.sampled)."""
-    if row.get("sample_median_s") is None:
+    """A sampled run's own phases and throughputs (Note [sampled batching] in gnnbench.run.sampled)."""
+    own = [p for p in steps(SAMPLED) if FULL not in p.loops]
+    if not any(row.get(p.median) is not None for p in own):
         return []
-    ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
     h = row.get("hyperparameters") or {}
     share = (row.get("extra") or {}).get("block_prepare_share")
-    return [f"  sampled    sample {ms(row['sample_median_s'])}, gather {ms(row['gather_median_s'])}, block prepare "
-            f"{ms(row['block_prepare_median_s'])}" + (f" ({share:.1%} of the epoch)" if share is not None else ""),
+    return [f"  sampled    {_timed_phases(row, own)}" + (f" ({share:.1%} of the epoch)" if share is not None else ""),
             f"  batches    fanouts {','.join(str(f) for f in h.get('fanouts', []))}, batch size {h.get('batch_size')}, "
             f"sampler {h.get('sampler')}: {row['seeds_per_s']:,.0f} seeds/s, {row['edges_per_s']:,.0f} edges/s; "
             f"accuracy by {row.get('accuracy_method')} inference"]
@@ -180,9 +193,7 @@ def summary(row: dict) -> str:
         f"  {unit:<10} {ms(row['epoch_time_median_s'])} median, IQR {ms(row['epoch_time_iqr_s'])} "
         f"over {len(row['epoch_times'])} timed {unit}{'es' if unit == 'pass' else 's'} "
         f"({row['warmup']} warm-up excluded)",
-        (f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
-         f"optimizer {ms(row['optimizer_median_s'])}" if row.get("backward_median_s") is not None
-         else "  mode       inference: forward passes only, without autograd"),
+        *_phase_lines(row),
         *_sampled_lines(row),
         *_kernel_lines(row, unit),
         *_spmm_lines(row),

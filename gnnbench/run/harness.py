@@ -226,7 +226,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
         with F.no_grad():
             return objective.scores(forward(False))
 
-    phases = Phases()
+    phases = Phases(clock)
     tuning = _FirstUseTuning(*((spec.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
                              warmup=spec.warmup)
     memory = PeakMemory(spec.device, spec.framework)
@@ -243,8 +243,8 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
                  selected_epoch=best_epoch if spec.selection == "best_val" else _last_epoch(spec, hyper, phases))
     if phases.kernel_by_name:
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
-    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
-                                 kernel_times=phases.kernel, kernel_by_name=phases.kernel_by_name,
+    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
+                                 kernel_times=phases.seconds["kernel"], kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
     return ok_row(spec, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
                   accuracy=best if spec.selection == "best_val" else final,
@@ -283,19 +283,17 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
         phases.epoch_starts(epoch, spec.warmup)  # Note [machine state]
         F.zero_grad(optimizer)
         with measuring() if time_kernels else nullcontext() as kernels:
-            t0 = clock()
-            loss, t1, t2, t3 = timed_step(F, optimizer, lambda: objective.loss(forward(True)), clock)
+            phases.start_step()
+            loss = timed_step(F, optimizer, lambda: objective.loss(forward(True)), phases)
         phases.losses.append(F.to_float(loss))
+        seconds = phases.step_seconds
+        phases.end_epoch(epoch >= spec.warmup, seconds)
         if epoch >= spec.warmup:
-            phases.forward.append(t1 - t0)
-            phases.backward.append(t2 - t1)
-            phases.optimizer.append(t3 - t2)
-            phases.epoch.append(t3 - t0)
             phases.add_kernels(kernels)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
-        tuning.after_epoch(epoch, t3 - t0)
+        tuning.after_epoch(epoch, seconds)
         if target is not None:
-            target.trained(t3 - t0)
+            target.trained(seconds)
             if target.due(epoch + 1):
                 start = clock()
                 current = evaluate()
@@ -322,17 +320,16 @@ def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phas
     for step in range(hyper.epochs):
         phases.epoch_starts(step, spec.warmup)  # Note [machine state]
         with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
-            t0 = clock()
+            phases.start_step()
             logits = forward(False)
             F.sync()
-            t1 = clock()
+            phases.lap("forward")
         del logits
+        phases.end_epoch(step >= spec.warmup, phases.step_seconds)
         if step >= spec.warmup:
-            phases.forward.append(t1 - t0)
-            phases.epoch.append(t1 - t0)
             phases.add_kernels(kernels)
         report(RunEvent("epoch", step + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
-        tuning.after_epoch(step, t1 - t0)
+        tuning.after_epoch(step, phases.step_seconds)
     phases.machine.end()
     final = evaluate()
     return final, hyper.epochs - 1, final

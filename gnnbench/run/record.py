@@ -79,12 +79,16 @@ def run_record(config, status: str, measured: Mapping[str, Any] | None = None, *
     Args:
         config (RunConfig): what ran.
         status (str): one of :data:`~gnnbench.results.store.STATUSES`.
-        measured (dict, optional): the harness's figures (a successful run); they win over identity columns.
+        measured (dict, optional): the harness's figures (a successful run), each named by its column; they win
+            over identity columns.
         error (str, optional): one line saying why the run did not succeed.
         stderr (str, optional): the worker's stderr; its last :data:`STDERR_KEPT` characters are kept.
         timestamp (str, optional): when the run started, UTC ISO 8601 (default: now).
         identity (dict, optional): precomputed :func:`identity_columns`.
         extra (dict, optional): merged into the ``extra`` column.
+
+    Raises:
+        ValueError: a ``measured`` name that is no column (a misspelled figure would otherwise be lost).
     """
     return run_result(config, status, measured, error=error, stderr=stderr, timestamp=timestamp,
                       identity=identity, extra=extra).to_row()
@@ -99,8 +103,12 @@ def run_result(config, status: str, measured: Mapping[str, Any] | None = None, *
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)} (got {status!r})")
     row: dict[str, Any] = dict(identity if identity is not None else identity_columns(config))
+    unknown = sorted(set(measured or ()) - _COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown measured value(s) {', '.join(unknown)}; the known ones are the columns "
+                         f"{', '.join(sorted(_COLUMNS))}")
     if measured:
-        row.update({k: v for k, v in measured.items() if k in _COLUMNS and v is not None})
+        row.update({k: v for k, v in measured.items() if v is not None})
     row["status"] = status
     row["error"] = None if status == "ok" else (error or status)
     row["stderr"] = stderr[-STDERR_KEPT:] if stderr else None
