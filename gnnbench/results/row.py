@@ -308,6 +308,12 @@ class Extra:
         return out
 
     @classmethod
+    def of(cls, row: Mapping[str, Any]) -> "Extra":
+        """The typed ``extra`` of a row as stored or as a frame's record holds it; empty when it has none."""
+        data = row.get("extra")
+        return cls.from_dict(data) if isinstance(data, Mapping) else cls()
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "Extra | None":
         if data is None:
             return None

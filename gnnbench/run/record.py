@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gnnbench.results.row import IDENTITY_FIELDS, RUN_COLUMNS, RunResult
+from gnnbench.results.row import IDENTITY_FIELDS, RUN_COLUMNS, Extra, RunResult
 
 __all__ = ["run_record", "run_result", "identity_columns", "bad_input_error", "STDERR_KEPT", "BAD_INPUT"]
 
@@ -31,7 +31,7 @@ _COLUMNS = frozenset(f.name for f in RUN_COLUMNS if f.name != "id")
 
 def bad_input_error(row: Mapping[str, Any]) -> str | None:
     """The one-line error of a run whose worker refused its input, else None (Note [bad input in a worker])."""
-    if row.get("status") == "failed" and (row.get("extra") or {}).get(BAD_INPUT):
+    if row.get("status") == "failed" and Extra.of(row).bad_input:
         return row.get("error") or "bad input"
     return None
 
