@@ -22,21 +22,23 @@ from gnnbench.run.machine_state import MachineWindow
 __all__ = ["set_up", "Phases", "timed_step", "memory_figures", "ok_row"]
 
 
-def set_up(spec, model_cls, hyper):
-    """The run's frontend, dataset, model and seeded initial parameters, alike for every system (Note [fair
-    timing] in gnnbench.run.harness); returns ``(F, dataset, model, initial)``."""
+def set_up(run):
+    """The frontend, dataset, model and seeded initial parameters of ``run`` (a
+    :class:`~gnnbench.run.resolved.ResolvedRun`), alike for every system (Note [fair timing] in
+    gnnbench.run.harness); returns ``(F, dataset, model, initial)``."""
     import numpy as np
 
     from gnnbench.datasets import load_dataset
     from gnnbench.frameworks import get_frontend
     from gnnbench.run.thread_pools import configure_this_process
 
+    spec = run.config
     F = get_frontend(spec.framework, spec.device, spec.dtype)  # imports the framework, whose pools are set next
     configure_this_process(spec.threads)  # before numba's first parallel section (Note [thread pools])
     if spec.threads:
         F.set_threads(spec.threads)
     dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
-    model = model_cls(dataset.features.shape[1], dataset.num_classes, hyper)
+    model = run.model_cls(dataset.features.shape[1], dataset.num_classes, run.hyper)
     F.seed(spec.seed)
     return F, dataset, model, model.init_params(spec.seed)
 
@@ -164,19 +166,21 @@ def memory_figures(memory, extra: dict[str, Any], residue: int = 0, peak_before:
     return peak
 
 
-def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: dict[str, float],
+def ok_row(run, started: str, phases: Phases, *, dataset, graph, F, accuracy: dict[str, float],
            extra: dict[str, Any], **measured: Any) -> dict[str, Any]:
-    """The row of a run of ``spec`` that finished: its phases' columns, what it ran on, the ``accuracy`` it
-    reports, its losses and ``extra``, and the loop's own ``measured`` columns (``prepare_time_s``, ...).
+    """The row of ``run`` (a :class:`~gnnbench.run.resolved.ResolvedRun`) that finished: its phases' columns, what
+    it ran on, the ``accuracy`` it reports, its losses and ``extra``, and the loop's own ``measured`` columns
+    (``prepare_time_s``, ...).
 
-    Identity columns (system, model, hyperparameters, ...) come from the configuration
-    (:func:`~gnnbench.run.record.run_record`).
+    Identity columns (system, model, hyperparameters, ...) come from the resolved configuration
+    (:func:`~gnnbench.run.record.identity_columns`).
     """
     from gnnbench.run.allocator import loaded_allocator
     from gnnbench.run.environment import cpu_model, machine_info
-    from gnnbench.run.record import run_record
+    from gnnbench.run.record import identity_columns, run_record
     from gnnbench.run.thread_pools import pools_in_use
 
+    spec = run.config
     figures = _spmm_figures(phases, extra, spec.threads)
     if figures is not None:
         extra["spmm_figures"] = asdict(figures)
@@ -190,7 +194,8 @@ def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: d
                    final_loss=phases.losses[-1] if phases.losses else None,
                    cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra,
                    machine_state=phases.machine.state())
-    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured})
+    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured},
+                      identity=identity_columns(spec, resolved=run))
 
 
 def _spmm_figures(phases: Phases, extra: dict[str, Any], threads: int | None):

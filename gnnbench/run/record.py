@@ -11,7 +11,7 @@ the same configuration would have had (Note [provenance] in
 """
 from __future__ import annotations
 
-import json
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,12 +36,18 @@ def bad_input_error(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def identity_columns(config, hashes: dict[str, str | None] | None = None) -> dict[str, Any]:
-    """The columns a run of ``config`` stores whatever its outcome, computed without running it."""
+def identity_columns(config, hashes: dict[str, str | None] | None = None, resolved=None) -> dict[str, Any]:
+    """The columns a run of ``config`` stores whatever its outcome, computed without running it.
+
+    Args:
+        hashes (dict, optional): system name -> its hash, filled as systems are met (a sweep's cache).
+        resolved (ResolvedRun, optional): ``config`` resolved (Note [a run resolved once]); default: resolved
+            here, and a configuration that cannot be resolved stores null hyperparameters.
+    """
     from gnnbench.run.allocator import resolve_allocator
     from gnnbench.run.environment import git_commit
     from gnnbench.errors import UserError
-    from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters
+    from gnnbench.run.resolved import ResolvedRun
     from gnnbench.runtime.registry import system_hash, system_info
 
     hashes = {} if hashes is None else hashes
@@ -55,9 +61,8 @@ def identity_columns(config, hashes: dict[str, str | None] | None = None) -> dic
     except UserError:
         version = None
     try:
-        _, hyper = resolve_hyperparameters(config)
-        hyperparameters = json.loads(json.dumps(stored_hyperparameters(config, hyper)))
-        epochs = hyper.epochs
+        resolved = resolved or ResolvedRun.of(config)
+        hyperparameters, epochs = copy.deepcopy(dict(resolved.stored)), resolved.hyper.epochs
     except UserError:
         hyperparameters, epochs = None, config.epochs
     try:

@@ -68,49 +68,59 @@ __all__ = ["train_sampled", "check_sampling", "ACCURACY_METHOD"]
 ACCURACY_METHOD = "full-neighbour"
 
 
-def _train_size(config) -> tuple[int, str]:
-    from gnnbench.datasets import load_dataset
-
-    dataset = load_dataset(config.dataset, data_dir=config.data_dir, index_dtype=np.dtype(config.index_dtype))
-    return int(np.count_nonzero(dataset.train_mask)), dataset.task
-
-
-def check_sampling(config) -> None:
-    """``--batching sampled``'s checks before any worker starts (one line, exit status 2 each)."""
-    if config.batching != "sampled":
+def check_sampling(run) -> None:
+    """``--batching sampled``'s checks of ``run`` (a :class:`~gnnbench.run.resolved.ResolvedRun`) before any
+    worker starts: :func:`_check_run`'s, :func:`_check_dataset`'s, the sampler installed, and in training a batch
+    no larger than the training set (one line, exit status 2 each)."""
+    if not run.sampled:
         return
-    from gnnbench.run.harness import resolve_hyperparameters
-    from gnnbench.runtime.registry import system_info
+    from gnnbench.datasets import load_dataset
     from gnnbench.sampling import sampler_unavailable_reason
 
-    _, hyper = resolve_hyperparameters(config)
-    _check_blocks(system_info(config.system), config.system)
-    if len(config.fanouts) != hyper.layers:
-        shown = ",".join(str(f) for f in config.fanouts)
-        raise UserError(f"--fanouts {shown} gives {len(config.fanouts)} fanout(s), but model '{config.model}' has "
-                        f"{hyper.layers} layers: give one per layer, outermost first, e.g. --fanouts "
-                        f"{','.join(['10'] * hyper.layers)}")
+    config = run.config
+    _check_run(run)
     reason = sampler_unavailable_reason(config.sampler)
     if reason:
         raise UserError(reason)
-    size, task = _train_size(config)
-    if task == "multilabel":
-        raise UserError(f"--batching sampled supports single-label datasets; '{config.dataset}' is multi-label")
+    dataset = load_dataset(config.dataset, data_dir=config.data_dir, index_dtype=np.dtype(config.index_dtype))
+    _check_dataset(run, dataset)
+    size = int(np.count_nonzero(dataset.train_mask))
     if config.mode == "train" and config.batch_size > size:
         raise UserError(f"--batch-size {config.batch_size} is larger than the training set of '{config.dataset}' "
                         f"({size} nodes): give at most {size}")
 
 
-def _check_blocks(info, name: str) -> None:
-    """A system whose spec says ``blocks no`` is skipped with its reason (UnavailableError: ``skipped``)."""
+def _check_run(run) -> None:
+    """What a sampled run needs of its system and model, checked before any worker starts and again in the worker
+    (which may run without those checks, in a sweep): a system whose spec says ``blocks no`` is skipped with its
+    reason (UnavailableError: ``skipped``); ``--fallback`` and fanouts other than one per layer are refused."""
+    from gnnbench.runtime.registry import system_info
+
+    config, layers = run.config, run.hyper.layers
+    info = system_info(config.system)
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:
-        raise UnavailableError(f"system '{name}' {reason}")
+        raise UnavailableError(f"system '{config.system}' {reason}")
+    if config.fallback:
+        raise UserError("--fallback is not supported with --batching sampled yet")
+    if len(config.fanouts) != layers:
+        shown = ",".join(str(f) for f in config.fanouts)
+        raise UserError(f"--fanouts {shown} gives {len(config.fanouts)} fanout(s), but model '{config.model}' has "
+                        f"{layers} layers: give one per layer, outermost first, e.g. --fanouts "
+                        f"{','.join(['10'] * layers)}")
 
 
-def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
+def _check_dataset(run, dataset) -> None:
+    """What a sampled run needs of its dataset, checked before any worker starts and again in the worker: single
+    labels."""
+    if dataset.task == "multilabel":
+        raise UserError(f"--batching sampled supports single-label datasets; '{run.config.dataset}' is multi-label")
+
+
+def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
                   on_event: Callable | None = None) -> dict[str, Any]:
-    """Run one ``--batching sampled`` task in this process; return its results row (Note [sampled batching]).
+    """Run ``run`` (a ``--batching sampled`` :class:`~gnnbench.run.resolved.ResolvedRun`) in this process; return
+    its results row (Note [sampled batching]).
 
     The same steps for every system (:class:`~gnnbench.runtime.sut.SystemUnderTest`): load it, build its model
     on blocks (:meth:`~gnnbench.runtime.sut.SystemUnderTest.blocks`), time the epochs' batches, then score the
@@ -120,7 +130,6 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.run.allocator import numpy_hugepage_advice
     from gnnbench.run.environment import PeakMemory
     from gnnbench.run.events import RunEvent, stderr_lines
-    from gnnbench.run.harness import resolve_hyperparameters
     from gnnbench.run.loop import Phases, memory_figures, ok_row, set_up
     from gnnbench.core.measurement import Measurement
     from gnnbench.results.store import utc_now
@@ -129,16 +138,11 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.sampling import make_sampler
 
     started = utc_now()
+    spec, model_cls, hyper = run.config, run.model_cls, run.hyper
+    _check_run(run)
+    F, dataset, model, initial = set_up(run)
+    _check_dataset(run, dataset)
     info = system_info(spec.system)
-    _check_blocks(info, spec.system)
-    if spec.fallback:
-        raise UserError("--fallback is not supported with --batching sampled yet")
-    model_cls, hyper = resolve_hyperparameters(spec)
-    if len(spec.fanouts) != hyper.layers:
-        raise UserError(f"--fanouts gives {len(spec.fanouts)} fanout(s) for {hyper.layers} layers")
-    F, dataset, model, initial = set_up(spec, model_cls, hyper)
-    if dataset.task == "multilabel":
-        raise UserError(f"--batching sampled supports single-label datasets; '{spec.dataset}' is multi-label")
     report = on_event or stderr_lines
     extra: dict[str, Any] = {"sampler": spec.sampler}
     note = info.blocks_note() if hasattr(info, "blocks_note") else ""
@@ -163,7 +167,7 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
             return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
                                                    False))
 
-    from gnnbench.run.harness import target_tracker
+    from gnnbench.run.target import target_tracker
 
     target = target_tracker(spec, hyper, dataset)
     memory = PeakMemory(spec.device, spec.framework)
@@ -181,14 +185,17 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
                      spec.warmup, hyper.epochs) - 1,
                  sampled_edges_per_epoch=int(np.median(edges)) if edges else None)
     epoch = Measurement(tuple(phases.seconds["epoch"])).median
-    median = lambda name: Measurement(tuple(phases.seconds[name])).median if phases.seconds[name] else None  # noqa: E731
+
+    def median(name: str) -> float | None:
+        return Measurement(tuple(phases.seconds[name])).median if phases.seconds[name] else None
+
     if epoch:
         extra["block_prepare_share"] = median("block_prepare") / epoch
         sample = median("sample")
         extra["sampler_edges_per_s"] = (np.median(edges) / sample) if sample else None
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=[], lent_times=[]))
-    return ok_row(spec, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
+    return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
                   prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
                   seeds_per_s=np.median(seeds) / epoch if epoch else None,
                   edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=ACCURACY_METHOD)
@@ -244,7 +251,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
     """The epochs' batches, each phase lapped by name and summed over the epoch into ``phases`` (the timed epochs'
     sampled edges and seeds into ``edges`` and ``seeds``); returns the seconds per-block tuning took."""
     from gnnbench.run.events import RunEvent
-    from gnnbench.run.harness import TUNE_BUDGET_MIN_S
+    from gnnbench.run.tuning import TUNE_BUDGET_MIN_S
     from gnnbench.run.loop import timed_step
     from gnnbench.runtime.kernel_clock import measuring
 

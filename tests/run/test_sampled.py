@@ -8,8 +8,9 @@ import pytest
 from gnnbench.cli.run import summary
 from gnnbench.errors import UserError
 from gnnbench.run.config import make_config
-from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters, train
+from gnnbench.run.harness import train
 from gnnbench.run.preflight import check
+from gnnbench.run.resolved import resolve_hyperparameters, stored_hyperparameters
 from gnnbench.run.sweep import campaign_from_mapping
 
 TINY = "sbm:nodes=400,classes=3,features=16,degree=8,seed=1"  # 15 training nodes
