@@ -182,7 +182,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
 
     phases = Phases(clock)
     tuning = FirstUseTuning(*((spec.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
-                             warmup=spec.warmup)
+                            warmup=spec.warmup)
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tuning.watch(memory)
