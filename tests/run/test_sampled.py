@@ -33,6 +33,14 @@ def test_bad_sampling_input_is_one_line_before_any_worker(values, message):
     assert str(err.value) == message
 
 
+def test_the_worker_refuses_what_preflight_refuses_in_the_same_words():
+    """The sampled checks are written once (Note [a run resolved once]): a worker, which may run without them,
+    refuses fanouts the model cannot take with preflight's line."""
+    with pytest.raises(UserError) as err:
+        train(_config(fanouts="5,5,5"))
+    assert str(err.value).startswith("--fanouts 5,5,5 gives 3 fanout(s), but model 'sage' has 2 layers")
+
+
 @pytest.mark.parametrize("values,message", [
     ({"fanouts": "0,10"}, "--fanouts each fanout must be >= 1, or -1 for all neighbours (got 0)"),
     ({"fanouts": "25,-3"}, "--fanouts each fanout must be >= 1, or -1 for all neighbours (got -3)"),
