@@ -29,6 +29,17 @@ def test_every_phase_has_its_columns_in_the_row():
     assert (phase("kernel").median, phase("kernel").samples) == ("kernel_median_s", "kernel_times")
 
 
+def test_a_phase_whose_columns_the_row_declares_in_part_is_refused():
+    from gnnbench.results.row import _with_phase_columns
+
+    class Partial:
+        __annotations__ = {"forward_median_s": "float | None"}
+
+    with pytest.raises(TypeError, match=r"^phase 'forward' has columns \['forward_median_s', 'forward_times'\], "
+                                        r"but Partial declares only \['forward_median_s'\]"):
+        _with_phase_columns(Partial)
+
+
 def test_a_measurement_reads_any_phase_from_its_own_columns():
     row = {"kernel_times": None, "kernel_median_s": 0.004, "forward_times": [0.1, 0.3, 0.2]}
     assert Measurement.from_row(row, "kernel").median == pytest.approx(0.004)  # was read as kernel_time_median_s
