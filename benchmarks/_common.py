@@ -31,6 +31,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from gnnbench.run.environment import cpu_model  # noqa: F401  (re-exported for the scripts)
 from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
+from gnnbench.core.phases import FULL, PHASES
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
@@ -328,10 +329,9 @@ def stored_rows(results: str | Path) -> list[dict]:
     return frame_records(_pooled(results))
 
 
-#: per-epoch samples that rounds of one configuration pool, and the statistic each one's median feeds
-_POOLED = {"epoch_times": "epoch_time_median_s", "forward_times": "forward_median_s",
-           "backward_times": "backward_median_s", "optimizer_times": "optimizer_median_s",
-           "kernel_times": "kernel_median_s"}
+#: per-epoch samples that rounds of one configuration pool, and the statistic each one's median feeds: the
+#: full-graph loop's phases (Note [phases by name] in gnnbench/core/phases.py)
+_POOLED = {p.samples: p.median for p in PHASES if FULL in p.loops}
 #: one figure per run, summarised over rounds by their median
 _PER_RUN = ("prepare_time_s", "tune_time_s", "peak_memory_bytes", "modeled_time_s")
 #: the same, kept in a run's ``extra``

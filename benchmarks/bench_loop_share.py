@@ -152,7 +152,7 @@ class Arm:
         hook = self.bound.system.hook("tune") if self.bound is not None else None
         if hook is None:
             return
-        from gnnbench.run.harness import tune_budget_s
+        from gnnbench.run.tuning import tune_budget_s
 
         result = hook(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
                       budget_s=tune_budget_s(first_epoch_s, 200), progress=None)

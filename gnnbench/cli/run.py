@@ -4,7 +4,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from gnnbench.core.phases import FULL, SAMPLED, steps
 from gnnbench.errors import UserError
+from gnnbench.results.row import Extra
 from gnnbench.text import printable
 
 from ._common import add_results_option, open_store, print_json, results_path
@@ -143,7 +145,7 @@ def explain_failure(row: dict, lines: int = 12) -> list[str]:
 
     tail = stderr_tail(row.get("stderr"), lines)
     out = [f"last {len(tail)} lines of the worker's stderr:", *(f"  | {line}" for line in tail)] if tail else []
-    where = (row.get("extra") or {}).get("stderr_path")
+    where = Extra.of(row).stderr_path
     if where:
         out.append(f"whole stderr: {where}")
     elif row.get("id") is not None:
@@ -151,15 +153,27 @@ def explain_failure(row: dict, lines: int = 12) -> list[str]:
     return out
 
 
+def _timed_phases(row: dict, phases) -> str:
+    """``forward 1.00 ms, backward ...``: the medians of those of ``phases`` that ``row`` timed (Note [phases by
+    name] in gnnbench/core/phases.py)."""
+    return ", ".join(f"{p.label} {row[p.median] * 1e3:.2f} ms" for p in phases if row.get(p.median) is not None)
+
+
+def _phase_lines(row: dict) -> list[str]:
+    """The full-graph loop's phases, or the line saying that an inference run has no backward pass."""
+    if not all(row.get(p.median) is not None for p in steps(FULL) if not p.inference):
+        return ["  mode       inference: forward passes only, without autograd"]
+    return [f"  phases     {_timed_phases(row, steps(FULL))}"]
+
+
 def _sampled_lines(row: dict) -> list[str]:
-    """A sampled run's extra phases and throughputs (Note [sampled batching] in gnnbench.run.sampled)."""
-    if row.get("sample_median_s") is None:
+    """A sampled run's own phases and throughputs (Note [sampled batching] in gnnbench.run.sampled)."""
+    own = [p for p in steps(SAMPLED) if FULL not in p.loops]
+    if not any(row.get(p.median) is not None for p in own):
         return []
-    ms = lambda s: f"{s * 1e3:.2f} ms"  # noqa: E731
     h = row.get("hyperparameters") or {}
-    share = (row.get("extra") or {}).get("block_prepare_share")
-    return [f"  sampled    sample {ms(row['sample_median_s'])}, gather {ms(row['gather_median_s'])}, block prepare "
-            f"{ms(row['block_prepare_median_s'])}" + (f" ({share:.1%} of the epoch)" if share is not None else ""),
+    share = Extra.of(row).block_prepare_share
+    return [f"  sampled    {_timed_phases(row, own)}" + (f" ({share:.1%} of the epoch)" if share is not None else ""),
             f"  batches    fanouts {','.join(str(f) for f in h.get('fanouts', []))}, batch size {h.get('batch_size')}, "
             f"sampler {h.get('sampler')}: {row['seeds_per_s']:,.0f} seeds/s, {row['edges_per_s']:,.0f} edges/s; "
             f"accuracy by {row.get('accuracy_method')} inference"]
@@ -180,16 +194,14 @@ def summary(row: dict) -> str:
         f"  {unit:<10} {ms(row['epoch_time_median_s'])} median, IQR {ms(row['epoch_time_iqr_s'])} "
         f"over {len(row['epoch_times'])} timed {unit}{'es' if unit == 'pass' else 's'} "
         f"({row['warmup']} warm-up excluded)",
-        (f"  phases     forward {ms(row['forward_median_s'])}, backward {ms(row['backward_median_s'])}, "
-         f"optimizer {ms(row['optimizer_median_s'])}" if row.get("backward_median_s") is not None
-         else "  mode       inference: forward passes only, without autograd"),
+        *_phase_lines(row),
         *_sampled_lines(row),
         *_kernel_lines(row, unit),
         *_spmm_lines(row),
         *_fallback_lines(row),
         f"  prepare    {row['prepare_time_s'] * 1e3:.1f} ms (apart from epochs)"
         + (f"; JIT compilation {compiled:.2f} s, once per machine (apart)"
-           if (compiled := (row.get("extra") or {}).get("compile_time_s")) else "")
+           if (compiled := Extra.of(row).compile_time_s) else "")
         + (f"; tuned on first use in {row['tune_time_s']:.2f} s (apart)" if row.get("tune_time_s") else ""),
         f"  memory     {row['peak_memory_bytes'] / 2**20:.1f} MiB peak above the pre-training baseline{_held(row)} "
         f"({row.get('allocator') or 'unknown'} allocator{_huge_pages(row)})",
@@ -197,7 +209,7 @@ def summary(row: dict) -> str:
         *_target_lines(row),
         *_machine_lines(row),
     ]
-    report = (row.get("extra") or {}).get("system_report")
+    report = Extra.of(row).system_report
     if report:
         shown = report.get("summary") or [", ".join(f"{k}={v}" for k, v in _flatten(report)
                                                     if not isinstance(v, (list, dict)))]
@@ -212,9 +224,7 @@ def summary(row: dict) -> str:
 
 def _target_lines(row: dict) -> list[str]:
     """The time to the target validation accuracy and its parts (Note [time to accuracy]), when the run had one."""
-    from gnnbench.results.row import Extra
-
-    tta = (Extra.from_dict(row.get("extra")) or Extra()).time_to_accuracy
+    tta = Extra.of(row).time_to_accuracy
     if tta is None or isinstance(tta, dict):
         return []
     evaluations = f"{len(tta.curve)} evaluation{'s' * (len(tta.curve) != 1)}, every {tta.eval_every:g} epoch" + (
@@ -260,13 +270,13 @@ def _machine_lines(row: dict) -> list[str]:
 
 def _held(row: dict) -> str:
     """How much of the peak the loop still held after its epochs (Note [peak memory]), when recorded."""
-    held = (row.get("extra") or {}).get("held_bytes")
+    held = Extra.of(row).held_bytes
     return f", {held / 2**20:.1f} MiB of it held after the epochs" if held is not None else ""
 
 
 def _huge_pages(row: dict) -> str:
     """How much of the process was on 2 MiB pages after the epochs (Note [allocator]), when recorded."""
-    huge = (row.get("extra") or {}).get("huge_page_bytes")
+    huge = Extra.of(row).huge_page_bytes
     return f"; {huge / 2**20:.0f} MiB of the process on huge pages" if huge is not None else ""
 
 
@@ -288,7 +298,7 @@ def _kernel_lines(row: dict, unit: str = "epoch") -> list[str]:
     if kernel is None:
         return []
     share = kernel / row["epoch_time_median_s"] if row["epoch_time_median_s"] else 0.0
-    by_kernel = (row.get("extra") or {}).get("kernel_median_s_by_kernel") or {}
+    by_kernel = Extra.of(row).kernel_median_s_by_kernel or {}
     top = sorted(by_kernel.items(), key=lambda kv: -kv[1])[:3]
     named = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in top)
     return [f"  kernels    {kernel * 1e3:.2f} ms median ({share:.0%} of the {unit}) inside {row['system']}'s kernels"

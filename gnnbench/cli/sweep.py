@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gnnbench.errors import UserError
+from gnnbench.results.row import Extra
 from gnnbench.text import printable
 
 from ._common import add_results_option, print_json
@@ -148,7 +149,7 @@ def summary(report, results_path: str) -> str:
                                                f"seed={r['seed']}"), printable(r.get("error"))] for r in failures])
         lines += ["  " + line for line in table.render("text").splitlines()]
         for r in failures:
-            where = (r.get("extra") or {}).get("stderr_path")
+            where = Extra.of(r).stderr_path
             if where and r.get("status") in ("crashed", "failed", "oom", "timeout"):
                 lines.append(f"  whole stderr of run {r.get('id')}: {where}")
     for saved, error in report.unsaved:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench.core.phases import phase
 from gnnbench.core.stability import SPREAD_LIMIT
 
 __all__ = ["Measurement", "NOISE_THRESHOLD"]
@@ -60,14 +61,20 @@ class Measurement:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], name: str = "epoch") -> "Measurement":
-        """The ``{name}_times`` samples of a stored run (nulls and non-finite values dropped), falling
-        back to its stored ``{name}_time_median_s`` / ``{name}_time_iqr_s`` when no samples were kept."""
-        def number(key: str) -> float | None:
-            v = row.get(key)
+        """Timed phase ``name``'s samples in a stored run (nulls and non-finite values dropped), falling back to
+        its stored median (and interquartile range, where the phase has one) when no samples were kept; the
+        columns are the phase's (Note [phases by name] in gnnbench/core/phases.py).
+
+        Raises:
+            KeyError: ``name`` is no timed phase.
+        """
+        columns = phase(name)
+
+        def number(key: str | None) -> float | None:
+            v = row.get(key) if key else None
             return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
-        return cls(_finite(row.get(f"{name}_times")), name, number(f"{name}_time_median_s"),
-                   number(f"{name}_time_iqr_s"))
+        return cls(_finite(row.get(columns.samples)), name, number(columns.median), number(columns.iqr))
 
     def _quantiles(self) -> tuple[float, float, float]:
         if "q" not in self._cache:

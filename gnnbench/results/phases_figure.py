@@ -1,12 +1,13 @@
 """Where a sampled epoch goes: each phase's share of the epoch, one stacked bar per system.
 
 A sampled training epoch (Note [sampled batching] in gnnbench/run/sampled.py)
-is the sum of six phases, each timed per epoch: sample, gather, block
-prepare, forward, backward and optimizer. :func:`phase_shares` turns the
+is the sum of its step phases, each timed per epoch: sample, gather, block
+prepare, forward, backward and optimizer (the sampled loop's training phases
+of gnnbench/core/phases.py, Note [phases by name]). :func:`phase_shares` turns the
 latest successful sampled training run of each system in each group
 (dataset x model x framework, as :func:`gnnbench.results.plot.plot` groups)
 into the phases' shares: phase ``p``'s share is its median over the timed
-epochs divided by the sum of the six medians (so a bar's shares add up to
+epochs divided by the sum of the phases' medians (so a bar's shares add up to
 one; the median epoch itself may differ from that sum by the epochs' spread).
 :func:`phases_figure` draws them as stacked bars, one panel per group, the
 seconds of the summed medians written above each bar, and saves PNG and SVG
@@ -21,13 +22,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gnnbench.results.row import PHASES as _ROW_PHASES
+from gnnbench.core.phases import SAMPLED, steps
 
 __all__ = ["PHASES", "phase_shares", "phases_figure"]
 
-#: (label, the row's median column), in the order a batch runs them
-PHASES = tuple((name.replace("_", " "), _ROW_PHASES[name]["median"])
-               for name in ("sample", "gather", "block_prepare", "forward", "backward", "optimizer"))
+#: (label, the row's median column) of each phase drawn, in the order a batch runs them
+PHASES = tuple((p.label, p.median) for p in steps(SAMPLED, "train"))
 _GROUP = ("dataset", "model", "framework")
 
 

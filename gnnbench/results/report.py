@@ -30,6 +30,7 @@ from typing import Any
 
 from gnnbench.results.compare import COMPARABLE_FIELDS, REFERENCE, Comparison, compare
 from gnnbench.errors import UserError
+from gnnbench.results.row import Extra
 from gnnbench.results.tables import fmt_number
 
 __all__ = ["build_report", "TEMPLATE"]
@@ -159,7 +160,7 @@ def _modeled(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     numeric = [True, False, False, False] + [True] * 7
     rows, notes, systems = [], [], []
     for r in records:
-        report = (r.get("extra") or {}).get("system_report") or {}
+        report = Extra.of(r).system_report or {}
         if not isinstance(report, dict) or "modeled_aggregation_s" not in report:
             continue
         systems += [r.get("system")] if r.get("system") not in systems else []

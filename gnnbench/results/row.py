@@ -14,14 +14,16 @@ its SQL type is its annotation's (:func:`sql_type`). What other modules list is 
 * :data:`COMPARABLE_FIELDS`: what must agree for two epoch times to be set
   side by side (Note [comparable runs] in :mod:`gnnbench.results.compare`), in
   the order the comparison's footnote names them;
-* :data:`PHASES`: each timed phase's median, spread and raw-sample columns,
-  from which :meth:`RunResult.phase` rebuilds its
+* the columns of each timed phase, which :data:`gnnbench.core.phases.PHASES`
+  names (Note [phases by name]): the class is checked against it when it is
+  built, and a phase whose columns it does not declare gets them appended
+  (:func:`_with_phase_columns`); :meth:`RunResult.phase` rebuilds a phase's
   :class:`~gnnbench.core.measurement.Measurement`.
 
 Adding a column is one declaration here, appended after the last one (and an
 upgrade step in ``gnnbench.results.store``, Note [schema versions]); a new
-timed phase is its two columns tagged ``phase=(name, "median")`` and
-``phase=(name, "samples")``.
+timed phase is its declaration in :mod:`gnnbench.core.phases` alone (and the
+same upgrade step).
 
 The ``machine_state`` column is :class:`MachineState`: the machine's state
 around the timed epochs (Note [machine state] in
@@ -43,11 +45,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, NamedTuple
 
+from gnnbench.core.phases import PHASES, phase
+
 __all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
            "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Field", "column", "identity", "measured", "outcome",
            "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
-           "PROVENANCE_FIELDS", "COMPARABLE_FIELDS", "PHASES"]
+           "PROVENANCE_FIELDS", "COMPARABLE_FIELDS"]
 
 #: A column a run of a configuration stores whatever its outcome, known before it runs.
 IDENTITY = "identity"
@@ -68,8 +72,7 @@ class Field(NamedTuple):
     description: str
 
 
-def column(roles: tuple[str, ...], description: str, *, comparable: int | None = None,
-           phase: tuple[str, str] | None = None) -> Any:
+def column(roles: tuple[str, ...], description: str, *, comparable: int | None = None) -> Any:
     """A field of :class:`RunResult` with its column metadata (null by default); its SQL type follows from
     its annotation (:func:`sql_type`).
 
@@ -77,13 +80,12 @@ def column(roles: tuple[str, ...], description: str, *, comparable: int | None =
         roles (tuple): of :data:`IDENTITY`, :data:`PROVENANCE`, :data:`MEASURED`, :data:`OUTCOME`.
         description (str): the column's line in ``docs/results-schema.md``.
         comparable (int, optional): its place in :data:`COMPARABLE_FIELDS` (default: not one of them).
-        phase (tuple, optional): ``(phase, "median" | "iqr" | "samples")`` of a timed phase's column.
     """
     unknown = set(roles) - {IDENTITY, PROVENANCE, MEASURED, OUTCOME}
     if unknown:
         raise ValueError(f"unknown role(s) {sorted(unknown)}; choose among identity, provenance, measured, outcome")
     return field(default=None, metadata={"roles": frozenset(roles), "description": description,
-                                         "comparable": comparable, "phase": phase})
+                                         "comparable": comparable})
 
 
 def identity(description: str, *, provenance: bool = True, comparable: int | None = None) -> Any:
@@ -91,9 +93,9 @@ def identity(description: str, *, provenance: bool = True, comparable: int | Non
     return column((IDENTITY, PROVENANCE) if provenance else (IDENTITY,), description, comparable=comparable)
 
 
-def measured(description: str, *, comparable: int | None = None, phase: tuple[str, str] | None = None) -> Any:
+def measured(description: str, *, comparable: int | None = None) -> Any:
     """A :data:`MEASURED` column."""
-    return column((MEASURED,), description, comparable=comparable, phase=phase)
+    return column((MEASURED,), description, comparable=comparable)
 
 
 def outcome(description: str) -> Any:
@@ -306,6 +308,12 @@ class Extra:
         return out
 
     @classmethod
+    def of(cls, row: Mapping[str, Any]) -> "Extra":
+        """The typed ``extra`` of a row as stored or as a frame's record holds it; empty when it has none."""
+        data = row.get("extra")
+        return cls.from_dict(data) if isinstance(data, Mapping) else cls()
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "Extra | None":
         if data is None:
             return None
@@ -367,7 +375,33 @@ class MachineState:
 
 # ---------------------------------------------------------------- the run
 
+def _with_phase_columns(cls):
+    """``cls`` with every timed phase's columns (Note [phases by name] in gnnbench/core/phases.py): a phase none of
+    whose columns ``cls`` declares gets them appended, a median and a list of samples, described from its
+    declaration; one whose columns ``cls`` declares in part is an error."""
+    annotations = cls.__dict__["__annotations__"]
+    for p in PHASES:
+        names = {p.median: "float | None", p.samples: "list[float] | None"}
+        if p.iqr:
+            names[p.iqr] = "float | None"
+        declared = [name for name in names if name in annotations]
+        if declared and len(declared) != len(names):
+            raise TypeError(f"phase {p.name!r} has columns {sorted(names)}, but {cls.__name__} declares only "
+                            f"{sorted(declared)}: declare all of them, or none to have them generated")
+        if declared:
+            continue
+        spread = {p.iqr: "Interquartile range"} if p.iqr else {}
+        for name, what in {p.median: "Median", **spread}.items():
+            annotations[name] = names[name]
+            setattr(cls, name, measured(f"{what} of the seconds per epoch of phase `{p.name}`: {p.description}; "
+                                        f"null for runs that do not time it."))
+        annotations[p.samples] = names[p.samples]
+        setattr(cls, p.samples, measured(f"List of floats: seconds of phase `{p.name}` in every timed epoch."))
+    return cls
+
+
 @dataclass(frozen=True)
+@_with_phase_columns
 class RunResult:
     """One run, whatever its outcome: the stored row as typed data (see the module's docstring)."""
 
@@ -405,15 +439,15 @@ class RunResult:
     threads: int | None = identity("Intra-op threads the run was pinned to.", comparable=2)
     epochs: int | None = identity("Epochs trained, warm-ups included (`len(epoch_times)` are timed).")
     warmup: int | None = identity("Untimed warmup epochs.", provenance=False)
-    epoch_time_median_s: float | None = measured("Median epoch time in seconds.", phase=("epoch", "median"))
+    epoch_time_median_s: float | None = measured("Median epoch time in seconds.")
     epoch_time_iqr_s: float | None = measured(
-        "Interquartile range of the epoch times in seconds.", phase=("epoch", "iqr"))
+        "Interquartile range of the epoch times in seconds.")
     forward_median_s: float | None = measured(
-        "Median forward-pass time per epoch in seconds.", phase=("forward", "median"))
+        "Median forward-pass time per epoch in seconds.")
     backward_median_s: float | None = measured(
-        "Median backward-pass time per epoch in seconds.", phase=("backward", "median"))
+        "Median backward-pass time per epoch in seconds.")
     optimizer_median_s: float | None = measured(
-        "Median optimizer-step time per epoch in seconds.", phase=("optimizer", "median"))
+        "Median optimizer-step time per epoch in seconds.")
     prepare_time_s: float | None = measured(
         "Time of the system's one-off `prepare` step in seconds, less any JIT compilation in it "
         "(`extra.compile_time_s`).")
@@ -432,13 +466,13 @@ class RunResult:
     first_loss: float | None = measured("Training loss of epoch 0 (the first epoch, a warm-up when `warmup` > 0).")
     final_loss: float | None = measured("Training loss of the last epoch.")
     epoch_times: list[float] | None = measured(
-        "List of floats: every timed epoch in seconds (raw samples).", phase=("epoch", "samples"))
+        "List of floats: every timed epoch in seconds (raw samples).")
     forward_times: list[float] | None = measured(
-        "List of floats: forward time of every timed epoch in seconds.", phase=("forward", "samples"))
+        "List of floats: forward time of every timed epoch in seconds.")
     backward_times: list[float] | None = measured(
-        "List of floats: backward time of every timed epoch in seconds.", phase=("backward", "samples"))
+        "List of floats: backward time of every timed epoch in seconds.")
     optimizer_times: list[float] | None = measured(
-        "List of floats: optimizer time of every timed epoch in seconds.", phase=("optimizer", "samples"))
+        "List of floats: optimizer time of every timed epoch in seconds.")
     cpu_model: str | None = measured("CPU model name.", comparable=1)
     machine: dict[str, Any] | None = measured("Object: hostname, platform, cpu count, GPU, library versions.")
     git_commit: str | None = identity("gnnbench git commit the run was made from.")
@@ -479,9 +513,9 @@ class RunResult:
     kernel_median_s: float | None = measured(
         "Median seconds per epoch spent inside the system's own kernels (forward, backward and optimizer "
         "phases; a fallback's are in `extra.fallback`); null for native baselines and non-CPU devices. See "
-        "Note [kernel time].", phase=("kernel", "median"))
+        "Note [kernel time].")
     kernel_times: list[float] | None = measured(
-        "List of floats: kernel seconds of every timed epoch (null when not measured).", phase=("kernel", "samples"))
+        "List of floats: kernel seconds of every timed epoch (null when not measured).")
     allocator: str | None = identity(
         "Memory allocator the run's process used: `tcmalloc`, `jemalloc`, `jemalloc-thp` (jemalloc on "
         "transparent huge pages) or `system` (the C library's malloc); null for runs stored before schema 3. "
@@ -489,21 +523,19 @@ class RunResult:
     # added in schema 5: sampled mini-batch runs (Note [sampled batching]); null for full-graph runs
     sample_median_s: float | None = measured(
         "Median seconds per epoch drawing the mini-batches' neighbourhoods (`--batching sampled`; null for "
-        "full-graph runs). See Note [sampled batching].", phase=("sample", "median"))
+        "full-graph runs). See Note [sampled batching].")
     gather_median_s: float | None = measured(
         "Median seconds per epoch gathering the input features `x[input_nodes]` and the seeds' labels into "
-        "framework tensors (sampled runs).", phase=("gather", "median"))
+        "framework tensors (sampled runs).")
     block_prepare_median_s: float | None = measured(
         "Median seconds per epoch of per-block system preparation (the system's `prepare` hook on each block, "
-        "both orientations; a native baseline's own block construction) (sampled runs).",
-        phase=("block_prepare", "median"))
+        "both orientations; a native baseline's own block construction) (sampled runs).")
     sample_times: list[float] | None = measured(
-        "List of floats: sampling seconds of every timed epoch (sampled runs).", phase=("sample", "samples"))
+        "List of floats: sampling seconds of every timed epoch (sampled runs).")
     gather_times: list[float] | None = measured(
-        "List of floats: gather seconds of every timed epoch (sampled runs).", phase=("gather", "samples"))
+        "List of floats: gather seconds of every timed epoch (sampled runs).")
     block_prepare_times: list[float] | None = measured(
-        "List of floats: per-block preparation seconds of every timed epoch (sampled runs).",
-        phase=("block_prepare", "samples"))
+        "List of floats: per-block preparation seconds of every timed epoch (sampled runs).")
     seeds_per_s: float | None = measured("Seed (training) nodes per second of epoch time, median epoch (sampled runs).")
     edges_per_s: float | None = measured(
         "Sampled edges (all blocks, before self loops) per second of epoch time, median epoch (sampled runs).")
@@ -551,11 +583,11 @@ class RunResult:
         """The :class:`~gnnbench.core.measurement.Measurement` of timed phase ``name`` (empty when not timed).
 
         Raises:
-            KeyError: ``name`` is not one of :data:`PHASES`.
+            KeyError: ``name`` is no timed phase (Note [phases by name]).
         """
         from gnnbench.core.measurement import Measurement
 
-        return Measurement(tuple(getattr(self, PHASES[name]["samples"]) or ()))
+        return Measurement(tuple(getattr(self, phase(name).samples) or ()))
 
 
 def _meta(name: str) -> Mapping[str, Any]:
@@ -574,9 +606,3 @@ PROVENANCE_FIELDS: tuple[str, ...] = _with_role(PROVENANCE)
 COMPARABLE_FIELDS: tuple[str, ...] = tuple(sorted((f.name for f in fields(RunResult)
                                                    if f.metadata["comparable"] is not None),
                                                   key=lambda n: _meta(n)["comparable"]))
-#: phase name -> {"median": column, "iqr": column (epoch only), "samples": column}, in table order
-PHASES: dict[str, dict[str, str]] = {}
-for _f in fields(RunResult):
-    if _f.metadata["phase"] is not None:
-        PHASES.setdefault(_f.metadata["phase"][0], {})[_f.metadata["phase"][1]] = _f.name
-del _f

@@ -35,7 +35,7 @@ from pydantic.dataclasses import dataclass
 
 from gnnbench.errors import UserError
 
-__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "SAMPLERS", "make_config", "config_fields", "ConfigField",
+__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "make_config", "config_fields", "ConfigField",
            "parse_memory", "parse_options", "add_config_flags", "config_values_from_flags"]
 
 SELECTIONS = ("best_val", "last")
@@ -43,7 +43,6 @@ MODES = ("train", "inference")  # Note [inference mode] in gnnbench.run.harness
 DTYPES = ("float32", "float64")
 INDEX_DTYPES = ("int32", "int64")
 BATCHINGS = ("full", "sampled")  # Note [sampled batching] in gnnbench.run.sampled
-SAMPLERS = ("gnnbench", "pyg", "dgl")  # gnnbench.sampling.adapters
 _MAX_SEED = 2**32 - 1  # NumPy's SeedSequence takes 32-bit words
 
 
@@ -57,6 +56,12 @@ def _frameworks() -> tuple[str, ...]:
     from gnnbench.frameworks import FRAMEWORKS
 
     return tuple(FRAMEWORKS)
+
+
+def _samplers() -> tuple[str, ...]:
+    from gnnbench.sampling import SAMPLERS
+
+    return tuple(SAMPLERS)
 
 
 def _allocators() -> tuple[str, ...]:
@@ -149,7 +154,7 @@ class RunConfig:
     batch_size: int = _field(1024, help="seed nodes per mini-batch (--batching sampled)", sweep="batch_sizes",
                              gt=0, le=1 << 31)
     sampler: str = _field("gnnbench", help="the neighbour sampler of --batching sampled: gnnbench's own, PyG's or "
-                          "DGL's", choices=SAMPLERS, sweep="samplers")
+                          "DGL's", choices=_samplers, sweep="samplers")
     timeout: float | None = _field(None, help="seconds before a run is stopped, > 0, or 'none'", metavar="S",
                                    identity=False, sweep_default=1800.0, gt=0, allow_inf_nan=False)
     memory_limit: int | None = _field(None, help="address-space limit of the run's process, e.g. 4G, or 'none'",

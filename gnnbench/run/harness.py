@@ -30,8 +30,8 @@ Note [tune on first use]
     budget ``B`` is 5 % of a 200-epoch run estimated from the faster of the
     epochs seen so far: a first epoch alone compiles kernels and faults in
     pages, and ran 5.8x a steady epoch in one 16M-edge run, whose tuning then
-    took 15.9 % of the run (issue 19). At least :data:`TUNE_BUDGET_MIN_S`,
-    at most :data:`TUNE_BUDGET_MAX_S`, and ``$GNNBENCH_TUNE_BUDGET_S``
+    took 15.9 % of the run (issue 19). At least :data:`~gnnbench.run.tuning.TUNE_BUDGET_MIN_S`,
+    at most :data:`~gnnbench.run.tuning.TUNE_BUDGET_MAX_S`, and ``$GNNBENCH_TUNE_BUDGET_S``
     overrides it, so tuning stays under 10 % of
     the run it serves; a later run finds the cache and tunes nothing. The
     memory tuning allocates is not the run's: the peak is the larger of the
@@ -110,71 +110,24 @@ Note [progress outside the timer]
 """
 from __future__ import annotations
 
-import os
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any, Callable
 
 from gnnbench.run.allocator import numpy_hugepage_advice
 from gnnbench.run.config import MODES, RunConfig
 from gnnbench.run.environment import PeakMemory
 from gnnbench.run.events import RunEvent, stderr_lines
-from gnnbench.errors import UserError
 from gnnbench.runtime.kernel_clock import measuring
 from gnnbench.run.jit_clock import CompileClock
 from gnnbench.run.loop import Phases, memory_figures, ok_row, set_up, timed_step
+from gnnbench.run.resolved import ResolvedRun
+from gnnbench.run.target import target_tracker
+from gnnbench.run.tuning import FirstUseTuning
 from gnnbench.results.store import utc_now
 
-__all__ = ["RunConfig", "train", "resolve_hyperparameters", "stored_hyperparameters", "MODES",
-           "tune_budget_s", "TUNE_BUDGET_MIN_S", "TUNE_BUDGET_MAX_S"]
-
-#: Bounds of the first-use tuning budget in seconds (Note [tune on first use]).
-TUNE_BUDGET_MIN_S = 1.0
-TUNE_BUDGET_MAX_S = 120.0
-
-def resolve_hyperparameters(spec: RunConfig):
-    from gnnbench.models import get_model
-
-    from gnnbench.run.target import check_target, epochs_limit
-
-    model_cls = get_model(spec.model)
-    hyper = model_cls.defaults
-    check_target(spec, hyper.epochs)  # Note [time to accuracy]: with a target, the epochs are its limit
-    epochs = epochs_limit(spec, hyper.epochs) if spec.target_accuracy is not None else spec.epochs
-    overrides = {k: v for k, v in (("hidden", spec.hidden), ("heads", spec.heads), ("lr", spec.lr),
-                                   ("epochs", epochs), ("normalisation", spec.normalisation)) if v is not None}
-    if spec.normalisation is not None and hyper.normalisation is None:
-        raise UserError(f"--normalisation applies to GCN only; model '{spec.model}' has no normalisation option")
-    hyper = replace(hyper, **overrides)
-    if hyper.epochs <= spec.warmup:
-        raise UserError(f"--epochs ({hyper.epochs}) must exceed --warmup ({spec.warmup}) so that some epochs are timed")
-    return model_cls, hyper
-
-
-def stored_hyperparameters(spec: RunConfig, hyper) -> dict[str, Any]:
-    """The ``hyperparameters`` column of a run of ``spec``: the one place that builds it."""
-    stored = {**hyper.as_dict(), "warmup": spec.warmup, "dtype": spec.dtype, "index_dtype": spec.index_dtype,
-              "selection": spec.selection, "system_options": dict(spec.system_options)}
-    # each only when not the default, so rows stored before these fields keep their identity
-    if spec.fallback:
-        stored["fallback"] = spec.fallback
-    if spec.mode != "train":
-        stored["mode"] = spec.mode
-    if spec.cpus is not None:  # Note [pinned runs]
-        stored["cpus"] = spec.cpus
-    if not spec.tune:
-        stored["tune"] = False
-    if spec.target_accuracy is not None:  # Note [time to accuracy]; the limit is hyper's epochs
-        stored.update(target_accuracy=spec.target_accuracy, eval_every=_whole(spec.eval_every or 1))
-    if spec.batching != "full":  # Note [sampled batching] in gnnbench.run.sampled
-        stored.update(batching=spec.batching, fanouts=list(spec.fanouts), batch_size=spec.batch_size,
-                      sampler=spec.sampler)
-    return stored
-
-
-def _whole(value: float) -> float:
-    return int(value) if float(value).is_integer() else value
+__all__ = ["RunConfig", "train", "MODES"]
 
 
 def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
@@ -190,16 +143,17 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
         on_event (callable, optional): receives the run's progress events (:class:`~gnnbench.run.events.RunEvent`,
             Note [progress outside the timer]; default: the tuner's lines go to stderr).
     """
-    if spec.batching == "sampled":  # mini-batches over sampled blocks (Note [sampled batching])
+    run = ResolvedRun.of(spec)  # Note [a run resolved once]
+    if run.sampled:  # mini-batches over sampled blocks (Note [sampled batching])
         from gnnbench.run.sampled import train_sampled
 
-        return train_sampled(spec, clock, on_event)
+        return train_sampled(run, clock, on_event)
     from gnnbench.datasets.objective import Objective
     from gnnbench.runtime.sut import system_under_test
 
     started = utc_now()
-    model_cls, hyper = resolve_hyperparameters(spec)
-    F, dataset, model, initial = set_up(spec, model_cls, hyper)
+    model_cls, hyper = run.model_cls, run.hyper
+    F, dataset, model, initial = set_up(run)
     graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
     x = F.tensor(dataset.features)
     objective = Objective(F, dataset)  # loss and score; multi-label datasets too (Note [multi-label task])
@@ -226,9 +180,9 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
         with F.no_grad():
             return objective.scores(forward(False))
 
-    phases = Phases()
-    tuning = _FirstUseTuning(*((spec.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
-                             warmup=spec.warmup)
+    phases = Phases(clock)
+    tuning = FirstUseTuning(*((spec.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
+                            warmup=spec.warmup)
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
     tuning.watch(memory)
@@ -243,10 +197,10 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
                  selected_epoch=best_epoch if spec.selection == "best_val" else _last_epoch(spec, hyper, phases))
     if phases.kernel_by_name:
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
-    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
-                                 kernel_times=phases.kernel, kernel_by_name=phases.kernel_by_name,
+    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
+                                 kernel_times=phases.seconds["kernel"], kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
-    return ok_row(spec, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
+    return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
                   accuracy=best if spec.selection == "best_val" else final,
                   prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
 
@@ -256,21 +210,8 @@ def _last_epoch(spec: RunConfig, hyper, phases: Phases) -> int:
     return len(phases.losses) - 1 if spec.mode == "train" else hyper.epochs - 1
 
 
-def target_tracker(spec: RunConfig, hyper, dataset):
-    """A :class:`~gnnbench.run.target.TargetTracker` for a run with a target, else None (Note [time to
-    accuracy]); a dataset without validation nodes has no accuracy to reach (one line, exit status 2)."""
-    if spec.target_accuracy is None:
-        return None
-    from gnnbench.run.target import TargetTracker
-
-    if not dataset.val_mask.any():
-        raise UserError(f"--target-accuracy needs validation labels, and dataset '{spec.dataset}' has no "
-                        "validation nodes")
-    return TargetTracker(spec.target_accuracy, spec.eval_every or 1, hyper.epochs)
-
-
 def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases,
-                  time_kernels: bool, tuning: "_FirstUseTuning", clock, report, target=None):
+                  time_kernels: bool, tuning: FirstUseTuning, clock, report, target=None):
     """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``.
 
     With a ``target`` (Note [time to accuracy]) the validation accuracy is evaluated every ``target.every``
@@ -283,19 +224,17 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
         phases.epoch_starts(epoch, spec.warmup)  # Note [machine state]
         F.zero_grad(optimizer)
         with measuring() if time_kernels else nullcontext() as kernels:
-            t0 = clock()
-            loss, t1, t2, t3 = timed_step(F, optimizer, lambda: objective.loss(forward(True)), clock)
+            phases.start_step()
+            loss = timed_step(F, optimizer, lambda: objective.loss(forward(True)), phases)
         phases.losses.append(F.to_float(loss))
+        seconds = phases.step_seconds
+        phases.end_epoch(epoch >= spec.warmup, seconds)
         if epoch >= spec.warmup:
-            phases.forward.append(t1 - t0)
-            phases.backward.append(t2 - t1)
-            phases.optimizer.append(t3 - t2)
-            phases.epoch.append(t3 - t0)
             phases.add_kernels(kernels)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
-        tuning.after_epoch(epoch, t3 - t0)
+        tuning.after_epoch(epoch, seconds)
         if target is not None:
-            target.trained(t3 - t0)
+            target.trained(seconds)
             if target.due(epoch + 1):
                 start = clock()
                 current = evaluate()
@@ -316,118 +255,22 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
 
 
 def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases, time_kernels: bool,
-           tuning: "_FirstUseTuning", clock, report, target=None):
+           tuning: FirstUseTuning, clock, report, target=None):
     """Forward passes only, without autograd (Note [inference mode]); returns ``(last, last epoch, last)``:
     the untrained model's accuracies are both the selected and the final ones."""
     for step in range(hyper.epochs):
         phases.epoch_starts(step, spec.warmup)  # Note [machine state]
         with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
-            t0 = clock()
+            phases.start_step()
             logits = forward(False)
             F.sync()
-            t1 = clock()
+            phases.lap("forward")
         del logits
+        phases.end_epoch(step >= spec.warmup, phases.step_seconds)
         if step >= spec.warmup:
-            phases.forward.append(t1 - t0)
-            phases.epoch.append(t1 - t0)
             phases.add_kernels(kernels)
         report(RunEvent("epoch", step + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
-        tuning.after_epoch(step, t1 - t0)
+        tuning.after_epoch(step, phases.step_seconds)
     phases.machine.end()
     final = evaluate()
     return final, hyper.epochs - 1, final
-
-
-def tune_budget_s(first_epoch_s: float, epochs: int) -> float:
-    """The first-use tuning budget (Note [tune on first use]): 5 % of a run of ``max(epochs, 200)`` epochs."""
-    override = os.environ.get("GNNBENCH_TUNE_BUDGET_S")
-    if override:
-        try:
-            value = float(override)
-        except ValueError:
-            raise UserError(f"GNNBENCH_TUNE_BUDGET_S must be a number of seconds (got {override!r})") from None
-        if value <= 0:
-            raise UserError(f"GNNBENCH_TUNE_BUDGET_S must be positive (got {override!r})")
-        return value
-    return min(TUNE_BUDGET_MAX_S, max(TUNE_BUDGET_MIN_S, 0.05 * max(epochs, 200) * first_epoch_s))
-
-
-class _FirstUseTuning:
-    """Calls a system's ``tune`` hook once, after the first or second epoch (Note [tune on first use])."""
-
-    def __init__(self, tuner, bound, epochs: int, extra: dict[str, Any],
-                 report: Callable[[RunEvent], None] = stderr_lines, warmup: int = 0):
-        self.tuner, self.bound, self.epochs, self.extra = tuner, bound, epochs, extra
-        self.report = report
-        self.warmup = warmup
-        # the second epoch when it is a warm-up too, else the first; never past the last
-        self.tune_after = min(1 if warmup >= 2 else 0, max(epochs - 1, 0))
-        self.epoch_times: list[float] = []
-        self.seconds: float | None = None
-        self.peak_before = 0
-        self.residue = 0  # bytes tuning left resident (Note [tune on first use])
-        self._memory: PeakMemory | None = None
-
-    def watch(self, memory: PeakMemory) -> None:
-        self._memory = memory
-
-    def after_epoch(self, index: int, seconds: float) -> None:
-        """Called after every epoch (or pass) ``index`` that took ``seconds``; tunes once, at :attr:`tune_after`."""
-        if self.tuner is None or index > self.tune_after:
-            return
-        self.epoch_times.append(seconds)
-        if index == self.tune_after:
-            self._tune(min(self.epoch_times), timed=self.warmup <= index)
-
-    def _tune(self, epoch_s: float, timed: bool) -> None:
-        budget = tune_budget_s(epoch_s, self.epochs)
-        self.report(RunEvent("tune", text=f"budget {budget:.1f} s"))
-        resident: int | None = None
-        start = time.perf_counter()
-
-        def starting() -> None:  # the tuner has work and has allocated nothing yet (Note [tune on first use])
-            nonlocal resident, start
-            if self._memory is not None:
-                self.peak_before = self._memory.peak_above_baseline()
-                _release()
-                resident = _resident_bytes()
-            start = time.perf_counter()
-
-        with numpy_hugepage_advice(False):  # Note [huge pages outside the epochs]
-            result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
-                                budget_s=budget, progress=self._log, starting=starting)
-        if result is None:
-            return
-        self.seconds = time.perf_counter() - start
-        self._log(f"tuned in {self.seconds:.2f} s (budget {budget:.1f} s); the choices are cached for later runs")
-        self.extra["tuning"] = result.as_dict() if hasattr(result, "as_dict") else str(result)
-        if timed:
-            self.extra["tuned_after_timed_epoch"] = True
-        if resident is not None:
-            _release()
-            self.residue = max(0, _resident_bytes() - resident)
-            _reset_peak()
-
-    def _log(self, line: str) -> None:
-        self.report(RunEvent("log", text=line))
-
-
-def _release() -> None:
-    from gnnbench.run.allocator import release_free_memory
-
-    release_free_memory()
-
-
-def _resident_bytes() -> int:
-    from gnnbench.run.environment import _status_kib
-
-    return (_status_kib("VmRSS") or 0) * 1024
-
-
-def _reset_peak() -> None:
-    """Restart the kernel's high-water mark (VmHWM) at the current RSS, so tuning's arrays are not the run's."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass

@@ -2,87 +2,129 @@
 
 The full-graph loop (:func:`gnnbench.run.harness.train`) and the mini-batch
 loop (:func:`gnnbench.run.sampled.train_sampled`) time different phases of
-different units of work (an epoch; the batches of an epoch), but what a phase
-becomes in the row, how a training step is split into forward, backward and
-optimizer, how the memory figures are read and which columns a successful run
-measures are the same for both, and written here once.
+different units of work (an epoch; the batches of an epoch), but how a phase
+is timed (by name, lap after lap: Note [phases by name] in
+gnnbench/core/phases.py), what it becomes in the row, how a training step is
+split into forward, backward and optimizer, how the memory figures are read
+and which columns a successful run measures are the same for both, and
+written here once.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from gnnbench.core.measurement import Measurement
-from gnnbench.results.row import PHASES
+from gnnbench.core.phases import PHASES, phase
 from gnnbench.run.machine_state import MachineWindow
 
 __all__ = ["set_up", "Phases", "timed_step", "memory_figures", "ok_row"]
 
 
-def set_up(spec, model_cls, hyper):
-    """The run's frontend, dataset, model and seeded initial parameters, alike for every system (Note [fair
-    timing] in gnnbench.run.harness); returns ``(F, dataset, model, initial)``."""
+def set_up(run):
+    """The frontend, dataset, model and seeded initial parameters of ``run`` (a
+    :class:`~gnnbench.run.resolved.ResolvedRun`), alike for every system (Note [fair timing] in
+    gnnbench.run.harness); returns ``(F, dataset, model, initial)``."""
     import numpy as np
 
     from gnnbench.datasets import load_dataset
     from gnnbench.frameworks import get_frontend
     from gnnbench.run.thread_pools import configure_this_process
 
+    spec = run.config
     F = get_frontend(spec.framework, spec.device, spec.dtype)  # imports the framework, whose pools are set next
     configure_this_process(spec.threads)  # before numba's first parallel section (Note [thread pools])
     if spec.threads:
         F.set_threads(spec.threads)
     dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
-    model = model_cls(dataset.features.shape[1], dataset.num_classes, hyper)
+    model = run.model_cls(dataset.features.shape[1], dataset.num_classes, run.hyper)
     F.seed(spec.seed)
     return F, dataset, model, model.init_params(spec.seed)
 
 
 @dataclass
 class Phases:
-    """Per-epoch samples of every timed phase (:data:`~gnnbench.results.row.PHASES`); a phase a run does not
-    time stays empty, so null in its row."""
+    """Per-epoch seconds of every timed phase, by name (Note [phases by name]); a phase a run does not time stays
+    empty, so null in its row.
 
-    forward: list[float] = field(default_factory=list)
-    backward: list[float] = field(default_factory=list)
-    optimizer: list[float] = field(default_factory=list)
-    epoch: list[float] = field(default_factory=list)
-    kernel: list[float] = field(default_factory=list)
+    A step is timed lap by lap: :meth:`start_step` reads :attr:`clock`, and each :meth:`lap` reads it again and adds
+    the seconds since the previous reading to its phase's total for the epoch; :meth:`end_epoch` files the
+    epoch's totals. Each lap is one clock reading, so a loop reads the clock as often as its phases, no more.
+    """
+
+    clock: Callable[[], float] = time.perf_counter
+    #: phase name -> its seconds in each timed epoch
+    seconds: dict[str, list[float]] = field(default_factory=lambda: {p.name: [] for p in PHASES})
     kernel_by_name: list[dict[str, float]] = field(default_factory=list)
     spmm_work: list[dict[str, Any]] = field(default_factory=list)  # per epoch: kernel -> SpmmWork (Note [spmm work])
     lent: list[float] = field(default_factory=list)          # a fallback's kernel seconds per epoch
     losses: list[float] = field(default_factory=list)
-    # timed by sampled runs only (Note [sampled batching] in gnnbench.run.sampled)
-    sample: list[float] = field(default_factory=list)
-    gather: list[float] = field(default_factory=list)
-    block_prepare: list[float] = field(default_factory=list)
     # the machine around the timed epochs (Note [machine state] in gnnbench.run.machine_state)
     machine: MachineWindow = field(default_factory=MachineWindow)
+    _laps: dict[str, float] = field(default_factory=dict, repr=False)  # this epoch's seconds so far, by phase
+    _step_start: float = 0.0
+    _last: float = 0.0
 
     def epoch_starts(self, epoch: int, warmup: int) -> None:
         """Called before each epoch's clock starts: the first timed one opens :attr:`machine`'s window; the
         loop closes it (``machine.end()``) after its last epoch."""
         if epoch == warmup:
             self.machine.begin()
+        self._laps = {}
+
+    def start_step(self) -> float:
+        """Read the clock at the start of a step (an epoch's, or a batch's); returns the reading."""
+        self._step_start = self._last = self.clock()
+        return self._last
+
+    def lap(self, name: str) -> float:
+        """Read the clock and add the seconds since the previous reading to phase ``name``; returns the reading.
+
+        Raises:
+            KeyError: ``name`` is no timed phase.
+        """
+        if name not in self.seconds:
+            phase(name)  # raises, naming the phases
+        now = self.clock()
+        self._laps[name] = self._laps.get(name, 0.0) + (now - self._last)
+        self._last = now
+        return now
+
+    @property
+    def step_seconds(self) -> float:
+        """Seconds from the current step's start to its last lap."""
+        return self._last - self._step_start
+
+    def end_epoch(self, timed: bool, epoch_s: float | None = None) -> None:
+        """File the epoch's laps when it is ``timed``: each lapped phase's total, and the epoch's seconds,
+        ``epoch_s`` or else the sum of the step phases' totals in the order they run."""
+        if not timed:
+            return
+        for name, total in self._laps.items():
+            self.seconds[name].append(total)
+        if epoch_s is None:
+            epoch_s = sum(self._laps[p.name] for p in PHASES if p.step and p.name in self._laps)
+        self.seconds["epoch"].append(epoch_s)
 
     def columns(self) -> dict[str, Any]:
-        """Each timed phase's columns (:data:`~gnnbench.results.row.PHASES`): median, spread, raw samples."""
+        """Each timed phase's columns (Note [phases by name]): median, spread, raw samples."""
         out: dict[str, Any] = {}
-        for name, cols in PHASES.items():
-            samples = getattr(self, name)
+        for p in PHASES:
+            samples = self.seconds[p.name]
             if not samples:
                 continue  # a phase this run does not time stays null
             m = Measurement(tuple(samples))
-            out[cols["samples"]] = samples
-            out[cols["median"]] = m.median
-            if "iqr" in cols:
-                out[cols["iqr"]] = m.iqr
+            out[p.samples] = samples
+            out[p.median] = m.median
+            if p.iqr:
+                out[p.iqr] = m.iqr
         return out
 
     def add_kernels(self, kernels) -> None:
         """Record one timed epoch's kernel clock (Note [kernel time]); nothing when kernels are not timed."""
         if kernels is not None:
-            self.kernel.append(kernels.total)
+            self.seconds["kernel"].append(kernels.total)
             self.kernel_by_name.append(dict(kernels.seconds))
             self.spmm_work.append(dict(kernels.work))
             self.lent.append(kernels.lent_total)
@@ -93,22 +135,20 @@ class Phases:
         return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
 
 
-def timed_step(F, optimizer, loss: Callable[[], Any], clock: Callable[[], float]) -> tuple[Any, float, float, float]:
+def timed_step(F, optimizer, loss: Callable[[], Any], phases: Phases) -> Any:
     """One training step after its start's clock reading: ``loss()`` (the forward pass and the loss), backward,
-    optimizer step, each closed by a device sync (Note [fair timing] in gnnbench.run.harness).
-
-    Returns:
-        ``(loss, forward end, backward end, step end)``: the loss tensor and the three clock readings.
-    """
+    optimizer step, each closed by a device sync (Note [fair timing] in gnnbench.run.harness) and lapped into
+    ``phases``; returns the loss tensor."""
     value = loss()
     F.sync()
-    forward_end = clock()
+    phases.lap("forward")
     F.backward(value)
     F.sync()
-    backward_end = clock()
+    phases.lap("backward")
     F.step(optimizer)
     F.sync()
-    return value, forward_end, backward_end, clock()
+    phases.lap("optimizer")
+    return value
 
 
 def memory_figures(memory, extra: dict[str, Any], residue: int = 0, peak_before: int = 0) -> int:
@@ -126,19 +166,21 @@ def memory_figures(memory, extra: dict[str, Any], residue: int = 0, peak_before:
     return peak
 
 
-def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: dict[str, float],
+def ok_row(run, started: str, phases: Phases, *, dataset, graph, F, accuracy: dict[str, float],
            extra: dict[str, Any], **measured: Any) -> dict[str, Any]:
-    """The row of a run of ``spec`` that finished: its phases' columns, what it ran on, the ``accuracy`` it
-    reports, its losses and ``extra``, and the loop's own ``measured`` columns (``prepare_time_s``, ...).
+    """The row of ``run`` (a :class:`~gnnbench.run.resolved.ResolvedRun`) that finished: its phases' columns, what
+    it ran on, the ``accuracy`` it reports, its losses and ``extra``, and the loop's own ``measured`` columns
+    (``prepare_time_s``, ...).
 
-    Identity columns (system, model, hyperparameters, ...) come from the configuration
-    (:func:`~gnnbench.run.record.run_record`).
+    Identity columns (system, model, hyperparameters, ...) come from the resolved configuration
+    (:func:`~gnnbench.run.record.identity_columns`).
     """
     from gnnbench.run.allocator import loaded_allocator
     from gnnbench.run.environment import cpu_model, machine_info
-    from gnnbench.run.record import run_record
+    from gnnbench.run.record import identity_columns, run_record
     from gnnbench.run.thread_pools import pools_in_use
 
+    spec = run.config
     figures = _spmm_figures(phases, extra, spec.threads)
     if figures is not None:
         extra["spmm_figures"] = asdict(figures)
@@ -152,7 +194,8 @@ def ok_row(spec, started: str, phases: Phases, *, dataset, graph, F, accuracy: d
                    final_loss=phases.losses[-1] if phases.losses else None,
                    cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra,
                    machine_state=phases.machine.state())
-    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured})
+    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured},
+                      identity=identity_columns(spec, resolved=run))
 
 
 def _spmm_figures(phases: Phases, extra: dict[str, Any], threads: int | None):

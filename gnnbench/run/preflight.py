@@ -25,16 +25,17 @@ from gnnbench.errors import UnavailableError, UserError
 __all__ = ["check", "check_names", "check_options", "check_dataset_files"]
 
 
-def check_names(config) -> None:
-    """The system, framework and model are known; epochs exceed the warm-ups."""
+def check_names(config):
+    """The system, framework and model are known; epochs exceed the warm-ups. Returns ``config`` resolved
+    (:class:`~gnnbench.run.resolved.ResolvedRun`, Note [a run resolved once])."""
     from gnnbench.frameworks import FRAMEWORKS
-    from gnnbench.run.harness import resolve_hyperparameters
+    from gnnbench.run.resolved import ResolvedRun
     from gnnbench.runtime.registry import system_info
 
     system_info(config.system)
     if config.framework not in FRAMEWORKS:
         raise UserError(f"unknown framework '{config.framework}'; choose one of: {', '.join(FRAMEWORKS)}")
-    resolve_hyperparameters(config)
+    return ResolvedRun.of(config)
 
 
 def check_dataset_files(config) -> None:
@@ -99,7 +100,7 @@ def check(config, isolate: bool = True) -> None:
     from gnnbench.frameworks import framework_available
     from gnnbench.runtime.registry import system_info
 
-    check_names(config)
+    run = check_names(config)
     reason = framework_available(config.framework)
     if reason:
         raise UserError(reason)
@@ -119,7 +120,7 @@ def check(config, isolate: bool = True) -> None:
     check_options(config)
     from gnnbench.run.sampled import check_sampling
 
-    check_sampling(config)  # fanouts against the model's layers, batch size, sampler installed
+    check_sampling(run)  # fanouts against the model's layers, batch size, sampler installed
     if config.fallback:
         from gnnbench.runtime.fallback import check_fallback
 

@@ -11,11 +11,11 @@ the same configuration would have had (Note [provenance] in
 """
 from __future__ import annotations
 
-import json
+import copy
 from collections.abc import Mapping
 from typing import Any
 
-from gnnbench.results.row import IDENTITY_FIELDS, RUN_COLUMNS, RunResult
+from gnnbench.results.row import IDENTITY_FIELDS, RUN_COLUMNS, Extra, RunResult
 
 __all__ = ["run_record", "run_result", "identity_columns", "bad_input_error", "STDERR_KEPT", "BAD_INPUT"]
 
@@ -31,17 +31,23 @@ _COLUMNS = frozenset(f.name for f in RUN_COLUMNS if f.name != "id")
 
 def bad_input_error(row: Mapping[str, Any]) -> str | None:
     """The one-line error of a run whose worker refused its input, else None (Note [bad input in a worker])."""
-    if row.get("status") == "failed" and (row.get("extra") or {}).get(BAD_INPUT):
+    if row.get("status") == "failed" and Extra.of(row).bad_input:
         return row.get("error") or "bad input"
     return None
 
 
-def identity_columns(config, hashes: dict[str, str | None] | None = None) -> dict[str, Any]:
-    """The columns a run of ``config`` stores whatever its outcome, computed without running it."""
+def identity_columns(config, hashes: dict[str, str | None] | None = None, resolved=None) -> dict[str, Any]:
+    """The columns a run of ``config`` stores whatever its outcome, computed without running it.
+
+    Args:
+        hashes (dict, optional): system name -> its hash, filled as systems are met (a sweep's cache).
+        resolved (ResolvedRun, optional): ``config`` resolved (Note [a run resolved once]); default: resolved
+            here, and a configuration that cannot be resolved stores null hyperparameters.
+    """
     from gnnbench.run.allocator import resolve_allocator
     from gnnbench.run.environment import git_commit
     from gnnbench.errors import UserError
-    from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters
+    from gnnbench.run.resolved import ResolvedRun
     from gnnbench.runtime.registry import system_hash, system_info
 
     hashes = {} if hashes is None else hashes
@@ -55,9 +61,8 @@ def identity_columns(config, hashes: dict[str, str | None] | None = None) -> dic
     except UserError:
         version = None
     try:
-        _, hyper = resolve_hyperparameters(config)
-        hyperparameters = json.loads(json.dumps(stored_hyperparameters(config, hyper)))
-        epochs = hyper.epochs
+        resolved = resolved or ResolvedRun.of(config)
+        hyperparameters, epochs = copy.deepcopy(dict(resolved.stored)), resolved.hyper.epochs
     except UserError:
         hyperparameters, epochs = None, config.epochs
     try:
@@ -79,12 +84,16 @@ def run_record(config, status: str, measured: Mapping[str, Any] | None = None, *
     Args:
         config (RunConfig): what ran.
         status (str): one of :data:`~gnnbench.results.store.STATUSES`.
-        measured (dict, optional): the harness's figures (a successful run); they win over identity columns.
+        measured (dict, optional): the harness's figures (a successful run), each named by its column; they win
+            over identity columns.
         error (str, optional): one line saying why the run did not succeed.
         stderr (str, optional): the worker's stderr; its last :data:`STDERR_KEPT` characters are kept.
         timestamp (str, optional): when the run started, UTC ISO 8601 (default: now).
         identity (dict, optional): precomputed :func:`identity_columns`.
         extra (dict, optional): merged into the ``extra`` column.
+
+    Raises:
+        ValueError: a ``measured`` name that is no column (a misspelled figure would otherwise be lost).
     """
     return run_result(config, status, measured, error=error, stderr=stderr, timestamp=timestamp,
                       identity=identity, extra=extra).to_row()
@@ -99,8 +108,12 @@ def run_result(config, status: str, measured: Mapping[str, Any] | None = None, *
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)} (got {status!r})")
     row: dict[str, Any] = dict(identity if identity is not None else identity_columns(config))
+    unknown = sorted(set(measured or ()) - _COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown measured value(s) {', '.join(unknown)}; the known ones are the columns "
+                         f"{', '.join(sorted(_COLUMNS))}")
     if measured:
-        row.update({k: v for k, v in measured.items() if k in _COLUMNS and v is not None})
+        row.update({k: v for k, v in measured.items() if v is not None})
     row["status"] = status
     row["error"] = None if status == "ok" else (error or status)
     row["stderr"] = stderr[-STDERR_KEPT:] if stderr else None

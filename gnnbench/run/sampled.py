@@ -7,8 +7,8 @@ with the schema-5 columns filled in.
 Note [sampled batching]
     An epoch is one pass over the training nodes in seeded shuffled batches
     of ``batch_size`` (:func:`gnnbench.sampling.epoch_batches`). Each batch
-    runs six phases, each closed by a device sync and summed over the
-    epoch's batches:
+    runs six phases (declared in gnnbench/core/phases.py, Note [phases by
+    name]), each closed by a device sync and summed over the epoch's batches:
 
     1. *sample*: the sampler draws the batch's blocks (``--sampler``; every
        sampler gets the same seed batches, and gnnbench's gives every system
@@ -68,49 +68,59 @@ __all__ = ["train_sampled", "check_sampling", "ACCURACY_METHOD"]
 ACCURACY_METHOD = "full-neighbour"
 
 
-def _train_size(config) -> tuple[int, str]:
-    from gnnbench.datasets import load_dataset
-
-    dataset = load_dataset(config.dataset, data_dir=config.data_dir, index_dtype=np.dtype(config.index_dtype))
-    return int(np.count_nonzero(dataset.train_mask)), dataset.task
-
-
-def check_sampling(config) -> None:
-    """``--batching sampled``'s checks before any worker starts (one line, exit status 2 each)."""
-    if config.batching != "sampled":
+def check_sampling(run) -> None:
+    """``--batching sampled``'s checks of ``run`` (a :class:`~gnnbench.run.resolved.ResolvedRun`) before any
+    worker starts: :func:`_check_run`'s, :func:`_check_dataset`'s, the sampler installed, and in training a batch
+    no larger than the training set (one line, exit status 2 each)."""
+    if not run.sampled:
         return
-    from gnnbench.run.harness import resolve_hyperparameters
-    from gnnbench.runtime.registry import system_info
+    from gnnbench.datasets import load_dataset
     from gnnbench.sampling import sampler_unavailable_reason
 
-    _, hyper = resolve_hyperparameters(config)
-    _check_blocks(system_info(config.system), config.system)
-    if len(config.fanouts) != hyper.layers:
-        shown = ",".join(str(f) for f in config.fanouts)
-        raise UserError(f"--fanouts {shown} gives {len(config.fanouts)} fanout(s), but model '{config.model}' has "
-                        f"{hyper.layers} layers: give one per layer, outermost first, e.g. --fanouts "
-                        f"{','.join(['10'] * hyper.layers)}")
+    config = run.config
+    _check_run(run)
     reason = sampler_unavailable_reason(config.sampler)
     if reason:
         raise UserError(reason)
-    size, task = _train_size(config)
-    if task == "multilabel":
-        raise UserError(f"--batching sampled supports single-label datasets; '{config.dataset}' is multi-label")
+    dataset = load_dataset(config.dataset, data_dir=config.data_dir, index_dtype=np.dtype(config.index_dtype))
+    _check_dataset(run, dataset)
+    size = int(np.count_nonzero(dataset.train_mask))
     if config.mode == "train" and config.batch_size > size:
         raise UserError(f"--batch-size {config.batch_size} is larger than the training set of '{config.dataset}' "
                         f"({size} nodes): give at most {size}")
 
 
-def _check_blocks(info, name: str) -> None:
-    """A system whose spec says ``blocks no`` is skipped with its reason (UnavailableError: ``skipped``)."""
+def _check_run(run) -> None:
+    """What a sampled run needs of its system and model, checked before any worker starts and again in the worker
+    (which may run without those checks, in a sweep): a system whose spec says ``blocks no`` is skipped with its
+    reason (UnavailableError: ``skipped``); ``--fallback`` and fanouts other than one per layer are refused."""
+    from gnnbench.runtime.registry import system_info
+
+    config, layers = run.config, run.hyper.layers
+    info = system_info(config.system)
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:
-        raise UnavailableError(f"system '{name}' {reason}")
+        raise UnavailableError(f"system '{config.system}' {reason}")
+    if config.fallback:
+        raise UserError("--fallback is not supported with --batching sampled yet")
+    if len(config.fanouts) != layers:
+        shown = ",".join(str(f) for f in config.fanouts)
+        raise UserError(f"--fanouts {shown} gives {len(config.fanouts)} fanout(s), but model '{config.model}' has "
+                        f"{layers} layers: give one per layer, outermost first, e.g. --fanouts "
+                        f"{','.join(['10'] * layers)}")
 
 
-def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
+def _check_dataset(run, dataset) -> None:
+    """What a sampled run needs of its dataset, checked before any worker starts and again in the worker: single
+    labels."""
+    if dataset.task == "multilabel":
+        raise UserError(f"--batching sampled supports single-label datasets; '{run.config.dataset}' is multi-label")
+
+
+def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
                   on_event: Callable | None = None) -> dict[str, Any]:
-    """Run one ``--batching sampled`` task in this process; return its results row (Note [sampled batching]).
+    """Run ``run`` (a ``--batching sampled`` :class:`~gnnbench.run.resolved.ResolvedRun`) in this process; return
+    its results row (Note [sampled batching]).
 
     The same steps for every system (:class:`~gnnbench.runtime.sut.SystemUnderTest`): load it, build its model
     on blocks (:meth:`~gnnbench.runtime.sut.SystemUnderTest.blocks`), time the epochs' batches, then score the
@@ -120,7 +130,6 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.run.allocator import numpy_hugepage_advice
     from gnnbench.run.environment import PeakMemory
     from gnnbench.run.events import RunEvent, stderr_lines
-    from gnnbench.run.harness import resolve_hyperparameters
     from gnnbench.run.loop import Phases, memory_figures, ok_row, set_up
     from gnnbench.core.measurement import Measurement
     from gnnbench.results.store import utc_now
@@ -129,16 +138,11 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.sampling import make_sampler
 
     started = utc_now()
+    spec, model_cls, hyper = run.config, run.model_cls, run.hyper
+    _check_run(run)
+    F, dataset, model, initial = set_up(run)
+    _check_dataset(run, dataset)
     info = system_info(spec.system)
-    _check_blocks(info, spec.system)
-    if spec.fallback:
-        raise UserError("--fallback is not supported with --batching sampled yet")
-    model_cls, hyper = resolve_hyperparameters(spec)
-    if len(spec.fanouts) != hyper.layers:
-        raise UserError(f"--fanouts gives {len(spec.fanouts)} fanout(s) for {hyper.layers} layers")
-    F, dataset, model, initial = set_up(spec, model_cls, hyper)
-    if dataset.task == "multilabel":
-        raise UserError(f"--batching sampled supports single-label datasets; '{spec.dataset}' is multi-label")
     report = on_event or stderr_lines
     extra: dict[str, Any] = {"sampler": spec.sampler}
     note = info.blocks_note() if hasattr(info, "blocks_note") else ""
@@ -154,7 +158,7 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
         sampler = make_sampler(spec.sampler, dataset.graph, spec.fanouts, spec.seed)
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
     check_started = _check_before_epochs(spec, F, blocks, sampler, dataset, model_cls.self_loops, extra)
-    phases, edges, seeds = Phases(), [], []
+    phases, edges, seeds = Phases(clock), [], []
     objective = Objective(F, dataset)
     graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
 
@@ -163,13 +167,13 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
             return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
                                                    False))
 
-    from gnnbench.run.harness import target_tracker
+    from gnnbench.run.target import target_tracker
 
     target = target_tracker(spec, hyper, dataset)
     memory = PeakMemory(spec.device, spec.framework)
     memory.start()
-    tune_s = _epochs(spec, hyper, F, dataset, model_cls.self_loops, sampler, blocks, system.times_kernels, clock,
-                     report, phases, edges, seeds, _Evaluations(target, evaluate, clock))
+    tune_s = _epochs(spec, hyper, F, dataset, model_cls.self_loops, sampler, blocks, system.times_kernels, report,
+                     phases, edges, seeds, _Evaluations(target, evaluate, clock))
     peak = memory_figures(memory, extra)
     _check_share(extra, check_started)
 
@@ -177,18 +181,21 @@ def train_sampled(spec, clock: Callable[[], float] = time.perf_counter,
     accuracy = evaluate()
     if target is not None:
         extra["time_to_accuracy"] = asdict(target.record(prepare_s, tune_s or None))
-    extra.update(final_accuracy=accuracy, metric=objective.metric, selected_epoch=len(phases.epoch) + min(
+    extra.update(final_accuracy=accuracy, metric=objective.metric, selected_epoch=len(phases.seconds["epoch"]) + min(
                      spec.warmup, hyper.epochs) - 1,
                  sampled_edges_per_epoch=int(np.median(edges)) if edges else None)
-    epoch = Measurement(tuple(phases.epoch)).median
-    median = lambda xs: Measurement(tuple(xs)).median if xs else None  # noqa: E731
+    epoch = Measurement(tuple(phases.seconds["epoch"])).median
+
+    def median(name: str) -> float | None:
+        return Measurement(tuple(phases.seconds[name])).median if phases.seconds[name] else None
+
     if epoch:
-        extra["block_prepare_share"] = median(phases.block_prepare) / epoch
-        sample = median(phases.sample)
+        extra["block_prepare_share"] = median("block_prepare") / epoch
+        sample = median("sample")
         extra["sampler_edges_per_s"] = (np.median(edges) / sample) if sample else None
-    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.epoch,
-                                 kernel_times=phases.kernel, kernel_by_name=[], lent_times=[]))
-    return ok_row(spec, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
+    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
+                                 kernel_times=phases.seconds["kernel"], kernel_by_name=[], lent_times=[]))
+    return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
                   prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
                   seeds_per_s=np.median(seeds) / epoch if epoch else None,
                   edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=ACCURACY_METHOD)
@@ -217,10 +224,6 @@ def _seed_nodes(spec, dataset) -> np.ndarray:
     return np.flatnonzero(dataset.train_mask) if spec.mode == "train" else np.arange(dataset.graph.num_nodes)
 
 
-#: the phases of one batch, in the order they run (Note [sampled batching])
-_BATCH_PHASES = ("sample", "gather", "block_prepare", "forward", "backward", "optimizer")
-
-
 class _Evaluations:
     """A sampled run's evaluations toward its target, between batches and outside their clock readings (Note [time
     to accuracy]); does nothing for a run without a target."""
@@ -243,12 +246,12 @@ class _Evaluations:
         return self.reached and epoch >= warmup
 
 
-def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_kernels: bool, clock, report,
-            phases, edges: list[int], seeds: list[int], evaluations: _Evaluations) -> float:
-    """The epochs' batches, each phase timed and summed over the epoch into ``phases`` (the timed epochs'
+def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_kernels: bool, report, phases,
+            edges: list[int], seeds: list[int], evaluations: _Evaluations) -> float:
+    """The epochs' batches, each phase lapped by name and summed over the epoch into ``phases`` (the timed epochs'
     sampled edges and seeds into ``edges`` and ``seeds``); returns the seconds per-block tuning took."""
     from gnnbench.run.events import RunEvent
-    from gnnbench.run.harness import TUNE_BUDGET_MIN_S
+    from gnnbench.run.tuning import TUNE_BUDGET_MIN_S
     from gnnbench.run.loop import timed_step
     from gnnbench.runtime.kernel_clock import measuring
 
@@ -256,63 +259,57 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
     training = spec.mode == "train"
     seed_nodes = _seed_nodes(spec, dataset)
     optimizer = F.optimizer(blocks.params, hyper.lr, hyper.weight_decay) if training else None
-    timed = _BATCH_PHASES if training else _BATCH_PHASES[:4]
     ones: dict[int, Any] = {}
     tune_s = 0.0
     per_epoch = -(-len(seed_nodes) // spec.batch_size)  # batches an epoch, for evaluations inside one
     for epoch in range(hyper.epochs):
         phases.epoch_starts(epoch, spec.warmup)  # Note [machine state] in gnnbench.run.machine_state
-        totals = [0.0] * 6
         epoch_edges = epoch_seeds = done = 0
         with measuring() if time_kernels else nullcontext() as kernels:
             batches = sampler.batches(seed_nodes, spec.batch_size, epoch, shuffle=training)
             while True:
-                t0 = clock()
+                phases.start_step()
                 batch = next(batches, None)
                 if batch is None:
                     break
-                t1 = clock()
+                phases.lap("sample")
                 xb = F.tensor(features[batch.input_nodes])
                 yb = F.tensor(labels[batch.seeds])
                 n = batch.seeds.shape[0]
                 if n not in ones:
                     ones[n] = F.tensor(np.ones(n, dtype=bool))
                 F.sync()
-                t2 = clock()
+                phases.lap("gather")
                 prepared = blocks.prepare(batch.graphs(self_loops))
                 F.sync()
-                t3 = clock()
+                phases.lap("block_prepare")
                 if training:
                     F.zero_grad(optimizer)
-                    loss, t4, t5, t6 = timed_step(
+                    loss = timed_step(
                         F, optimizer, lambda: F.nll_loss(F.log_softmax(blocks.forward(prepared, xb, True)), yb,
-                                                         ones[n]), clock)
+                                                         ones[n]), phases)
                     phases.losses.append(F.to_float(loss))
                     del loss
                 else:
                     with F.no_grad():
                         logits = blocks.forward(prepared, xb, False)
                         F.sync()
-                    t4 = t5 = t6 = clock()
+                    phases.lap("forward")
                     del logits
                 if spec.tune and epoch < spec.warmup:  # outside the batch's clock readings (Note [tuning blocks])
                     tune_s += blocks.tune(prepared, TUNE_BUDGET_MIN_S, lambda line: report(RunEvent("log", text=line)))
                 getattr(F, "_loss_indices", {}).clear()  # TF caches (labels, mask) pairs by id: one per batch
-                for i, dt in enumerate((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
-                    totals[i] += dt
                 epoch_edges += batch.num_edges
                 epoch_seeds += n
                 done += 1
                 del prepared, xb, yb
-                evaluations.after_batch(t6 - t0, epoch + done / per_epoch)
+                evaluations.after_batch(phases.step_seconds, epoch + done / per_epoch)
+        phases.end_epoch(epoch >= spec.warmup)  # the epoch: the sum of its phases
         if epoch >= spec.warmup:
-            for name, value in zip(timed, totals):
-                getattr(phases, name).append(value)
-            phases.epoch.append(sum(totals))
             edges.append(epoch_edges)
             seeds.append(epoch_seeds)
             if kernels is not None:
-                phases.kernel.append(kernels.total)
+                phases.seconds["kernel"].append(kernels.total)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))
         if evaluations.stop_after(epoch, spec.warmup):
             break

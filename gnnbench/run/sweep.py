@@ -254,8 +254,7 @@ def identity(spec: RunConfig, _hashes: dict[str, str] | None = None) -> dict[str
     from gnnbench.run.preflight import check_names
     from gnnbench.run.record import identity_columns
 
-    check_names(spec)
-    return identity_columns(spec, _hashes)
+    return identity_columns(spec, _hashes, resolved=check_names(spec))
 
 
 # ---------------------------------------------------------------- campaigns

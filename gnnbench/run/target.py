@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from gnnbench.errors import UserError
 from gnnbench.results.row import TimeToAccuracy
 
-__all__ = ["TimeToAccuracy", "TargetTracker", "check_target", "epochs_limit"]
+__all__ = ["TimeToAccuracy", "TargetTracker", "target_tracker", "check_target", "epochs_limit"]
 
 
 def check_target(spec, model_epochs: int) -> None:
@@ -132,3 +132,14 @@ class TargetTracker:
 def _tidy(value: float) -> float:
     """A whole number of epochs as an int (``12``, not ``12.0``), else rounded to six places."""
     return int(value) if math.isclose(value, round(value)) else round(value, 6)
+
+
+def target_tracker(spec, hyper, dataset) -> "TargetTracker | None":
+    """A :class:`~gnnbench.run.target.TargetTracker` for a run with a target, else None (Note [time to
+    accuracy]); a dataset without validation nodes has no accuracy to reach (one line, exit status 2)."""
+    if spec.target_accuracy is None:
+        return None
+    if not dataset.val_mask.any():
+        raise UserError(f"--target-accuracy needs validation labels, and dataset '{spec.dataset}' has no "
+                        "validation nodes")
+    return TargetTracker(spec.target_accuracy, spec.eval_every or 1, hyper.epochs)

@@ -7,7 +7,8 @@ import pytest
 from gnnbench.errors import UserError
 from gnnbench.models import GCN, SAGE
 from gnnbench.run.config import make_config
-from gnnbench.run.harness import RunConfig, resolve_hyperparameters, stored_hyperparameters
+from gnnbench.run.harness import RunConfig
+from gnnbench.run.resolved import resolve_hyperparameters, stored_hyperparameters
 
 
 def test_node_form_is_the_default_and_the_edge_form_is_selectable_from_the_run_config():

@@ -124,7 +124,7 @@ def test_the_harness_reports_each_epoch_after_its_last_clock_reading(mode):
 def test_tuning_reports_its_budget_and_the_tuner_lines(monkeypatch):
     from types import SimpleNamespace
 
-    from gnnbench.run.harness import _FirstUseTuning
+    from gnnbench.run.tuning import FirstUseTuning
 
     monkeypatch.setenv("GNNBENCH_TUNE_BUDGET_S", "2")
 
@@ -139,7 +139,7 @@ def test_tuning_reports_its_budget_and_the_tuner_lines(monkeypatch):
 
     bound = SimpleNamespace(graph="g", view=lambda transposed: transposed)
     seen, extra = [], {}
-    _FirstUseTuning(tuner, bound, 200, extra, seen.append, warmup=1).after_epoch(0, 0.01)
+    FirstUseTuning(tuner, bound, 200, extra, seen.append, warmup=1).after_epoch(0, 0.01)
     assert [(e.kind, e.text) for e in seen[:2]] == [("tune", "budget 2.0 s"), ("log", "isplib: tuning 1/1 forward:sum:16")]
     assert seen[2].kind == "log" and seen[2].text.startswith("tuned in ") and extra["tuning"] == {"chosen": "u4"}
 
@@ -157,7 +157,7 @@ def test_tuning_runs_without_numpy_huge_page_advice_and_restores_it():
     """Note [allocator]: a tuner's freed NumPy arrays must not leave 2 MiB pages for the epochs' tensors."""
     from types import SimpleNamespace
 
-    from gnnbench.run.harness import _FirstUseTuning
+    from gnnbench.run.tuning import FirstUseTuning
 
     advised = []
 
@@ -168,7 +168,7 @@ def test_tuning_runs_without_numpy_huge_page_advice_and_restores_it():
     before = _numpy_hugepage_advice()
     bound = SimpleNamespace(graph="g", view=lambda transposed: transposed)
     with pytest.raises(RuntimeError):
-        _FirstUseTuning(tuner, bound, 200, {}, lambda event: None, warmup=1).after_epoch(0, 0.01)
+        FirstUseTuning(tuner, bound, 200, {}, lambda event: None, warmup=1).after_epoch(0, 0.01)
     assert advised == [False] and _numpy_hugepage_advice() is before
 
 
@@ -182,7 +182,7 @@ def test_tuning_waits_for_a_steady_epoch_while_epochs_are_warm_ups(monkeypatch, 
                                                                     budget_from, timed):
     from types import SimpleNamespace
 
-    from gnnbench.run.harness import _FirstUseTuning, tune_budget_s
+    from gnnbench.run.tuning import FirstUseTuning, tune_budget_s
 
     monkeypatch.delenv("GNNBENCH_TUNE_BUDGET_S", raising=False)
     budgets = []
@@ -198,7 +198,7 @@ def test_tuning_waits_for_a_steady_epoch_while_epochs_are_warm_ups(monkeypatch, 
 
     bound = SimpleNamespace(graph="g", view=lambda transposed: transposed)
     extra: dict = {}
-    tuning = _FirstUseTuning(tuner, bound, 200, extra, lambda event: None, warmup=warmup)
+    tuning = FirstUseTuning(tuner, bound, 200, extra, lambda event: None, warmup=warmup)
     seen_epochs = []
     for i, seconds in enumerate(epoch_times):
         seen_epochs.append(i)

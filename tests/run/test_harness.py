@@ -70,12 +70,12 @@ def test_memory_is_released_around_tuning_only_when_something_is_tuned(monkeypat
     its tuning cache full must not pay for it; one that tunes is measured from what was resident before."""
     from types import SimpleNamespace
 
-    from gnnbench.run import harness
+    from gnnbench.run import tuning as first_use
 
     events, resident = [], iter([100, 130])
-    monkeypatch.setattr(harness, "_release", lambda: events.append("release"))
-    monkeypatch.setattr(harness, "_reset_peak", lambda: events.append("reset peak"))
-    monkeypatch.setattr(harness, "_resident_bytes", lambda: next(resident))
+    monkeypatch.setattr(first_use, "_release", lambda: events.append("release"))
+    monkeypatch.setattr(first_use, "_reset_peak", lambda: events.append("reset peak"))
+    monkeypatch.setattr(first_use, "_resident_bytes", lambda: next(resident))
 
     class Result:
         def as_dict(self):
@@ -88,8 +88,8 @@ def test_memory_is_released_around_tuning_only_when_something_is_tuned(monkeypat
         events.append("tune")
         return Result()
 
-    tuning = harness._FirstUseTuning(tuner, SimpleNamespace(graph="g", view=lambda transposed: transposed), 200, {},
-                                     lambda event: None, warmup=2)
+    tuning = first_use.FirstUseTuning(tuner, SimpleNamespace(graph="g", view=lambda transposed: transposed), 200, {},
+                                      lambda event: None, warmup=2)
     tuning.watch(SimpleNamespace(peak_above_baseline=lambda: 70))
     for epoch in range(3):
         tuning.after_epoch(epoch, 0.5)

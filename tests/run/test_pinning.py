@@ -9,8 +9,8 @@ import pytest
 from gnnbench.errors import UserError
 from gnnbench.run import pinning, worker
 from gnnbench.run.config import RunConfig, make_config
-from gnnbench.run.harness import stored_hyperparameters, resolve_hyperparameters
 from gnnbench.run.preflight import check
+from gnnbench.run.resolved import resolve_hyperparameters, stored_hyperparameters
 from gnnbench.run.sweep import campaign_from_mapping
 
 TINY = "sbm:nodes=200,classes=2,features=8,degree=4"

@@ -34,12 +34,19 @@ def test_failed_row_has_every_column_and_keeps_the_tail_of_stderr():
 
 
 def test_measured_figures_win_and_extra_is_merged():
-    measured = {"epoch_time_median_s": 0.5, "extra": {"kernel": 1}, "not_a_column": 3, "test_accuracy": None}
+    measured = {"epoch_time_median_s": 0.5, "extra": {"kernel": 1}, "test_accuracy": None}
     row = run_record(CONFIG, "ok", measured, error="ignored", extra={"sweep": {"round": 0}},
                      timestamp="2026-11-30T00:00:00+00:00")
-    assert row["epoch_time_median_s"] == 0.5 and "not_a_column" not in row
+    assert row["epoch_time_median_s"] == 0.5 and row["test_accuracy"] is None
     assert row["error"] is None and row["timestamp"] == "2026-11-30T00:00:00+00:00"
     assert row["extra"] == {"kernel": 1, "sweep": {"round": 0}}
+
+
+def test_a_measured_value_of_no_column_raises_naming_it_and_the_known_ones():
+    """A misspelled figure would otherwise be dropped from the row without a word."""
+    with pytest.raises(ValueError, match=r"^unknown measured value\(s\) gathr_median_s; the known ones are the "
+                                         r"columns .*gather_median_s"):
+        run_record(CONFIG, "ok", {"gathr_median_s": 0.5, "gather_median_s": 0.5})
 
 
 def test_unknown_status_is_refused():

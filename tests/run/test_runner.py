@@ -76,7 +76,7 @@ def test_the_memory_limit_and_config_reach_the_worker(config, monkeypatch, tmp_p
 
 
 def test_every_outcome_has_the_same_columns_dataset_and_hyperparameter_shape(config):
-    from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters
+    from gnnbench.run.resolved import resolve_hyperparameters, stored_hyperparameters
 
     rows = [run_record(config, status, error="why", stderr="trace") for status in STATUSES]
     columns = {f.name for f in RUN_FIELDS} - {"id"}

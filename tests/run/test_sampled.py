@@ -8,8 +8,9 @@ import pytest
 from gnnbench.cli.run import summary
 from gnnbench.errors import UserError
 from gnnbench.run.config import make_config
-from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters, train
+from gnnbench.run.harness import train
 from gnnbench.run.preflight import check
+from gnnbench.run.resolved import resolve_hyperparameters, stored_hyperparameters
 from gnnbench.run.sweep import campaign_from_mapping
 
 TINY = "sbm:nodes=400,classes=3,features=16,degree=8,seed=1"  # 15 training nodes
@@ -30,6 +31,14 @@ def test_bad_sampling_input_is_one_line_before_any_worker(values, message):
     with pytest.raises(UserError) as err:
         check(_config(**values), isolate=False)
     assert str(err.value) == message
+
+
+def test_the_worker_refuses_what_preflight_refuses_in_the_same_words():
+    """The sampled checks are written once (Note [a run resolved once]): a worker, which may run without them,
+    refuses fanouts the model cannot take with preflight's line."""
+    with pytest.raises(UserError) as err:
+        train(_config(fanouts="5,5,5"))
+    assert str(err.value).startswith("--fanouts 5,5,5 gives 3 fanout(s), but model 'sage' has 2 layers")
 
 
 @pytest.mark.parametrize("values,message", [

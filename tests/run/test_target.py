@@ -11,8 +11,9 @@ import pytest
 from gnnbench.errors import UserError
 from gnnbench.results.row import Extra, TimeToAccuracy
 from gnnbench.run.config import make_config
-from gnnbench.run.harness import resolve_hyperparameters, stored_hyperparameters, target_tracker, train
-from gnnbench.run.target import TargetTracker
+from gnnbench.run.harness import train
+from gnnbench.run.resolved import resolve_hyperparameters, stored_hyperparameters
+from gnnbench.run.target import TargetTracker, target_tracker
 
 TINY = "sbm:nodes=400,classes=3,features=16,degree=8,seed=1"
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from gnnbench.runtime.graph import Graph
-from gnnbench.run.harness import TUNE_BUDGET_MAX_S, TUNE_BUDGET_MIN_S, RunConfig, train, tune_budget_s
+from gnnbench.run.harness import RunConfig, train
+from gnnbench.run.tuning import TUNE_BUDGET_MAX_S, TUNE_BUDGET_MIN_S, tune_budget_s
 from gnnbench.systems.isplib import kernels as K
 from gnnbench.systems.isplib import tuning
 from gnnbench.systems.isplib.first_use import pending_tasks, tune_pending
