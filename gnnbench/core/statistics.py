@@ -226,9 +226,9 @@ def speedup(baseline: Processes, system: Processes, *, resamples: int = RESAMPLE
 
     Args:
         baseline, system (Processes): the two configurations.
-        resamples (int): bootstrap resamples (default: 2000).
-        confidence (float): interval coverage (default: 0.95).
-        seed (int): seed of ``numpy.random.default_rng`` (default: 0).
+        resamples (int): bootstrap resamples (default: :data:`RESAMPLES`).
+        confidence (float): interval coverage (default: :data:`CONFIDENCE`).
+        seed (int): seed of ``numpy.random.default_rng`` (default: :data:`SEED`).
 
     Returns:
         ``(speedup, low, high)``, above 1 when the system is faster; ``low`` and ``high`` are ``None``
