@@ -46,7 +46,7 @@ Note [tune on first use]
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
     epoch is timed and ran untuned; the row says so
     (``extra.tuned_after_timed_epoch``). The runs that set the budget's rule
-    and showed the faults: ``results/harness_design.md``.
+    and showed the faults: ``results/design_figures.md``.
 
 Note [huge pages outside the epochs]). ``RunConfig.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
@@ -70,7 +70,7 @@ Note [huge pages outside the epochs]
     that was (``extra.huge_page_bytes``). A system that wants huge pages for
     what it keeps may ask for them itself (``madvise``), which this leaves
     alone. The advice also slowed preparation (this kernel compacts memory
-    on a fault in an advised range). The figures: ``results/harness_design.md``.
+    on a fault in an advised range). The figures: ``results/design_figures.md``.
 
 Note [inference mode]
     ``RunConfig.mode="inference"`` times forward passes only, in evaluation
