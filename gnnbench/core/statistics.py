@@ -9,8 +9,8 @@ their figures, intervals and stability flags here and nowhere else.
 
 Note [between-process statistics]
     Two processes of one configuration differ by more than the epochs of either
-    one vary (a busy 2-core machine gave identical GCN processes medians from
-    192 to 278 ms), so a bootstrap over one process's epochs calls identical
+    one vary (on a busy 2-core machine, by tens of percent:
+    ``results/design_figures.md``), so a bootstrap over one process's epochs calls identical
     configurations different. The unit of replication is the process:
 
     * the *figure* is the median of the per-process median epoch times;
