@@ -97,11 +97,11 @@ def verify(system: str, settings: VerifySettings = VerifySettings(), store=None)
     info = _kernel_system(system, settings.operator)
     report = VerifyReport(system, info.version, system_hash(system), "skipped")
     report.reason = _unavailable_reason(info, settings) or ""
-    if not report.reason:   # a missing package or device: nothing here can run it (not a finding)
-        _run_checks(report, settings)
-    report.seconds = time.perf_counter() - start
-    if report.status == "skipped":
+    if report.reason:   # a missing package or device: nothing here can run it (not a finding)
+        report.seconds = time.perf_counter() - start
         return report
+    _run_checks(report, settings)
+    report.seconds = time.perf_counter() - start
     if store is not None and (not settings.partial or report.status == "failed"):
         report.recorded_id = store.record_verification(system, info.version, report.system_hash, report.status,
                                                        report.as_dict())
