@@ -101,9 +101,22 @@ def load_ogb(name: str, data_dir: Any = None) -> Converted:
     folder = find_raw_folder(source, data_dir)
     raw = folder / "raw"
     num_nodes = int(_read_all(raw / "num-node-list.csv.gz", np.int64, 1)[0, 0])
+    proteins = name == "ogbn-proteins"
+    graph, features = _read_edges(raw, num_nodes, proteins)
+    if not proteins:
+        features = _read_node_features(raw, num_nodes)
+    labels, classes = _read_labels(raw / "node-label.csv.gz", num_nodes, source.classes if proteins else None)
+    masks = _read_split(folder / "split" / _SPLIT_FOLDER[name], num_nodes)
+    dataset = build_dataset(name, graph, features, labels, *masks, classes,
+                            task="multilabel" if proteins else "multiclass")
+    return Converted(dataset, sha256_of_files(folder, source.files), time.perf_counter() - start)
+
+
+def _read_edges(raw: Path, num_nodes: int, proteins: bool):
+    """The graph of ``edge.csv.gz``, checked against ``num-edge-list.csv.gz``; for ogbn-proteins also its
+    node features, the mean of each node's edge features (Note [ogbn-proteins node features]), else None."""
     num_edges = int(_read_all(raw / "num-edge-list.csv.gz", np.int64, 1)[0, 0])
     builder = SymmetricCSRBuilder(num_nodes, num_edges)
-    proteins = name == "ogbn-proteins"
     if proteins:
         edge_feat_sum = np.zeros((num_nodes, 8), dtype=np.float64)
         edge_count = np.zeros(num_nodes, dtype=np.float64)
@@ -129,36 +142,44 @@ def load_ogb(name: str, data_dir: Any = None) -> Converted:
         raise UserError(f"{raw / 'edge.csv.gz'}: {seen} edges, num-edge-list.csv.gz says {num_edges}; the file is "
                         f"truncated or not from this dataset")
     graph = builder.build()
+    if not proteins:
+        return graph, None
+    return graph, (edge_feat_sum / np.maximum(edge_count, 1)[:, None]).astype(np.float32)
 
-    if proteins:
-        features = (edge_feat_sum / np.maximum(edge_count, 1)[:, None]).astype(np.float32)
-        del edge_feat_sum
-    else:
-        features = None
-        row = 0
-        for chunk in _csv_chunks(raw / "node-feat.csv.gz", np.float32, rows=1 << 18):
-            if features is None:
-                features = np.empty((num_nodes, chunk.shape[1]), dtype=np.float32)
-            if row + chunk.shape[0] > num_nodes:
-                break
-            features[row:row + chunk.shape[0]] = chunk
-            row += chunk.shape[0]
-        if features is None or row != num_nodes:
-            raise UserError(f"{raw / 'node-feat.csv.gz'}: expected {num_nodes} rows, one per node; the file is "
-                            f"truncated or not from this dataset")
 
-    label_path = raw / "node-label.csv.gz"
-    labels = _read_all(label_path, np.float64, source.classes if proteins else 1)
+def _read_node_features(raw: Path, num_nodes: int) -> np.ndarray:
+    """``node-feat.csv.gz`` as ``[N, F]`` float32, one row per node."""
+    features = None
+    row = 0
+    for chunk in _csv_chunks(raw / "node-feat.csv.gz", np.float32, rows=1 << 18):
+        if features is None:
+            features = np.empty((num_nodes, chunk.shape[1]), dtype=np.float32)
+        if row + chunk.shape[0] > num_nodes:
+            break
+        features[row:row + chunk.shape[0]] = chunk
+        row += chunk.shape[0]
+    if features is None or row != num_nodes:
+        raise UserError(f"{raw / 'node-feat.csv.gz'}: expected {num_nodes} rows, one per node; the file is "
+                        f"truncated or not from this dataset")
+    return features
+
+
+def _read_labels(label_path: Path, num_nodes: int, tasks: int | None) -> tuple[np.ndarray, int]:
+    """The labels and class count: ``[N]`` class ids, or ``[N, tasks]`` binary labels for a multilabel dataset."""
+    labels = _read_all(label_path, np.float64, tasks or 1)
     if labels.shape[0] != num_nodes or np.isnan(labels).any():
         raise UserError(f"{label_path}: expected one label row per node, {num_nodes} rows without gaps (got "
                         f"{labels.shape[0]} rows); the file is truncated or not from this dataset")
-    labels = labels.astype(np.int64) if proteins else labels[:, 0].astype(np.int64)
-    classes = source.classes if proteins else int(labels.max()) + 1
-    if labels.min() < 0 or (proteins and labels.max() > 1):
-        raise UserError(f"{label_path}: labels must be {'0 or 1' if proteins else '>= 0'} (got "
+    labels = labels.astype(np.int64) if tasks else labels[:, 0].astype(np.int64)
+    classes = tasks or int(labels.max()) + 1
+    if labels.min() < 0 or (tasks and labels.max() > 1):
+        raise UserError(f"{label_path}: labels must be {'0 or 1' if tasks else '>= 0'} (got "
                         f"[{labels.min()}, {labels.max()}]); the file is not from this dataset")
+    return labels, classes
 
-    split = folder / "split" / _SPLIT_FOLDER[name]
+
+def _read_split(split: Path, num_nodes: int) -> list[np.ndarray]:
+    """The train, valid and test masks of the split folder, which must not share nodes."""
     masks = []
     for part in ("train", "valid", "test"):
         ids = _read_all(split / f"{part}.csv.gz", np.int64, 1)[:, 0]
@@ -166,9 +187,7 @@ def load_ogb(name: str, data_dir: Any = None) -> Converted:
         masks.append(index_mask(num_nodes, ids))
     if ((masks[0].astype(np.int8) + masks[1] + masks[2]) > 1).any():
         raise UserError(f"{split}: train, valid and test share nodes; the split files are not from one dataset")
-    dataset = build_dataset(name, graph, features, labels, *masks, classes,
-                            task="multilabel" if proteins else "multiclass")
-    return Converted(dataset, sha256_of_files(folder, source.files), time.perf_counter() - start)
+    return masks
 
 
 def rocauc(labels: np.ndarray, scores: np.ndarray) -> float:

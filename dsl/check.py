@@ -396,12 +396,9 @@ class _Checker:
         self.kernels()
 
 
-def check_spec(spec: SystemSpec, text: str = "", api: ApiSpec | None = None) -> SystemSpec:
-    """Run every semantic check of a system spec; return it unchanged or raise :class:`SpecError`."""
-    if api is None:
-        from .system_api import system_api
-
-        api = system_api()
+def check_spec(spec: SystemSpec, api: ApiSpec, text: str = "") -> SystemSpec:
+    """Run every semantic check of a system spec against the system ``api``; return it unchanged or raise
+    :class:`SpecError`."""
     _Checker(spec, text, api).system()
     return spec
 

@@ -11,7 +11,9 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
+from .check import did_you_mean
 from .spec import ApiSpec, KernelSpec, Location, SpecError
+from .syntax import parse_api
 
 __all__ = ["system_api", "standard_kernels", "standard_kernel"]
 
@@ -30,8 +32,6 @@ def system_api() -> ApiSpec:
 
     Its locations read ``gnnbench/api.gnn:LINE:COL`` wherever the package lives.
     """
-    from .parse import parse_api
-
     path = _api_path()
     try:
         text = path.read_text(encoding="utf-8")
@@ -59,8 +59,6 @@ def standard_kernels(provides: tuple[str, ...], floats: str | None = None, where
     its standard kernels). Raises :class:`SpecError` at ``where`` for any
     other name, suggesting the nearest.
     """
-    from .check import did_you_mean
-
     api = system_api()
     wanted: list[str] = []
     for name in provides:

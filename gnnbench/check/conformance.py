@@ -610,7 +610,6 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
         on_result (callable, optional): ``on_result(CaseResult)`` after each variant.
     """
     from gnnbench.frameworks import get_frontend
-    from gnnbench.runtime.glue import BoundGraph
     from gnnbench.runtime.registry import load_system, system_info
 
     info = system_info(system)
@@ -618,21 +617,19 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
     options = verification_options(sys_glue)
     dtype = dtype or system_float_dtype(info.spec_path)
     guard = guard and guard_supported(sys_glue)
-    tol = TOLERANCES[dtype]
-    F_sys, F_ref = get_frontend(framework, device, dtype), get_frontend("torch", "cpu", "float64")
+    sides = _Sides(sys_glue, ref_glue, get_frontend(framework, device, dtype),
+                   get_frontend("torch", "cpu", "float64"), device, guard, threads, TOLERANCES[dtype])
     from gnnbench.check.bipartite import bipartite_graphs, sampled_blocks  # the blocks of sampled training
 
     graphs = {idx: {**adversarial_graphs(np.dtype(idx)), **bipartite_graphs(np.dtype(idx)),
                     **sampled_blocks(np.dtype(idx))} for idx in PROFILES[profile]["index_dtypes"]}
-    bound = {}
     results = []
     for case in OP_CASES:
         if (operator is not None and case.operator != operator) or (labels is not None and case.label not in labels):
             continue
         result = CaseResult(case.label)
         results.append(result)
-        attrs = dict(case.attrs)
-        if sys_glue.find(case.operator, attrs) is None:
+        if sys_glue.find(case.operator, dict(case.attrs)) is None:
             result.status = "skipped"
             result.reason = (f"not implemented by {system}" + (" (the composition of its primitives is checked "
                              "instead)" if case.operator == "gat_aggregate" else ""))
@@ -645,22 +642,7 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
             where = _graph_label(name, idx, case, heads, width, dtype)
             if on_case:
                 on_case(case.label, where)
-            graph = graphs[idx][name]
-            arrays = case.inputs(graph, heads, width or 1, np.random.default_rng(seed), dtype)
-            if (idx, name) not in bound:
-                bound[(idx, name)] = (BoundGraph(graph, sys_glue), BoundGraph(graph, ref_glue))
-            b_sys, b_ref = bound[(idx, name)]
-            with _torch_threads(1):  # Note [oracle threads]
-                expected = _run_one(F_ref, b_ref, case, arrays, seed, "cpu")
-            if expected[3] is not None:
-                raise RuntimeError(f"reference failed on {case.label} {where}: {expected[3]}") from expected[3]
-            with guarded(sys_glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
-                got = _run_one(F_sys, b_sys, case, arrays, seed, device)
-            def magnitude(b_ref=b_ref, arrays=arrays, seed=seed):  # Note [cancelling sums], only when needed
-                with _torch_threads(1):
-                    return _run_one(F_ref, b_ref, case, arrays, seed, "cpu", absolute=True)
-
-            problems = _problems(got, expected, tol.for_rows(longest_row(graph)), magnitude)
+            problems = sides.problems(case, graphs[idx][name], (idx, name), heads, width, seed, dtype, where)
             result.cases += 1
             if problems:
                 result.status = "failed"
@@ -674,9 +656,48 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
         if on_result:
             on_result(result)
     notes = [REDUCED_SHAPES[name]["reason"] for name in REDUCED_SHAPES]
-    return results, {"dtype": dtype, "tolerance": f"{tol} (x max(1, sqrt(L/{ROW_LENGTH_CALIBRATED})) for rows "
+    return results, {"dtype": dtype, "tolerance": f"{sides.tol} (x max(1, sqrt(L/{ROW_LENGTH_CALIBRATED})) for rows "
                      f"of L edges; relative to max(|expected|, sum of |terms| / sqrt(L)))", "profile": profile, "guard": guard, "options": options,
                      "device": device, "framework": framework, "notes": notes}
+
+
+@dataclass
+class _Sides:
+    """The system under test and ``reference``, as :func:`run_suite` runs one case on both and compares them."""
+
+    sys_glue: Any
+    ref_glue: Any
+    F_sys: Any
+    F_ref: Any
+    device: str
+    guard: bool
+    threads: int | None
+    tol: Tolerance
+    #: each graph bound to both systems once, by ``(index dtype, graph name)``
+    bound: dict = field(default_factory=dict)
+
+    def problems(self, case: OpCase, graph, key: tuple, heads: int, width: int, seed: int, dtype: str,
+                 where: str) -> list[tuple[str, str]]:
+        """What differs between the system and ``reference`` on one case, as ``(quantity, text)``."""
+        from gnnbench.runtime.glue import BoundGraph
+
+        arrays = case.inputs(graph, heads, width or 1, np.random.default_rng(seed), dtype)
+        if key not in self.bound:
+            self.bound[key] = (BoundGraph(graph, self.sys_glue), BoundGraph(graph, self.ref_glue))
+        b_sys, b_ref = self.bound[key]
+        with _torch_threads(1):  # Note [oracle threads]
+            expected = _run_one(self.F_ref, b_ref, case, arrays, seed, "cpu")
+        if expected[3] is not None:
+            raise RuntimeError(f"reference failed on {case.label} {where}: {expected[3]}") from expected[3]
+        with guarded(self.sys_glue) if self.guard else _nullcontext(), \
+                _torch_threads(self.threads or torch.get_num_threads()):
+            got = _run_one(self.F_sys, b_sys, case, arrays, seed, self.device)
+
+        def magnitude():  # Note [cancelling sums], only when needed
+            with _torch_threads(1):
+                return _run_one(self.F_ref, b_ref, case, arrays, seed, "cpu", absolute=True)
+
+        return _problems(got, expected, self.tol.for_rows(longest_row(graph)), magnitude)
 
 
 def verification_options(sys_glue) -> dict[str, Any]:

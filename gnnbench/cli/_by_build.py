@@ -5,6 +5,8 @@ import sys
 
 from gnnbench.errors import UserError
 
+from ._common import strict_status
+
 
 def add_arguments(p) -> None:
     p.add_argument("--by", choices=("system", "build"), default="system",
@@ -57,6 +59,4 @@ def main(args) -> int:
         sys.stdout.write(result.render(args.format))
     for warning in result.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
-    from .compare import strict_status
-
     return strict_status(args.strict, result)

@@ -1,4 +1,4 @@
-"""Helpers shared by commands: results-store option, key=value parsing, JSON output."""
+"""Helpers shared by commands: results-store option, key=value parsing, JSON output, `--strict`'s exit status."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ from typing import Any
 
 from gnnbench.errors import UserError
 
-__all__ = ["add_results_option", "open_store", "parse_options", "print_json", "results_path"]
+__all__ = ["add_results_option", "open_store", "parse_options", "print_json", "results_path", "strict_status"]
 
 
 def add_results_option(parser) -> None:
@@ -40,3 +40,16 @@ def parse_options(pairs: list[str] | None, flag: str) -> tuple[tuple[str, str], 
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, default=float)
     sys.stdout.write("\n")
+
+
+def strict_status(strict: bool, result) -> int:
+    """``--strict``'s exit status for a comparison, saying on stderr what failed it."""
+    if not strict:
+        return 0
+    if result.regressions:
+        print(f"gnnbench compare: --strict: {len(result.regressions)} result(s) regressed (+) or did not "
+              f"succeed (!)", file=sys.stderr)
+    if result.unclaimed:
+        print(f"gnnbench compare: --strict: {len(result.unclaimed)} speedup(s) claim no significance: a figure "
+              f"is unstable (see the CI column)", file=sys.stderr)
+    return 1 if result.regressions or result.unclaimed else 0

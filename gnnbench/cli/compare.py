@@ -5,7 +5,7 @@ import sys
 
 from gnnbench.core.oracle import REFERENCE
 
-from ._common import add_results_option
+from ._common import add_results_option, strict_status
 
 HELP = ("compare stored runs, every run of a configuration pooled as one process: median epoch time, speedup "
         "with 95% CI, memory, accuracy, correctness")
@@ -77,19 +77,6 @@ def main(args) -> int:
     for warning in result.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
     return strict_status(args.strict, result)
-
-
-def strict_status(strict: bool, result) -> int:
-    """``--strict``'s exit status for a comparison, saying on stderr what failed it."""
-    if not strict:
-        return 0
-    if result.regressions:
-        print(f"gnnbench compare: --strict: {len(result.regressions)} result(s) regressed (+) or did not "
-              f"succeed (!)", file=sys.stderr)
-    if result.unclaimed:
-        print(f"gnnbench compare: --strict: {len(result.unclaimed)} speedup(s) claim no significance: a figure "
-              f"is unstable (see the CI column)", file=sys.stderr)
-    return 1 if result.regressions or result.unclaimed else 0
 
 
 def _time_to_accuracy(args) -> int:

@@ -117,7 +117,8 @@ def _missing_folders(folder: Path) -> list[Path]:
 
 def run(name: str, folder: str | None = None, tests: str | None = None) -> list[Path]:
     """Create the files (Note [scaffold all or nothing]); refuses to overwrite anything. Returns the paths written."""
-    from gnnbench.dsl.gen import regenerate, systems_root
+    from gnnbench.dsl.gen import regenerate
+    from gnnbench.runtime.discovery import systems_root
     from gnnbench.runtime.registry import forget_systems
 
     root = Path(folder).resolve() if folder else systems_root()
@@ -174,7 +175,7 @@ def run(name: str, folder: str | None = None, tests: str | None = None) -> list[
 def next_steps(name: str, folder: str | None) -> list[str]:
     """What to do after scaffolding, including how an out-of-tree system is found."""
     from gnnbench.runtime.discovery import systems_path_folders
-    from gnnbench.dsl.gen import systems_root
+    from gnnbench.runtime.discovery import systems_root
 
     root = Path(folder).resolve() if folder else systems_root()
     steps = []

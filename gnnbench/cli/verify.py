@@ -7,6 +7,8 @@ printed first), 2 on bad input.
 """
 from __future__ import annotations
 
+from gnnbench.verify.settings import DEFAULT_TIME_LIMIT, VerifySettings
+
 from ._common import add_results_option, open_store, print_json
 
 HELP = "check a system's operators and training against reference (the gate before its figures count)"
@@ -41,7 +43,8 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch threads for the system (default: unchanged)")
     p.add_argument("--no-e2e", action="store_true", help="skip end-to-end training parity and the model checks")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="seconds a check group may go without progress before it counts as hung (default: 1200)")
+                   help="seconds a check group may go without progress before it counts as hung "
+                        f"(default: {DEFAULT_TIME_LIMIT:g})")
     p.add_argument("--fallback", default=None, metavar="SYSTEM",
                    help="end-to-end training borrows the operators the system lacks from SYSTEM, e.g. reference")
     p.add_argument("--no-store", action="store_true", help="do not record the verification")
@@ -49,25 +52,26 @@ def add_arguments(p) -> None:
     add_results_option(p)
 
 
-def run(system: str, operator: str | None = None, slow: bool = False, fast: bool = False, device: str = "cpu",
-        framework: str = "torch", threads: int | None = None, e2e: bool = True, store_path: str | None = None,
-        store: bool = True, time_limit: float | None = None, fallback: str | None = None):
-    """Verify ``system`` and record the outcome in the results store; returns the :class:`VerifyReport`."""
-    from gnnbench.verify.suite import verify
-    from gnnbench.verify.isolation import DEFAULT_TIME_LIMIT
+def settings_from(args):
+    """The :class:`~gnnbench.verify.settings.VerifySettings` that ``args`` ask for, built once here."""
+    return VerifySettings(operator=args.operator, slow=args.slow, profile="fast" if args.fast else "full",
+                          framework=args.framework, device=args.device, threads=args.threads, e2e=not args.no_e2e,
+                          time_limit=args.time_limit or DEFAULT_TIME_LIMIT, fallback=args.fallback)
 
-    kwargs = dict(operator=operator, slow=slow, profile="fast" if fast else "full", framework=framework,
-                  device=device, threads=threads, e2e=e2e, time_limit=time_limit or DEFAULT_TIME_LIMIT,
-                  fallback=fallback)
+
+def run(system: str, settings: VerifySettings, store_path: str | None = None, store: bool = True):
+    """Verify ``system`` as ``settings`` say and record the outcome in the results store unless ``store`` is false;
+    returns the :class:`VerifyReport`."""
+    from gnnbench.verify.suite import verify
+
     if not store:
-        return verify(system, **kwargs)
+        return verify(system, settings)
     with open_store(store_path) as db:
-        return verify(system, store=db, **kwargs)
+        return verify(system, settings, store=db)
 
 
 def main(args) -> int:
-    report = run(args.system, args.operator, args.slow, args.fast, args.device, args.framework, args.threads,
-                 not args.no_e2e, args.results, not args.no_store, args.time_limit, args.fallback)
+    report = run(args.system, settings_from(args), args.results, not args.no_store)
     if args.json:
         print_json(report.as_dict())
     else:

@@ -9,8 +9,8 @@ their figures, intervals and stability flags here and nowhere else.
 
 Note [between-process statistics]
     Two processes of one configuration differ by more than the epochs of either
-    one vary (a busy 2-core machine gave identical GCN processes medians from
-    192 to 278 ms), so a bootstrap over one process's epochs calls identical
+    one vary (on a busy 2-core machine, by tens of percent:
+    ``results/design_figures.md``), so a bootstrap over one process's epochs calls identical
     configurations different. The unit of replication is the process:
 
     * the *figure* is the median of the per-process median epoch times;
@@ -226,9 +226,9 @@ def speedup(baseline: Processes, system: Processes, *, resamples: int = RESAMPLE
 
     Args:
         baseline, system (Processes): the two configurations.
-        resamples (int): bootstrap resamples (default: 2000).
-        confidence (float): interval coverage (default: 0.95).
-        seed (int): seed of ``numpy.random.default_rng`` (default: 0).
+        resamples (int): bootstrap resamples (default: :data:`RESAMPLES`).
+        confidence (float): interval coverage (default: :data:`CONFIDENCE`).
+        seed (int): seed of ``numpy.random.default_rng`` (default: :data:`SEED`).
 
     Returns:
         ``(speedup, low, high)``, above 1 when the system is faster; ``low`` and ``high`` are ``None``

@@ -6,12 +6,10 @@ Note [allocator]
     hands every block over 32 MB to ``mmap`` and back to the kernel on
     ``free``, and PyTorch's 64-byte-aligned ``posix_memalign`` blocks cannot
     reuse a freed block of the same size either, so each such tensor is
-    faulted in page by page again, every epoch. Measured on the 2-core
-    machine of ``benchmarks/`` (a virtual machine, where a page fault is
-    dear): ``x * m`` on two 131072 x 128 float32 tensors takes 16-19 ms with
-    16,384 page faults per call under glibc, 7 ms and none under tcmalloc or
-    a non-purging jemalloc, which is also the time with a preallocated
-    output; a GCN forward on a 4M-edge R-MAT graph went from 205 to 83 ms.
+    faulted in page by page again, every epoch. On the virtual machine of
+    ``benchmarks/``, where a page fault is dear, that more than doubled an
+    elementwise product and a GCN forward; tcmalloc, a non-purging jemalloc
+    and a preallocated output all fault nothing.
     That cost is framework overhead identical for every system, and it
     buries the kernels' differences, so by default (``auto``) a worker runs
     under tcmalloc, else jemalloc, when the machine has one, for every
@@ -23,48 +21,27 @@ Note [allocator]
     ``madvise`` (this machine's) gives no allocator by default. An SpMM
     gathers rows at random from an ``[N, F]`` feature matrix far larger than
     the TLB covers in 4 KiB pages, so each gathered row can cost a page walk;
-    2 MiB pages cover 512 times as much. Hidden 64, 16M-edge R-MAT, 2
-    interleaved rounds (``benchmarks/bench_allocators.py``,
-    ``results/allocators_thp.md``), tcmalloc against ``jemalloc-thp``:
-    isplib's GCN epoch 695 against 607 ms (kernels 327 against 287), SAGE
-    815 against 718 (kernels 360 against 288); dgl-native's 766 against 702
-    and 845 against 768. So isplib's lead over dgl-native grows from 1.10x
-    to 1.16x (GCN) and from 1.04x to 1.07x (SAGE), and peak memory moves by
-    under 10 % either way. Not the default: it changes every system's
-    figures, and not alike (the random gathers of SpMM the most), and it
-    needs a kernel with THP enabled; rows name it, so it is compared only
-    with itself.
+    2 MiB pages cover 512 times as much. On the 16M-edge R-MAT graph
+    (``benchmarks/bench_allocators.py``, ``results/allocators_thp.md``) it
+    shortens every system's epochs, isplib's SpMM-bound ones the most, and
+    moves peak memory by under 10 % either way. Not the default: it changes
+    every system's figures, and not alike (the random gathers of SpMM the
+    most), and it needs a kernel with THP enabled; rows name it, so it is
+    compared only with itself.
 
     Under 4 KiB pages isplib's gathers also depend on where a run's arrays
-    land, which no warm-up settles. SAGE, 64M-edge R-MAT, tuning cache
-    already filled, one process each (isplib's SpMM kernels forward /
-    backward per epoch in brackets): tcmalloc 4.47 / 4.47 / 4.49 s (1309-1327
-    / 1205-1214 ms); the same runs with 3 GiB written and freed after the
-    first epoch 3.55 / 3.63 s (906-932 / 913-942 ms), with identical page
-    fault counts in the timed epochs (47.6k each); with first-use tuning in
-    the process (which allocates as it times) 3.86-4.18 s; under jemalloc
-    without huge pages 4.19 s; under ``jemalloc-thp`` 3.51 s, and 3.67 with
-    the 3 GiB touch, which no longer helps. dgl-native: 4.31 and 4.38 s
-    under tcmalloc with and without the touch, 3.70 under ``jemalloc-thp``.
-    So the slow state is address translation of isplib's random gathers
-    (this machine is a virtual machine: a TLB miss walks two page tables),
-    not page faults, and huge pages remove it. The campaigns' isplib runs
-    tune on first use: their forward kernels landed in the fast state
-    (867-945 ms) and their backward ones did not (1228-1254 ms), which is
-    the 1.4x backward-over-forward of ``results/scaling.md`` at 64M; a later
-    run that finds the cache filled lands in the slow state for both.
+    land, which no warm-up settles: the same run is about a fifth faster
+    after an unrelated large allocation moves its arrays, with identical
+    page fault counts, and under ``jemalloc-thp`` it is fast either way. So
+    the slow state is address translation of isplib's random gathers (this
+    machine is a virtual machine: a TLB miss walks two page tables), not
+    page faults, and huge pages remove it.
 
     What puts a run's tensors on huge pages under tcmalloc is NumPy: it
     advises ``MADV_HUGEPAGE`` for every array of 4 MiB or more, the advice
     stays on the address range after the array is freed, and tcmalloc hands
     that range to the framework's next tensors. A tuner's scratch features
-    and outputs are such arrays, and the "3 GiB written and freed" above
-    acts like one if NumPy made it (that probe's code was not kept). Measured on Reddit's shape (SAGE, isplib, one process
-    each): a process that tuned on first use ran 2654 ms an epoch with
-    1118 MiB of its memory on 2 MiB pages (``AnonHugePages``), one that
-    found the cache filled 2996-3002 ms with 545-547 MiB (the features,
-    which NumPy copied), and one that tuned with NumPy's advice switched
-    off 2933 ms with 547 MiB. So the first-use process of every campaign
+    and outputs are such arrays, so the first-use process of every campaign
     ran faster for a reason no later run shares; the harness now prepares
     and tunes with the advice off (:func:`numpy_hugepage_advice`; Note [huge
     pages outside the epochs] in :mod:`gnnbench.run.harness`).
@@ -73,6 +50,8 @@ Note [allocator]
     memory would miss whatever the region reused from memory freed before
     it; :func:`release_free_memory` hands the cache back to the kernel before
     the harness reads its memory baseline (Note [peak memory]).
+
+    The measurements behind each paragraph: ``results/design_figures.md``.
 """
 from __future__ import annotations
 
@@ -265,7 +244,7 @@ def huge_page_bytes() -> int | None:
     """How much of this process's anonymous memory is on transparent huge pages now, or None off Linux.
 
     ``AnonHugePages`` of ``/proc/self/smaps_rollup``. A run records it after its epochs
-    (``extra.huge_page_bytes``): the same tensors on 2 MiB pages ran 10 % faster (Note [allocator]),
+    (``extra.huge_page_bytes``): the same tensors run faster on 2 MiB pages (Note [allocator]),
     so two runs of one configuration whose figures differ can be told apart by it.
     """
     try:

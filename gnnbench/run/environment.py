@@ -17,15 +17,9 @@ Note [peak memory]
     triggers (the framework's autograd engine and thread pools, a library's
     runtime, code paged in on first use), and state kept between epochs
     (optimizer moments). It is part of the peak, and on a small graph it is
-    nearly all of it: karate, SAGE, 6 epochs (2 warm-ups), held of peak,
-    reference 92 of 92 MiB, isplib 90 of 90, dgl-native 136 of 137 and
-    pyg-native 70 of 70 (pyg-native's ``prepare`` had run some of PyTorch's
-    start-up already, before the baseline); README's first command, GCN on
-    the embedded ``sbm``, 151 of 157. So a peak compares the systems' epochs
-    only where it is large against what they hold: on the 16M-edge R-MAT
-    graph, SAGE, isplib held 98.8 of 1046.0 MiB and dgl-native 146.9 of
-    1043.7: level peaks, in which dgl-native's runtime holds 48 MiB more and
-    isplib's epochs need about as much more.
+    nearly all of it. So a peak compares the systems' epochs only where it
+    is large against what they hold; ``results/design_figures.md`` has the
+    held-of-peak figures of a small and a large graph.
 
     On a CUDA device the memory that bounds a run is the GPU's, not the
     host's: the peak is the framework allocator's high-water mark above what

@@ -28,28 +28,25 @@ Note [tune on first use]
     missing. Its wall time from ``starting`` on is the row's
     ``tune_time_s``: never part of an epoch or of ``prepare_time_s``. The
     budget ``B`` is 5 % of a 200-epoch run estimated from the faster of the
-    epochs seen so far: a first epoch alone compiles kernels and faults in
-    pages, and ran 5.8x a steady epoch in one 16M-edge run, whose tuning then
-    took 15.9 % of the run (issue 19). At least :data:`~gnnbench.run.tuning.TUNE_BUDGET_MIN_S`,
-    at most :data:`~gnnbench.run.tuning.TUNE_BUDGET_MAX_S`, and ``$GNNBENCH_TUNE_BUDGET_S``
-    overrides it, so tuning stays under 10 % of
-    the run it serves; a later run finds the cache and tunes nothing. The
-    memory tuning allocates is not the run's: the peak is the larger of the
-    peak before tuning and the peak after it, less what tuning left resident
-    (compiled kernels, allocator caches), as prepare's residue is part of the
-    baseline. Measuring that residue means handing the allocator's free
-    memory back to the kernel on both sides of tuning, so the next epoch
-    faults its pages in again; that is why ``starting`` exists. Until it did,
-    the harness released before every call, and a run that found its cache
-    full paid the faults in its first timed epoch, which no system without a
-    tune hook does: isplib, SAGE on the 16M-edge R-MAT graph, cache hit,
-    first timed epoch 926 and 940 ms against 809-841 for the other five
-    (dgl-native: 849-890 ms, flat). Nor may tuning change the pages the
-    epochs run on (Note [huge pages outside the epochs]). ``RunConfig.tune=False``
+    epochs seen so far, since a first epoch alone compiles kernels and faults
+    in pages; at least :data:`~gnnbench.run.tuning.TUNE_BUDGET_MIN_S`, at most
+    :data:`~gnnbench.run.tuning.TUNE_BUDGET_MAX_S`, and ``$GNNBENCH_TUNE_BUDGET_S`` overrides it,
+    so tuning stays under 10 % of the run it serves; a later run finds the
+    cache and tunes nothing. The memory tuning allocates is not the run's:
+    the peak is the larger of the peak before tuning and the peak after it,
+    less what tuning left resident (compiled kernels, allocator caches), as
+    prepare's residue is part of the baseline. Measuring that residue means
+    handing the allocator's free memory back to the kernel on both sides of
+    tuning, so the next epoch faults its pages in again; that is why
+    ``starting`` exists: a run that finds its cache full releases nothing,
+    and its first timed epoch pays no faults that a system without a tune
+    hook does not. Nor may tuning change the pages the epochs run on
+    (Note [huge pages outside the epochs]). ``RunConfig.tune=False``
     (``--no-tune``) skips the call, so the run measures whatever the cache
     holds, the default variant on a fresh cache. With ``warmup=0`` the first
     epoch is timed and ran untuned; the row says so
-    (``extra.tuned_after_timed_epoch``).
+    (``extra.tuned_after_timed_epoch``). The runs that set the budget's rule
+    and showed the faults: ``results/design_figures.md``.
 
 Note [huge pages outside the epochs]
     A system's ``prepare`` and first-use ``tune`` run with NumPy's huge-page
@@ -59,18 +56,15 @@ Note [huge pages outside the epochs]
     tensors (Note [allocator] in :mod:`gnnbench.run.allocator`). So which of
     the framework's tensors sit on 2 MiB pages depended on how much scratch
     each system's preparation happened to free, not on anything it chose:
-    a first-use process whose tuner left such ranges ran 10 % faster epochs
-    than every later run of the same configuration, and dgl-native's graph
-    construction left 244 MiB of them (SAGE, 16M-edge R-MAT: 502 MiB of the
-    process on huge pages against isplib's 270, the features). With the
-    advice off around preparation, every system's epochs run on the pages
-    the framework and the dataset's features (loaded alike, before) give
-    them; each row records how much that was (``extra.huge_page_bytes``). A
-    system that wants huge pages for what it keeps may ask for them itself
-    (``madvise``), which this leaves alone. The advice also cost
-    dgl-native's preparation time (this kernel compacts memory on a fault
-    in an advised range): 1.62-1.67 s with it against 1.28-1.29 s without,
-    two runs each, epochs 836-844 against 823-825 ms.
+    a first-use process whose tuner left such ranges ran faster epochs than
+    every later run of the same configuration, and a graph construction can
+    leave hundreds of MiB of them. With the advice off around preparation,
+    every system's epochs run on the pages the framework and the dataset's
+    features (loaded alike, before) give them; each row records how much
+    that was (``extra.huge_page_bytes``). A system that wants huge pages for
+    what it keeps may ask for them itself (``madvise``), which this leaves
+    alone. The advice also slowed preparation (this kernel compacts memory
+    on a fault in an advised range). The figures: ``results/design_figures.md``.
 
 Note [inference mode]
     ``RunConfig.mode="inference"`` times forward passes only, in evaluation

@@ -598,7 +598,6 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
     from gnnbench.run.executors import get_executor
     from gnnbench.run.runner import failure_row
     from gnnbench.results.store import ResultsStore, default_results_path
-    from gnnbench.results.status import verification_status
 
     path = store_path or campaign.results or default_results_path()
     if dry_run and not Path(path).exists():
@@ -617,60 +616,89 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
             report.rows.append(row)
         owned = executor is None
         executor = get_executor(campaign.executor, address=campaign.ray_address) if owned else executor
-        counts = _counts_status(campaign)
-        total, started = len(the_plan.todo), clock()
-        finished = 0
-        owner = claim_owner()  # host, pid and start time: a dead claimer's claims are taken over (Note [claim owners])
-        held: set[str] = set()
-
-        def event(kind: str, task: Task, row: dict | None = None) -> None:
-            if on_event is None:
-                return
-            elapsed = clock() - started
-            done = finished + report.meanwhile + report.claimed_elsewhere
-            eta = elapsed / finished * (total - done) if finished else None
-            on_event(SweepEvent(kind, task, row, done, total, elapsed, eta))
-
-        def feed() -> Iterator[Task]:
-            for task in the_plan.todo:
-                if not campaign.rerun:
-                    ttl = (task.timeout_s or _CLAIM_TTL_S) + _CLAIM_MARGIN_S
-                    if not _claim(db, task.claim_key, owner, ttl):  # another sweep runs it (Note [claims])
-                        report.claimed_elsewhere += 1
-                        event("claimed", task)
-                        continue
-                    held.add(task.claim_key)
-                    if _stored(db, [task], counts, dict(campaign.history).get("commit"))[0][task.key] > task.occurrence:
-                        db.release(task.claim_key, owner)
-                        held.discard(task.claim_key)
-                        report.meanwhile += 1  # another sweep on this file ran it (Note [resuming])
-                        event("meanwhile", task)
-                        continue
-                if executor.sequential:
-                    event("start", task)
-                yield task
-
         try:
-            for task, raw in executor.run(feed()):
-                row = _stamp(task, raw, campaign)
-                row["verified"] = verification_status(db, row.get("system"), row.get("system_hash"))
-                row["id"] = _insert_or_save(db, row, report)
-                if task.claim_key in held:
-                    db.release(task.claim_key, owner)
-                    held.discard(task.claim_key)
-                report.rows.append(row)
-                finished += 1
-                event("finish", task, row)
+            _SweepRun(campaign, db, report, the_plan.todo, on_event, clock).run(executor)
         finally:
-            report.elapsed_s = clock() - started
-            for key in held:  # interrupted: leave the rest to other sweeps at once
-                try:
-                    db.release(key, owner)
-                except Exception:  # the store itself may be what failed
-                    pass
             if owned:
                 executor.close()
     return report
+
+
+class _SweepRun:
+    """One sweep through its plan's tasks to run: claims taken and released, rows stored, events sent.
+
+    ``feed`` hands the executor the tasks this sweep holds a claim on, and the
+    loop in :meth:`run` stores each row as it arrives; both share the claims
+    held and the progress counted here.
+    """
+
+    def __init__(self, campaign: Campaign, db: Any, report: SweepReport, todo: list[Task],
+                 on_event: Callable[[SweepEvent], None] | None, clock: Callable[[], float]):
+        self.campaign, self.db, self.report, self.todo = campaign, db, report, todo
+        self.on_event, self.clock = on_event, clock
+        self.counts = _counts_status(campaign)
+        self.total, self.started = len(todo), clock()
+        self.finished = 0
+        # host, pid and start time: a dead claimer's claims are taken over (Note [claim owners])
+        self.owner = claim_owner()
+        self.held: set[str] = set()
+
+    def event(self, kind: str, task: Task, row: dict | None = None) -> None:
+        if self.on_event is None:
+            return
+        elapsed = self.clock() - self.started
+        done = self.finished + self.report.meanwhile + self.report.claimed_elsewhere
+        eta = elapsed / self.finished * (self.total - done) if self.finished else None
+        self.on_event(SweepEvent(kind, task, row, done, self.total, elapsed, eta))
+
+    def feed(self, sequential: bool) -> Iterator[Task]:
+        for task in self.todo:
+            if not self.campaign.rerun and not self._claim(task):
+                continue
+            if sequential:
+                self.event("start", task)
+            yield task
+
+    def _claim(self, task: Task) -> bool:
+        """Whether this sweep now holds ``task``: not claimed by another sweep, nor stored since the plan."""
+        db, report = self.db, self.report
+        ttl = (task.timeout_s or _CLAIM_TTL_S) + _CLAIM_MARGIN_S
+        if not _claim(db, task.claim_key, self.owner, ttl):  # another sweep runs it (Note [claims])
+            report.claimed_elsewhere += 1
+            self.event("claimed", task)
+            return False
+        self.held.add(task.claim_key)
+        if _stored(db, [task], self.counts, dict(self.campaign.history).get("commit"))[0][task.key] > task.occurrence:
+            self._release(task.claim_key)
+            report.meanwhile += 1  # another sweep on this file ran it (Note [resuming])
+            self.event("meanwhile", task)
+            return False
+        return True
+
+    def _release(self, key: str) -> None:
+        self.db.release(key, self.owner)
+        self.held.discard(key)
+
+    def run(self, executor) -> None:
+        from gnnbench.results.status import verification_status
+
+        try:
+            for task, raw in executor.run(self.feed(executor.sequential)):
+                row = _stamp(task, raw, self.campaign)
+                row["verified"] = verification_status(self.db, row.get("system"), row.get("system_hash"))
+                row["id"] = _insert_or_save(self.db, row, self.report)
+                if task.claim_key in self.held:
+                    self._release(task.claim_key)
+                self.report.rows.append(row)
+                self.finished += 1
+                self.event("finish", task, row)
+        finally:
+            self.report.elapsed_s = self.clock() - self.started
+            for key in self.held:  # interrupted: leave the rest to other sweeps at once
+                try:
+                    self.db.release(key, self.owner)
+                except Exception:  # the store itself may be what failed
+                    pass
 
 
 def _claim(db: Any, key: str, owner: str, ttl: float) -> bool:

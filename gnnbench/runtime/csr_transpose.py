@@ -5,18 +5,20 @@ Note [linear transpose]
     ``argsort`` of the sources: ``O(E log E)`` comparisons on one core plus
     four ``E``-long int64 temporaries (sources, order, repeated
     destinations, permuted destinations). At 64M edges that sort was most
-    of isplib's 6.6 s ``prepare`` (DGL's own CSC build takes 1.25 s) and the
-    temporaries 2 GiB. The CSR by destination is already sorted by
-    destination, so a counting sort by source is stable for free: walk the
-    rows in order and drop each edge at its source's next free slot. One
+    of isplib's ``prepare`` (itself five times DGL's own CSC build), and the
+    temporaries 2 GiB (``results/design_figures.md``). The CSR by
+    destination is already sorted by destination, so a counting sort by
+    source is stable for free: walk the rows in order and drop each edge at
+    its source's next free slot. One
     pass, ``O(E + N)``, no temporary but the cursors; the result is
     identical to the stable sort's (within a source row, destinations and
     edge ids ascend).
 
 Note [parallel transpose]
-    On one core the counting sort was still 13 s of isplib's 21 s prepare
-    at 64M edges (Note [prepare at scale] in isplib's ``prepared.py``): a
-    random 16-byte scatter per edge, latency-bound, so more cores help.
+    On one core the counting sort was still most of isplib's prepare at 64M
+    edges (Note [prepare at scale] in isplib's ``prepared.py``;
+    ``results/design_figures.md``): a random 16-byte scatter per edge,
+    latency-bound, so more cores help.
     The destination rows are cut into ``B`` blocks of equal nonzeros, one
     per thread:
 

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENTRY_POINT_GROUP", "SystemSource", "find_sources", "systems_path_folders"]
+__all__ = ["ENTRY_POINT_GROUP", "SystemSource", "find_sources", "systems_path_folders", "systems_root"]
 
 #: the entry-point group an installed package registers its system under
 ENTRY_POINT_GROUP = "gnnbench.systems"
@@ -47,6 +47,14 @@ class SystemSource:
     spec_path: Path
     origin: str
     problem: str = ""
+
+
+def systems_root() -> Path:
+    """The folder holding one sub-folder per shipped system (``systems/`` in a checkout).
+
+    Found, not imported: the package ``gnnbench.systems`` sits above the runtime (it holds the systems' code).
+    """
+    return Path(importlib.util.find_spec("gnnbench.systems").origin).resolve().parent
 
 
 def systems_path_folders(systems_path: str | None = None) -> list[Path]:
@@ -95,8 +103,6 @@ def _entry_point_sources() -> list[SystemSource]:
 
 def find_sources(systems_path: str | None = None) -> list[SystemSource]:
     """Every system's source, shipped ones first; the same spec file reached twice counts once."""
-    from gnnbench.dsl.gen import systems_root
-
     sources = _specs_in(systems_root(), "gnnbench")
     for folder in systems_path_folders(systems_path):
         sources += _specs_in(folder, "GNNBENCH_SYSTEMS_PATH")

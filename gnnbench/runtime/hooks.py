@@ -34,7 +34,7 @@ def find_kernels_module(module: str, folder: Path) -> tuple[bool, Path | None]:
     ``sys.path`` only when the system is loaded, and importing a package's
     ``__init__`` here would make listing slow. Any other module is looked up.
     """
-    from gnnbench.dsl.gen import systems_root
+    from gnnbench.runtime.discovery import systems_root
 
     parts = module.split(".")
     if parts[:2] == ["gnnbench", "systems"] and len(parts) > 2:

@@ -307,7 +307,7 @@ def _import_glue(spec_path: Path, framework: str, name: str):
     """Import ``_glue_<framework>.py`` beside a spec; see Note [external systems] in ``dsl/gen.py``."""
     import sys
 
-    from gnnbench.dsl.gen import systems_root
+    from gnnbench.runtime.discovery import systems_root
 
     folder = spec_path.resolve().parent
     if folder.parent == systems_root():
@@ -371,7 +371,7 @@ _NAMED_SYSTEM = re.compile(r"gnnbench\.systems\.([A-Za-z_][A-Za-z0-9_]*)")
 
 def _source_folders(folder: Path) -> list[Path]:
     """``folder`` first, then the in-tree system folders its sources name, transitively (Note [system hash])."""
-    from gnnbench.dsl.gen import systems_root
+    from gnnbench.runtime.discovery import systems_root
 
     root, order, todo = systems_root(), [], [folder]
     while todo:

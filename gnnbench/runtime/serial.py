@@ -16,17 +16,15 @@ Note [serial below a size]
     writes disjoint slices per iteration (or sums integers), so the twin's
     result is bit for bit the parallel one's (``tests/runtime/test_serial.py``).
     The threshold comes from ``benchmarks/bench_batch_cost.py``
-    (``results/batch_cost.md``, table "serial or parallel"): the platform's
+    (``results/batch_cost.md``, table "Serial or parallel"): the platform's
     CSR transpose of random graphs at 2 threads, serial twin against
-    parallel section, interleaved, on the shared 2-core machine (load
-    average about 9). At 2^16 edges the serial twin took 2.0 ms (median)
-    against 27 ms for the parallel section alone, and 1.0 against 159 ms
-    beside a busy process, whose second thread waits for a core; below it
-    the parallel section never won by more than noise; at 2^18 its best
-    case caught up alone (19 against 22 ms) but its median did not; at 2^20
-    the two were even. So sections run serially below 2^16 units of work,
-    and large graphs (the 64M-edge transpose of Note [parallel transpose])
-    keep every thread.
+    parallel section, interleaved, alone and beside a busy process. Below
+    2^16 edges the parallel section never won by more than noise, and lost
+    by an order of magnitude beside a busy process, whose second thread
+    waits for a core; by 2^20 the two were even. So sections run serially
+    below 2^16 units of work, and large graphs (the 64M-edge transpose of
+    Note [parallel transpose]) keep every thread. The figures:
+    ``results/batch_cost.md`` and ``results/design_figures.md``.
 
     The twin is a separate function object with its own qualified name
     (``<name>_serial``): numba's disk cache keys a compiled function by its

@@ -30,9 +30,8 @@ Note [without replacement]
     ``O(k^2)``. Both give every ``k``-subset probability ``1 / C(d, k)``;
     ``tests/sampling/test_neighbor.py`` checks each neighbour's frequency by
     a chi-square test. A row's sources are left in draw order, as DGL's and
-    PyG's are: sorting them cost half the sampler's time (insertion sort of
-    25-long rows, 64 of 136 ms an epoch on a 1M-edge R-MAT graph, one
-    thread) for a locality no kernel was shown to need.
+    PyG's are: sorting them cost about half the sampler's time
+    (``results/design_figures.md``) for a locality no kernel was shown to need.
 """
 from __future__ import annotations
 

@@ -31,12 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gnnbench.check.conformance import CaseResult
+from gnnbench.verify.settings import VerifySettings
 
-__all__ = ["DEFAULT_TIME_LIMIT", "Outcome", "run_isolated", "run_inline", "describe_load_failure"]
+__all__ = ["Outcome", "run_isolated", "run_inline", "describe_load_failure"]
 
-#: Seconds one check group may run without finishing a case before it counts as hung (numba-compiled
-#: systems compile on first use, which takes minutes on a busy machine).
-DEFAULT_TIME_LIMIT = 1200.0
 #: Seconds a group may take to reach its first case (a fresh interpreter imports torch, the system and
 #: its libraries, and builds the graphs; slow on a busy machine) when ``time_limit`` is shorter.
 STARTUP_LIMIT = 600.0
@@ -50,14 +48,14 @@ class Outcome:
 
 
 # ----------------------------------------------------------------- the parent
-def run_isolated(system: str, tasks: list[tuple[str, str]], options: dict[str, Any],
-                 time_limit: float = DEFAULT_TIME_LIMIT) -> Outcome:
+def run_isolated(system: str, tasks: list[tuple[str, str]], settings: VerifySettings) -> Outcome:
     """Run ``tasks`` of ``system`` in child processes (Note [isolated verification])."""
+    time_limit = settings.time_limit
     ctx = multiprocessing.get_context("spawn")
     outcome, remaining = Outcome(), list(tasks)
     while remaining:
         receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_child_main, args=(send, system, remaining, options), daemon=True,
+        child = ctx.Process(target=_child_main, args=(send, system, remaining, settings), daemon=True,
                             name=f"gnnbench-verify-{system}")
         child.start()
         send.close()
@@ -136,9 +134,9 @@ def _death(label: str, where: str, exitcode: int | None, hung: bool, time_limit:
 
 
 # ----------------------------------------------------------------- the child
-def _child_main(conn, system: str, tasks: list[tuple[str, str]], options: dict[str, Any]) -> None:
+def _child_main(conn, system: str, tasks: list[tuple[str, str]], settings: VerifySettings) -> None:
     try:
-        execute(system, tasks, options, conn.send)
+        execute(system, tasks, settings, conn.send)
         conn.send(("done",))
     except BaseException as err:  # a bug of verify itself or a kernel raising outside its checks
         conn.send(("error", f"{type(err).__name__}: {err}".strip().splitlines()[0]))
@@ -147,7 +145,7 @@ def _child_main(conn, system: str, tasks: list[tuple[str, str]], options: dict[s
         conn.close()
 
 
-def run_inline(system: str, tasks: list[tuple[str, str]], options: dict[str, Any]) -> Outcome:
+def run_inline(system: str, tasks: list[tuple[str, str]], settings: VerifySettings) -> Outcome:
     """The same checks in this process (no protection against crashes; for debugging and tests)."""
     outcome = Outcome()
 
@@ -159,15 +157,15 @@ def run_inline(system: str, tasks: list[tuple[str, str]], options: dict[str, Any
         elif message[0] == "load_failed":
             outcome.load_failure = message[1]
 
-    execute(system, tasks, options, collect)
+    execute(system, tasks, settings, collect)
     return outcome
 
 
-def execute(system: str, tasks: list[tuple[str, str]], options: dict[str, Any], send: Callable) -> None:
+def execute(system: str, tasks: list[tuple[str, str]], settings: VerifySettings, send: Callable) -> None:
     """Run ``tasks`` in order, reporting through ``send`` (Note [isolated verification])."""
     from gnnbench.runtime.registry import load_system
 
-    framework, device = options["framework"], options["device"]
+    framework, device = settings.framework, settings.device
     try:
         load_system(system, framework, device)
     except Exception as err:  # noqa: BLE001 - Note [load failures]
@@ -190,19 +188,19 @@ def execute(system: str, tasks: list[tuple[str, str]], options: dict[str, Any], 
             row.operator += tag
             _send_row(send, row, tasks)
 
-        profile = SAMPLED_PROFILE if dtype and options["profile"] == "fast" else options["profile"]
-        _, settings = run_suite(system, profile=profile, framework=framework, device=device, dtype=dtype,
-                                guard=options["guard"], threads=options["threads"], labels=labels,
-                                on_case=lambda label, where, tag=tag: send(("case", label + tag, where)),
-                                on_result=renamed)
+        profile = SAMPLED_PROFILE if dtype and settings.profile == "fast" else settings.profile
+        _, suite_settings = run_suite(system, profile=profile, framework=framework, device=device, dtype=dtype,
+                                      guard=settings.guard, threads=settings.threads, labels=labels,
+                                      on_case=lambda label, where, tag=tag: send(("case", label + tag, where)),
+                                      on_result=renamed)
         if dtype is None:
-            send(("settings", settings))
+            send(("settings", suite_settings))
     for kind, label in tasks:
         if kind == "op":
             continue
         send(("task", label))
         try:
-            rows = _run_task(system, kind, label, options, send)
+            rows = _run_task(system, kind, label, settings, send)
         except Exception as err:  # noqa: BLE001 - a failing check is a finding, reported on its row
             text = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
             rows = [CaseResult(label, "failed", cases=1, failed_cases=1,
@@ -219,7 +217,7 @@ def _send_row(send, row: CaseResult, tasks) -> None:
         send(("task", following[following.index(row.operator) + 1]))
 
 
-def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send) -> list[CaseResult]:
+def _run_task(system: str, kind: str, label: str, settings: VerifySettings, send) -> list[CaseResult]:
     from gnnbench.check.conformance import system_float_dtype
     from gnnbench.runtime.registry import system_info
 
@@ -227,17 +225,17 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
 
     base, tagged = split_dtype(label)
     dtype = tagged or system_float_dtype(system_info(system).spec_path)
-    common = dict(framework=options["framework"], device=options["device"], threads=options["threads"],
-                  guard=options["guard"])
+    common = dict(framework=settings.framework, device=settings.device, threads=settings.threads,
+                  guard=settings.guard)
     if kind == "large":
-        from gnnbench.verify.suite import large_index_case
+        from gnnbench.verify.large_index import large_index_case
 
         send(("case", label, "'ring' (int32, F=64, H=1, float32)"))
         return [large_index_case(system, **common)]
     if kind == "quantised":
         from gnnbench.check.quantised import check_quantised
 
-        return [check_quantised(system, label, threads=options["threads"],
+        return [check_quantised(system, label, threads=settings.threads,
                                 on_case=lambda where: send(("case", label, where)))]
     if kind == "dims":
         from gnnbench.check.dims import check_dimension
@@ -245,21 +243,21 @@ def _run_task(system: str, kind: str, label: str, options: dict[str, Any], send)
         from gnnbench.check.dims import SAMPLED_PROFILE
 
         # the second float type's pass of the fast suite is sampled, as its conformance is (Note [what runs])
-        profile = SAMPLED_PROFILE if tagged and options["profile"] == "fast" else options["profile"]
+        profile = SAMPLED_PROFILE if tagged and settings.profile == "fast" else settings.profile
         return [check_dimension(system, label, dtype=dtype, profile=profile,
                                 on_case=lambda where: send(("case", label, where)), **common)]
     if kind == "model":
         from gnnbench.check.model_check import check_model
 
-        rows = [check_model(system, base.split()[1], dtype=dtype, models=options["models"],
+        rows = [check_model(system, base.split()[1], dtype=dtype, models=settings.models,
                             on_case=lambda where: send(("case", label, where)), **common)]
     else:
-        from gnnbench.verify.suite import end_to_end
+        from gnnbench.verify.training import E2E_DATASET, E2E_EPOCHS, end_to_end
 
         model = base.split()[1]
-        send(("case", label, f"'{options['dataset'].split(':')[0]}' (seed 0, {options['epochs']} epochs, {dtype})"))
-        rows = end_to_end(system, models=(model,), dataset=options["dataset"], epochs=options["epochs"],
-                          dtype=dtype, fallback=options.get("fallback"), **common)
+        send(("case", label, f"'{E2E_DATASET.split(':')[0]}' (seed 0, {E2E_EPOCHS} epochs, {dtype})"))
+        rows = end_to_end(system, models=(model,), dataset=E2E_DATASET, epochs=E2E_EPOCHS,
+                          dtype=dtype, fallback=settings.fallback, **common)
     for row in rows:
         row.operator = label if row.operator == base else row.operator
     return rows

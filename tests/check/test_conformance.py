@@ -324,7 +324,7 @@ def _make_conformance_test(system: str, framework: str):
             self._check("gat_aggregate")
 
         def test_end_to_end(self):
-            from gnnbench.verify.suite import end_to_end
+            from gnnbench.verify.training import end_to_end
 
             reason = _unavailable(system, framework)
             if reason:
@@ -338,7 +338,7 @@ def _make_conformance_test(system: str, framework: str):
 
         @pytest.mark.slow
         def test_large_index(self):
-            from gnnbench.verify.suite import large_index_case
+            from gnnbench.verify.large_index import large_index_case
 
             reason = _unavailable(system, framework)
             if reason or framework != "torch":

@@ -62,7 +62,7 @@ def test_a_run_caught_by_the_check_is_stored_as_failed(demos, tmp_path):
 def test_verify_catches_an_input_written_outside_the_guard(demos):
     """Issue 35: demo_run_write passes every guarded check; verify's end-to-end row starts the run as
     `gnnbench run` does, unguarded with the run-time check on, and fails naming what was written."""
-    from gnnbench.verify.suite import end_to_end
+    from gnnbench.verify.training import end_to_end
 
     (row,) = end_to_end("demo_run_write", models=("gcn",), threads=1)
     assert row.status == "failed"

@@ -232,7 +232,7 @@ def test_the_system_api_declares_each_operator_of_gnnbench_api():
 
 
 def test_the_system_api_round_trips_and_is_checked_like_a_spec():
-    from gnnbench.dsl.parse import parse_api
+    from gnnbench.dsl.syntax import parse_api
     from gnnbench.dsl.system_api import _api_path
 
     api = system_api()

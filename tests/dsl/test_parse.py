@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from gnnbench.dsl.gen import spec_paths
-from gnnbench.dsl.parse import grammar, load_spec, parse_spec
+from gnnbench.dsl.parse import load_spec, parse_spec
+from gnnbench.dsl.syntax import grammar
 from gnnbench.dsl.spec import SpecError
 
 TINY = """\

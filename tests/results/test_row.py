@@ -81,7 +81,8 @@ _CHECK = textwrap.dedent('''
     sys.modules[spec.name] = module
     exec(compile(source, spec.origin, "exec"), module.__dict__)
 
-    from gnnbench.results.store import RUN_FIELDS, ResultsStore, schema_markdown
+    from gnnbench.results.schema_doc import schema_markdown
+    from gnnbench.results.store import RUN_FIELDS, ResultsStore
     from gnnbench.results.frame import frame_from_rows
     from gnnbench.run.sweep import PROVENANCE_FIELDS, provenance
     from gnnbench.run.record import identity_columns, run_record

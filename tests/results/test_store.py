@@ -13,8 +13,8 @@ import pytest
 
 from gnnbench.results import store as store_mod
 from gnnbench.errors import UserError
-from gnnbench.results.store import (RUN_FIELDS, SCHEMA_VERSION, ResultsStore, default_results_path,
-                            schema_markdown)
+from gnnbench.results.schema_doc import schema_markdown
+from gnnbench.results.store import RUN_FIELDS, SCHEMA_VERSION, ResultsStore, default_results_path
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results-schema.md"
 _SAMPLE = {"INTEGER": 7, "REAL": 0.125, "TEXT": "text with 'quotes' and ünïcode"}
@@ -285,7 +285,7 @@ def test_concurrent_writers_lose_and_duplicate_nothing(tmp_path):
 
 def test_schema_doc_is_current():
     assert DOC.read_text(encoding="utf-8") == schema_markdown(), (
-        "docs/results-schema.md is stale: run `python -m gnnbench.results.store > docs/results-schema.md`")
+        "docs/results-schema.md is stale: run `python -m gnnbench.results.schema_doc > docs/results-schema.md`")
 
 
 # ---------------------------------------------------------------- store first (Note [store first])

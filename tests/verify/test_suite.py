@@ -19,7 +19,9 @@ from gnnbench.check.conformance import run_suite
 from gnnbench.check.model_check import MODEL_CHECK_NAMES, check_model
 from gnnbench.results.store import ResultsStore
 
-from gnnbench.verify.suite import large_index_case, plan, verify
+from gnnbench.verify.large_index import large_index_case
+from gnnbench.verify.settings import VerifySettings
+from gnnbench.verify.suite import plan, verify
 
 API_SPEC = "gnnbench/api.gnn"  # how spec locations name the system API (dsl/system_api.py)
 REPO = Path(__file__).resolve().parents[2]
@@ -42,7 +44,7 @@ def _row(report, label):
 
 
 def test_inverted_normalisation_is_caught_on_mean_output(demos):
-    report = verify("demo_inverted_mean", profile="fast", threads=1)
+    report = verify("demo_inverted_mean", VerifySettings(profile="fast", threads=1))
     assert report.status == "failed"
     mean = _row(report, "spmm(reduce=mean)")
     assert mean.status == "failed"
@@ -58,7 +60,7 @@ def test_inverted_normalisation_is_caught_on_mean_output(demos):
 
 
 def test_gin_without_self_term_is_caught_exactly_on_self_loops(demos):
-    report = verify("demo_gin_no_self", profile="fast", threads=1)
+    report = verify("demo_gin_no_self", VerifySettings(profile="fast", threads=1))
     total = _row(report, "spmm(reduce=sum)")
     assert total.failed_graphs == ["self_loops", "single_node", "multi_loops", "single_node_loops",
                                    "block_unsampled", "block_fanout_10k", "block_karate_l0"]   # the blocks whose
@@ -69,7 +71,7 @@ def test_gin_without_self_term_is_caught_exactly_on_self_loops(demos):
 
 
 def test_zero_backward_is_caught_on_grad_x(demos):
-    report = verify("demo_zero_backward", profile="fast", threads=1)
+    report = verify("demo_zero_backward", VerifySettings(profile="fast", threads=1))
     total = _row(report, "spmm(reduce=sum)")
     assert total.status == "failed"
     assert all(" grad x on " in f for f in total.failures)
@@ -80,7 +82,7 @@ def test_zero_backward_is_caught_on_grad_x(demos):
 
 
 def test_write_past_the_end_is_caught_by_the_guard(demos):
-    report = verify("demo_write_past_end", profile="fast", threads=1)
+    report = verify("demo_write_past_end", VerifySettings(profile="fast", threads=1))
     total = _row(report, "spmm(reduce=sum)")
     assert total.failures[0] == (
         "spmm(reduce=sum) output on 'no_edges' (int32, F=1, H=1, float64): raised KernelFault: kernel "
@@ -94,7 +96,7 @@ def test_write_past_the_end_is_caught_by_the_guard(demos):
 def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
     results = str(tmp_path / "r.sqlite")
     with ResultsStore(results) as db:
-        report = verify("reference", profile="fast", threads=1, store=db)
+        report = verify("reference", VerifySettings(profile="fast", threads=1), store=db)
     assert report.status == "passed", report.failures()
     assert report.large_index.status == "skipped" and "--slow" in report.large_index.reason
     # the fast suite samples the second float type's models (Note [what runs]); the full suite runs them all
@@ -152,7 +154,7 @@ def test_cli_table_json_and_exit_codes(demos, tmp_path, capsys):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present, so nothing is skipped")
 def test_unavailable_system_is_skipped_with_its_reason(tmp_path):
     with ResultsStore(tmp_path / "r.sqlite") as db:
-        report = verify("reference", device="cuda", store=db)
+        report = verify("reference", VerifySettings(device="cuda"), store=db)
         assert db.latest_verification("reference") is None
     assert report.status == "skipped" and "CUDA" in report.reason
 
@@ -165,7 +167,7 @@ def test_large_index_case_logic_on_a_small_threshold(demos):
 
 
 def test_large_index_case_is_skipped_with_its_reason_when_memory_is_short(monkeypatch):
-    monkeypatch.setattr("gnnbench.verify.suite._available_bytes", lambda device: 4 * 2**30)
+    monkeypatch.setattr("gnnbench.verify.large_index._available_bytes", lambda device: 4 * 2**30)
     row = large_index_case("reference")
     assert row.status == "skipped"
     assert row.reason == ("needs about 44 GiB of free memory for N=33555456, F=64 float32 "
@@ -174,7 +176,7 @@ def test_large_index_case_is_skipped_with_its_reason_when_memory_is_short(monkey
 
 @pytest.mark.slow
 def test_slow_suite_runs_or_skips_the_large_case_never_silently():
-    report = verify("reference", slow=True, profile="fast", threads=1, e2e=False)
+    report = verify("reference", VerifySettings(slow=True, profile="fast", threads=1, e2e=False))
     assert report.large_index.status in ("passed", "skipped")
     if report.large_index.status == "skipped":
         assert "GiB" in report.large_index.reason
@@ -183,7 +185,7 @@ def test_slow_suite_runs_or_skips_the_large_case_never_silently():
 
 # ----------------------------------------------------------------- issue 15: what verify used to let through
 def test_missing_kernel_fails_with_its_cause_and_fix(demos, capsys):
-    report = verify("demo_missing_kernel", profile="fast", threads=1)
+    report = verify("demo_missing_kernel", VerifySettings(profile="fast", threads=1))
     assert report.status == "failed" and report.operators == []
     (message,) = report.load.failures
     spec = DEMO_SYSTEMS / "demo_missing_kernel" / "demo_missing_kernel.gnn"
@@ -201,7 +203,7 @@ def test_missing_kernel_fails_with_its_cause_and_fix(demos, capsys):
 
 
 def test_segfault_is_a_failure_naming_case_graph_dtype_and_signal(demos):
-    report = verify("demo_segfault", operator="sddmm", profile="fast", threads=1)
+    report = verify("demo_segfault", VerifySettings(operator="sddmm", profile="fast", threads=1))
     assert report.status == "failed"
     dot = _row(report, "sddmm(op=dot)")
     assert dot.failures == ["sddmm(op=dot) on 'hub_50k' (int32, F=17, H=1, float64): the verification process died "
@@ -211,7 +213,7 @@ def test_segfault_is_a_failure_naming_case_graph_dtype_and_signal(demos):
 
 def test_hang_is_a_failure_after_the_time_limit(monkeypatch):
     monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(DEMO_SYSTEMS.parent / "sweep_systems"))
-    report = verify("hanger", operator="spmm", profile="fast", threads=1, time_limit=3)
+    report = verify("hanger", VerifySettings(operator="spmm", profile="fast", threads=1, time_limit=3))
     row = _row(report, "spmm(reduce=sum)")
     assert row.failures[0] == ("spmm(reduce=sum) on 'no_edges' (int32, F=1, H=1, float64): no progress within the "
                                "time limit of 3 s (a hung kernel?); the verification process was killed and the "
@@ -220,7 +222,7 @@ def test_hang_is_a_failure_after_the_time_limit(monkeypatch):
 
 
 def test_softmax_without_max_subtraction_is_caught_on_large_scores(demos):
-    report = verify("demo_naive_softmax", operator="edge_softmax", profile="fast", threads=1)
+    report = verify("demo_naive_softmax", VerifySettings(operator="edge_softmax", profile="fast", threads=1))
     assert _row(report, "edge_softmax").status == "passed"           # scores within +-4 never overflow
     large = _row(report, "edge_softmax(large scores)")
     assert large.status == "failed"
@@ -257,8 +259,8 @@ def test_transposed_weight_index_is_caught_by_operators_and_directed_models(demo
 
 
 def test_broken_node_form_is_caught_by_the_forms_check(demos):
-    report = verify("demo_gcn_row_norm", profile="fast", threads=1, kinds=("model",),
-                    models="demo_gcn_row_norm.swapped_scales:MODELS")
+    report = verify("demo_gcn_row_norm", VerifySettings(profile="fast", threads=1, kinds=("model",),
+                                                       models="demo_gcn_row_norm.swapped_scales:MODELS"))
     forms = _row(report, "model gcn-forms")
     assert report.status == "failed" and forms.failed_graphs == ["directed"]   # degrees agree on undirected
     assert forms.failures[0].startswith("model gcn-forms logits, node form vs edge form, on 'directed' ")
@@ -266,8 +268,8 @@ def test_broken_node_form_is_caught_by_the_forms_check(demos):
 
 
 def test_model_bug_is_caught_by_the_model_check(demos):
-    report = verify("demo_gcn_row_norm", profile="fast", threads=1, kinds=("model",),
-                    models="demo_gcn_row_norm.model:MODELS")
+    report = verify("demo_gcn_row_norm", VerifySettings(profile="fast", threads=1, kinds=("model",),
+                                                       models="demo_gcn_row_norm.model:MODELS"))
     assert report.status == "failed" and report.operators == []
     gcn = _row(report, "model gcn")
     assert gcn.failed_graphs == ["undirected", "directed"]

@@ -1,7 +1,7 @@
 """The model bug the issue found passing verify: GCN normalised ``D^-1 (A + I)`` instead of ``D^-1/2 (A + I) D^-1/2``.
 
 ``MODELS`` is ``models.MODELS`` with this GCN in place of the real one; verify's
-model check reads it through ``verify(..., models="demo_gcn_row_norm.model:MODELS")``.
+model check reads it through ``VerifySettings(models="demo_gcn_row_norm.model:MODELS")``.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The two degrees agree on an undirected graph, so only the directed model graph
 shows it; the edge form is left correct, so verify's ``model gcn-forms``
 (node form vs edge form on the system, Note [model check]) must fail there.
-Read through ``verify(..., models="demo_gcn_row_norm.swapped_scales:MODELS")``;
+Read through ``VerifySettings(models="demo_gcn_row_norm.swapped_scales:MODELS")``;
 the kernels are ``reference``'s.
 """
 from __future__ import annotations

@@ -1,0 +1,127 @@
+"""End-to-end parity: a system trains each model as ``reference`` does, guarded and as ``gnnbench run`` starts it.
+
+Each model whose operators the system implements is trained on the system and
+on ``reference`` with the same seed, data, float type and framework; the
+first-epoch loss must agree tightly and the test accuracy within
+:data:`~gnnbench.check.conformance.E2E_TOLERANCE`. The run is then started
+once more as ``gnnbench run`` starts it, outside the guard, with its run-time
+check on (:func:`_run_time_check`). :mod:`gnnbench.verify.suite` plans these
+rows and :mod:`gnnbench.verify.isolation` runs them in its child process.
+"""
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+from gnnbench.check.conformance import E2E_TOLERANCE, CaseResult, _nullcontext, _torch_threads, guarded
+from gnnbench.core.oracle import REFERENCE
+from gnnbench.errors import UnavailableError
+
+__all__ = ["end_to_end", "E2E_MODELS", "E2E_DATASET", "E2E_EPOCHS"]
+
+#: End-to-end parity settings: small enough for seconds per model, large enough that accuracy means something.
+E2E_MODELS = ("gcn", "gin", "sage", "gat")
+E2E_DATASET = "sbm:nodes=400"
+E2E_EPOCHS = 20
+
+
+@lru_cache(maxsize=None)
+def _reference_row(model: str, dataset: str, epochs: int, dtype: str, framework: str) -> tuple[float, float]:
+    from gnnbench.run.harness import RunConfig, train
+
+    with _torch_threads(1):
+        row = train(RunConfig(REFERENCE, model, dataset, framework=framework, epochs=epochs, warmup=1, dtype=dtype,
+                              check=False))
+    return row["first_loss"], row["test_accuracy"]
+
+
+def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epochs: int = E2E_EPOCHS,
+               dtype: str = "float32", framework: str = "torch", device: str = "cpu", threads: int | None = None,
+               guard: bool = True, fallback: str | None = None) -> list[CaseResult]:
+    """Train each model on ``system`` and on ``reference`` (same seed, data, dtype, framework); one row per model.
+
+    Both run under the same framework, whose dropout stream the first loss
+    depends on. A model needing an operator the system lacks is skipped with
+    that reason, unless ``fallback`` lends it (the row then names what was borrowed).
+    """
+    from gnnbench.run.harness import RunConfig, train
+    from gnnbench.runtime.registry import load_system, system_info
+
+    tol = E2E_TOLERANCE[dtype]
+    glue = load_system(system, framework, device)
+    if framework not in system_info(REFERENCE).frameworks:
+        return [CaseResult("end-to-end", "skipped", reason=f"reference has no {framework} glue to compare with")]
+    rows = []
+    for model in models:
+        row = CaseResult(f"end-to-end {model} on {dataset.split(':')[0]}")
+        rows.append(row)
+        begin = time.perf_counter()
+        try:
+            with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or _current_threads()):
+                # check=False: the run-time check is gnnbench run's (Note [run-time check]); here the operator
+                # rows judge the kernels, and this row judges what training makes of them
+                got = train(RunConfig(system, model, dataset, framework=framework, device=device, epochs=epochs,
+                                      warmup=1, dtype=dtype, fallback=fallback, check=False))
+        except UnavailableError as err:
+            row.status, row.reason = "skipped", str(err).split(";")[0]
+            continue
+        except Exception as err:  # noqa: BLE001 - a failing system is a finding
+            row.status = "failed"
+            text = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+            row.failures.append(f"{row.operator} ({framework}, {dtype}, seed 0, {epochs} epochs): raised "
+                                f"{type(err).__name__}: {text}")
+            continue
+        finally:
+            row.seconds = time.perf_counter() - begin
+        unguarded = _run_time_check(system, model, dataset, framework, device, dtype, fallback, threads)
+        ref_loss, ref_acc = _reference_row(model, dataset, epochs, dtype, framework)
+        loss, acc = got["first_loss"], got["test_accuracy"]
+        loss_err = abs(loss - ref_loss) / max(abs(ref_loss), 1e-12)
+        row.cases = 1
+        row.detail = (f"first loss {loss:.6g} vs {ref_loss:.6g} (rel err {loss_err:.2g}), "
+                      f"test acc {acc:.3f} vs {ref_acc:.3f}")
+        borrowed = (got.get("extra") or {}).get("fallback", {}).get("operators")
+        if borrowed:
+            row.detail += f"; with fallback {fallback} for {', '.join(borrowed)}"
+        where = f"{row.operator} ({framework}, {dtype}, seed 0, {epochs} epochs)"
+        if not loss_err <= tol.first_loss_rtol:
+            row.failures.append(f"{where}: first-epoch loss {loss:.6g}, reference {ref_loss:.6g} "
+                                f"(rel err {loss_err:.3g} > {tol.first_loss_rtol:g})")
+        if not abs(acc - ref_acc) <= tol.test_accuracy_atol:
+            row.failures.append(f"{where}: test accuracy {acc:.3f}, reference {ref_acc:.3f} "
+                                f"(diff {abs(acc - ref_acc):.3f} > {tol.test_accuracy_atol:g})")
+        if unguarded:
+            row.failures.append(f"{row.operator} ({framework}, {dtype}, seed 0, outside verify's guard): {unguarded}")
+        if row.failures:
+            row.status, row.failed_cases = "failed", 1
+    return rows
+
+
+def _run_time_check(system, model, dataset, framework, device, dtype, fallback, threads) -> str | None:
+    """What the run-time check (Note [run-time check]) finds when ``gnnbench run`` would start this model, or
+    None.
+
+    The end-to-end row trains under the guard, whose buffers a kernel can detect: one that writes into its
+    input only when its output is not a guard view passes every guarded check and trains to NaN in a run
+    (issue 35). So each end-to-end row also starts the run as ``gnnbench run`` does, unguarded, check on,
+    and reports what the check finds; the guarded training has passed by then, so the kernels are known not
+    to write past their outputs."""
+    from gnnbench.check.run_check import RunCheckError
+    from gnnbench.run.harness import RunConfig, train
+
+    try:
+        with _torch_threads(threads or _current_threads()):
+            train(RunConfig(system, model, dataset, framework=framework, device=device, epochs=1, warmup=0,
+                            dtype=dtype, fallback=fallback, check=True))
+    except RunCheckError as err:
+        return str(err)
+    except Exception as err:  # noqa: BLE001 - a run that fails where the guarded training did not is a finding
+        text = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+        return f"the run raised {type(err).__name__}: {text}"
+    return None
+
+
+def _current_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
