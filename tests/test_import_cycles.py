@@ -18,15 +18,7 @@ PACKAGES = {"gnnbench": "gnnbench", "dsl": "gnnbench.dsl", "models": "gnnbench.m
             "datasets": "gnnbench.datasets"}
 
 #: Known circles, as the one import that closes each: ``(importing module, imported module)``, each with why.
-ALLOWED: set[tuple[str, str]] = {
-    # run/: record and sampled import back into the harness for the resolved hyperparameters; a ResolvedRun
-    # built once removes both (issue 44, item 2). Remove these when it lands.
-    ("gnnbench.run.record", "gnnbench.run.harness"),
-    ("gnnbench.run.sampled", "gnnbench.run.harness"),
-    # cli/: `run --repeat`'s helper reaches back into cli/run.py for failure_lines and run_repeated, which
-    # belong in _repeat (or a module both import); cli/run.py changes with issue 44, item 2. Remove it then.
-    ("gnnbench.cli._repeat", "gnnbench.cli.run"),
-}
+ALLOWED: set[tuple[str, str]] = set()  # known circles, each with why; none left (issue 44)
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

@@ -1,28 +1,25 @@
 """``gnnbench run --repeat N``: a line per process as it finishes, then the spread of their medians.
 
 The processes run through :func:`gnnbench.cli.run.run_repeated` (Note [repetitions] in
-:mod:`gnnbench.run.repeat`); this module only renders them. ``--json`` prints each stored row as one
+:mod:`gnnbench.run.repeat`), driven by ``gnnbench.cli.run``; this module only renders them (and imports
+nothing of ``run``'s, so the two do not import each other). ``--json`` prints each stored row as one
 JSON object per line instead, and no summary, so that the output stays one row per line.
 """
 from __future__ import annotations
 
-import sys
-
 from gnnbench.core.measurement import Measurement
 from gnnbench.core.stability import SPREAD_LIMIT
-from gnnbench.errors import UserError
 from gnnbench.text import printable
 
-from ._common import print_json
 
-__all__ = ["main_repeated", "process_line", "spread_summary"]
+__all__ = ["process_line", "spread_summary", "unit"]
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2f}"
 
 
-def _unit(spec) -> str:
+def unit(spec) -> str:
     """An inference run times forward passes where a training run times epochs (Note [inference mode])."""
     return "pass" if spec.mode == "inference" else "epoch"
 
@@ -53,30 +50,3 @@ def spread_summary(spec, spread, unit: str = "epoch") -> str:
         return text + "spread between processes needs two that succeeded"
     flag = f" (! unstable: above {SPREAD_LIMIT:.0%})" if spread.unstable else ""
     return text + f"spread {spread.spread:.1%} (stdev/mean of process medians){flag}"
-
-
-def main_repeated(args, spec) -> int:
-    """``gnnbench run --repeat N``: exit status 0 only if every process succeeded."""
-    from gnnbench.run.repeat import process_count, process_spread
-
-    from .run import failure_lines, run_repeated
-
-    repeat = process_count(args.repeat, "--repeat")
-    if args.in_process:
-        raise UserError("--repeat runs each repetition in its own worker process; drop --in-process")
-    unit = _unit(spec)
-
-    def on_row(index: int, row: dict) -> None:
-        problems = failure_lines(row, args.results)
-        if args.json:
-            print_json(row)
-        else:
-            print(process_line(row, index, repeat, unit))
-        sys.stdout.flush()
-        for line in problems:
-            print(line, file=sys.stderr)
-
-    rows = run_repeated(spec, repeat, store_path=args.results, store=not args.no_store, on_row=on_row)
-    if not args.json:
-        print(spread_summary(spec, process_spread(rows), unit))
-    return 0 if all(row.get("status") == "ok" for row in rows) else 1

@@ -111,9 +111,7 @@ def main(args) -> int:
 
     spec = make_config(config_values_from_flags(args))
     if args.repeat is not None:  # a line per process, then their spread (Note [repetitions])
-        from ._repeat import main_repeated
-
-        return main_repeated(args, spec)
+        return _main_repeated(args, spec)
     row = run(spec, isolate=not args.in_process, store_path=args.results, store=not args.no_store)
     problems = failure_lines(row, args.results)
     if args.json:
@@ -123,6 +121,33 @@ def main(args) -> int:
     for line in problems:
         print(line, file=sys.stderr)
     return 0 if row.get("status") == "ok" else 1
+
+
+def _main_repeated(args, spec) -> int:
+    """``gnnbench run --repeat N``: exit status 0 only if every process succeeded."""
+    from gnnbench.run.repeat import process_count, process_spread
+
+    from ._repeat import process_line, spread_summary, unit
+
+    repeat = process_count(args.repeat, "--repeat")
+    if args.in_process:
+        raise UserError("--repeat runs each repetition in its own worker process; drop --in-process")
+    what = unit(spec)
+
+    def on_row(index: int, row: dict) -> None:
+        problems = failure_lines(row, args.results)
+        if args.json:
+            print_json(row)
+        else:
+            print(process_line(row, index, repeat, what))
+        sys.stdout.flush()
+        for line in problems:
+            print(line, file=sys.stderr)
+
+    rows = run_repeated(spec, repeat, store_path=args.results, store=not args.no_store, on_row=on_row)
+    if not args.json:
+        print(spread_summary(spec, process_spread(rows), what))
+    return 0 if all(row.get("status") == "ok" for row in rows) else 1
 
 
 def failure_lines(row: dict, results: str | None) -> list[str]:

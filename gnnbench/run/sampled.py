@@ -142,9 +142,9 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     _check_run(run)
     F, dataset, model, initial = set_up(run)
     _check_dataset(run, dataset)
-    info = system_info(spec.system)
     report = on_event or stderr_lines
     extra: dict[str, Any] = {"sampler": spec.sampler}
+    info = system_info(spec.system)
     note = info.blocks_note() if hasattr(info, "blocks_note") else ""
     if note:
         extra["blocks_note"] = note
@@ -177,11 +177,26 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     peak = memory_figures(memory, extra)
     _check_share(extra, check_started)
 
+    accuracy = _scored(spec, hyper, evaluate, objective.metric, target, phases, edges, system, extra, prepare_s,
+                       tune_s)
+    epoch = Measurement(tuple(phases.seconds["epoch"])).median
+    return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
+                  prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
+                  seeds_per_s=np.median(seeds) / epoch if epoch else None,
+                  edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=ACCURACY_METHOD)
+
+
+def _scored(spec, hyper, evaluate, metric: str, target, phases, edges: list[int], system, extra: dict[str, Any],
+            prepare_s: float, tune_s: float | None) -> dict[str, float]:
+    """After the epochs and the memory peak: the trained model's scores, and into ``extra`` what the epochs'
+    figures imply (time to accuracy, shares and rates) and what the system adds; returns the scores."""
+    from gnnbench.core.measurement import Measurement
+
     # accuracy: after the peak is read (Note [sampled batching])
     accuracy = evaluate()
     if target is not None:
         extra["time_to_accuracy"] = asdict(target.record(prepare_s, tune_s or None))
-    extra.update(final_accuracy=accuracy, metric=objective.metric, selected_epoch=len(phases.seconds["epoch"]) + min(
+    extra.update(final_accuracy=accuracy, metric=metric, selected_epoch=len(phases.seconds["epoch"]) + min(
                      spec.warmup, hyper.epochs) - 1,
                  sampled_edges_per_epoch=int(np.median(edges)) if edges else None)
     epoch = Measurement(tuple(phases.seconds["epoch"])).median
@@ -195,10 +210,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
         extra["sampler_edges_per_s"] = (np.median(edges) / sample) if sample else None
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=[], lent_times=[]))
-    return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
-                  prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
-                  seeds_per_s=np.median(seeds) / epoch if epoch else None,
-                  edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=ACCURACY_METHOD)
+    return accuracy
 
 
 def _check_before_epochs(spec, F, blocks, sampler, dataset, self_loops: bool, extra: dict[str, Any]) -> float:
