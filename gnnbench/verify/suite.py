@@ -33,12 +33,20 @@ from gnnbench.check.conformance import E2E_TOLERANCE, TOLERANCES, CaseResult, _n
 from gnnbench.errors import UnavailableError, UserError
 from gnnbench.verify.isolation import DEFAULT_TIME_LIMIT, run_inline, run_isolated
 
-__all__ = ["VerifyReport", "verify", "plan", "end_to_end", "large_index_case", "E2E_MODELS", "E2E_DATASET", "E2E_EPOCHS"]
+__all__ = ["VerifyReport", "verify", "plan", "end_to_end", "large_index_case", "e2e_models", "E2E_DATASET", "E2E_EPOCHS"]
 
 #: End-to-end parity settings: small enough for seconds per model, large enough that accuracy means something.
-E2E_MODELS = ("gcn", "gin", "sage", "gat")
 E2E_DATASET = "sbm:nodes=400"
 E2E_EPOCHS = 20
+
+
+def e2e_models() -> tuple[str, ...]:
+    """The models end-to-end parity trains: every model in ``models.MODELS``."""
+    from gnnbench.models import MODELS
+
+    return tuple(MODELS)
+
+
 #: The large case: ``x`` is ``[N, 1, 64]`` float32 with ``N * 64`` just above ``2**31``, on a ring graph.
 LARGE_WIDTH = 64
 
@@ -230,15 +238,15 @@ def plan(system: str, operator: str | None, slow: bool, e2e: bool, profile: str 
         tasks.append(("large", f"large index (N x F > 2^31, F={LARGE_WIDTH})"))
     if e2e and operator is None:
         from gnnbench.check.dims import SAMPLED_END_TO_END, SAMPLED_MODEL_CHECKS
-        from gnnbench.check.model_check import MODEL_CHECK_NAMES
+        from gnnbench.check.model_check import model_check_names
 
         def sampled(names, subset, dtype):
             return subset if profile == "fast" and dtype != dtypes[0] else names
 
         tasks += [("model", dtype_label(f"model {name}", dtype, dtypes[0])) for dtype in dtypes
-                  for name in sampled(MODEL_CHECK_NAMES, SAMPLED_MODEL_CHECKS, dtype)]
+                  for name in sampled(model_check_names(), SAMPLED_MODEL_CHECKS, dtype)]
         tasks += [("e2e", dtype_label(f"end-to-end {model} on {E2E_DATASET.split(':')[0]}", dtype, dtypes[0]))
-                  for dtype in dtypes for model in sampled(E2E_MODELS, SAMPLED_END_TO_END, dtype)]
+                  for dtype in dtypes for model in sampled(e2e_models(), SAMPLED_END_TO_END, dtype)]
     return tasks
 
 
@@ -265,10 +273,11 @@ def _reference_row(model: str, dataset: str, epochs: int, dtype: str, framework:
     return row["first_loss"], row["test_accuracy"]
 
 
-def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epochs: int = E2E_EPOCHS,
+def end_to_end(system: str, models=None, dataset: str = E2E_DATASET, epochs: int = E2E_EPOCHS,
                dtype: str = "float32", framework: str = "torch", device: str = "cpu", threads: int | None = None,
                guard: bool = True, fallback: str | None = None) -> list[CaseResult]:
-    """Train each model on ``system`` and on ``reference`` (same seed, data, dtype, framework); one row per model.
+    """Train each model (default: :func:`e2e_models`) on ``system`` and on ``reference`` (same seed, data, dtype,
+    framework); one row per model.
 
     Both run under the same framework, whose dropout stream the first loss
     depends on. A model needing an operator the system lacks is skipped with
@@ -282,7 +291,7 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
     if framework not in system_info(REFERENCE).frameworks:
         return [CaseResult("end-to-end", "skipped", reason=f"reference has no {framework} glue to compare with")]
     rows = []
-    for model in models:
+    for model in models or e2e_models():
         row = CaseResult(f"end-to-end {model} on {dataset.split(':')[0]}")
         rows.append(row)
         begin = time.perf_counter()
