@@ -1,4 +1,10 @@
-"""GCN, GAT, GIN and GraphSAGE, written once against the frontend op set (no framework import)."""
+"""GCN, GAT, GIN and GraphSAGE, written once against the frontend op set (no framework import).
+
+Each model's file holds all that gnnbench reads from it: its convolution, its paper's equation as a dense
+formulation (verify's model check) and its PyG and DGL layers (the native baselines; Note [native
+counterparts] in models/native.py). :data:`MODELS` is the one list of models: run's choices, verify's checks
+and the baselines derive from it.
+"""
 from __future__ import annotations
 
 from gnnbench.errors import UserError

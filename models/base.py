@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .native import Native
+
 __all__ = ["GNN", "Conv", "Hyperparameters", "glorot", "zeros", "dst_rows"]
 
 
@@ -72,8 +74,11 @@ class Conv:
 class GNN:
     """A stack of convolutions with dropout before each and an activation between them.
 
-    Subclasses set :attr:`name`, :attr:`defaults`, :attr:`self_loops` and
-    implement :meth:`conv` for layer ``i`` of ``in_dim -> out_dim``.
+    Subclasses set :attr:`name`, :attr:`defaults`, :attr:`self_loops`,
+    implement :meth:`conv` for layer ``i`` of ``in_dim -> out_dim``, and
+    declare what the rest of gnnbench reads from a model: :attr:`dense`
+    for verify's model check, :attr:`pyg` and :attr:`dgl` for the native
+    baselines. ``models.MODELS`` lists the model; nothing else does.
 
     Args:
         in_dim: input feature width.
@@ -85,6 +90,18 @@ class GNN:
     defaults = Hyperparameters(hidden=16)
     #: whether the model aggregates over A + I (GCN, GAT) rather than A (GIN, SAGE)
     self_loops = False
+    #: the forms of ``hyper.normalisation`` that compute the same function (Note [GCN as node scales]);
+    #: verify compares them on every system (``model gcn-forms``, Note [model check])
+    normalisations: tuple[str, ...] = ()
+    #: the PyG and DGL layers that compute :meth:`conv` (Note [native counterparts] in models/native.py),
+    #: or None where the library has none
+    pyg: Native | None = None
+    dgl: Native | None = None
+    #: ``dense(T, A, x, p, index) -> x'``: layer ``index`` from the paper's equation on dense float64 torch
+    #: tensors (``T`` is torch), ``A[i, j]`` counting the edges ``j -> i`` (a loop added where a node lacks
+    #: one when :attr:`self_loops`) and ``p`` the layer's parameters by short name: the model check's oracle,
+    #: written apart from :meth:`conv` (Note [model check] in gnnbench/check/model_check.py); None if absent
+    dense: Callable | None = None
 
     def __init__(self, in_dim: int, out_dim: int, hyper: Hyperparameters | None = None):
         self.hyper = hyper or self.defaults
@@ -97,6 +114,10 @@ class GNN:
 
     def conv(self, index: int, in_dim: int, out_dim: int) -> Conv:
         raise NotImplementedError
+
+    def head_shape(self, index: int, out_dim: int) -> tuple[int, int]:
+        """``(heads, width per head)`` of layer ``index``: one head of the layer's width unless the model has heads."""
+        return 1, out_dim
 
     def activation(self, F, x):
         return F.relu(x)

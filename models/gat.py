@@ -15,6 +15,7 @@ compute the same function (see ``systems/dgnn``).
 from __future__ import annotations
 
 from .base import GNN, Conv, Hyperparameters, dst_rows, glorot, zeros
+from .native import HEAD_WIDTH, HEADS, IN, Native, layer
 
 NEGATIVE_SLOPE = 0.2
 
@@ -23,6 +24,24 @@ class GAT(GNN):
     name = "gat"
     defaults = Hyperparameters(hidden=8, heads=8, dropout=0.6, lr=0.005, weight_decay=5e-4)
     self_loops = True
+    pyg = Native(layer("GATConv", IN, HEAD_WIDTH, heads=HEADS, concat=True, negative_slope=NEGATIVE_SLOPE, dropout=0.0,
+                       add_self_loops=False, bias=True),
+                 {"lin.weight": "weight.T", "att_src": "att_src", "att_dst": "att_dst", "bias": "bias"})
+    dgl = Native(layer("GATConv", IN, HEAD_WIDTH, HEADS, feat_drop=0.0, attn_drop=0.0, negative_slope=NEGATIVE_SLOPE,
+                       residual=False, activation=None, allow_zero_in_degree=True, bias=True),
+                 {"fc.weight": "weight.T", "attn_l": "att_src", "attn_r": "att_dst", "bias": "bias"})
+
+    def dense(self, T, A, x, p, index):
+        z = (x @ p["weight"]).reshape(len(x), *p["att_src"].shape[1:])                      # [j, heads, width]
+        score_src, score_dst = (z * p["att_src"]).sum(-1), (z * p["att_dst"]).sum(-1)
+        e = T.nn.functional.leaky_relu(score_dst[:, None] + score_src[None, :], NEGATIVE_SLOPE)  # [i, j, heads]
+        e = e.masked_fill(A[:, :, None] == 0, -T.inf)
+        weight = A[:, :, None] * T.exp(e - e.amax(1, keepdim=True).nan_to_num(neginf=0.0))  # A: parallel edges
+        alpha = weight / weight.sum(1, keepdim=True).clamp(min=1e-300)
+        return T.einsum("ijh,jhc->ihc", alpha, z).reshape(len(x), -1) + p["bias"]
+
+    def head_shape(self, index, out_dim):
+        return (1, out_dim) if index == self.hyper.layers - 1 else (self.hyper.heads, self.hyper.hidden)
 
     def layer_dims(self):
         h = self.hyper
@@ -33,9 +52,7 @@ class GAT(GNN):
         return F.elu(x)
 
     def conv(self, index, in_dim, out_dim):
-        last = index == self.hyper.layers - 1
-        heads = 1 if last else self.hyper.heads
-        width = out_dim if last else self.hyper.hidden
+        heads, width = self.head_shape(index, out_dim)
 
         def forward(F, p, graph, x):
             h = F.reshape(F.matmul(x, p["weight"]), (-1, heads, width))

@@ -46,6 +46,7 @@ from __future__ import annotations
 from gnnbench.errors import UserError
 
 from .base import GNN, Conv, Hyperparameters, glorot, zeros
+from .native import IN, OUT, Blocks, Native, layer
 
 #: GCN's normalisation forms; the first is the default (Note [GCN as node scales])
 NORMALISATIONS = ("node", "edge")
@@ -55,6 +56,18 @@ class GCN(GNN):
     name = "gcn"
     defaults = Hyperparameters(hidden=16, dropout=0.5, lr=0.01, weight_decay=5e-4, normalisation=NORMALISATIONS[0])
     self_loops = True
+    normalisations = NORMALISATIONS
+    #: on blocks PyG's GCNConv takes no (source, destination) pair and counts in-degrees alone: it gets the
+    #: block's own normalisation as edge weights instead
+    pyg = Native(layer("GCNConv", IN, OUT, add_self_loops=False, normalize=True, cached=True, bias=True),
+                 {"lin.weight": "weight.T", "bias": "bias"},
+                 Blocks(pair=False, edge_weight="gcn_norm", changes={"normalize": False, "cached": False}))
+    dgl = Native(layer("GraphConv", IN, OUT, norm="both", weight=True, bias=True, allow_zero_in_degree=True),
+                 {"weight": "weight", "bias": "bias"})
+
+    def dense(self, T, A, x, p, index):
+        d_in, d_out = A.sum(1).clamp(min=1), A.sum(0).clamp(min=1)
+        return (d_in.rsqrt()[:, None] * A * d_out.rsqrt()[None, :]) @ (x @ p["weight"]) + p["bias"]
 
     def conv(self, index, in_dim, out_dim):
         form = self.hyper.normalisation

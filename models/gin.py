@@ -15,6 +15,7 @@ pass forward and backward for nothing (Note [fused dense ops] in
 from __future__ import annotations
 
 from .base import GNN, Conv, Hyperparameters, dst_rows, glorot, zeros
+from .native import MLP, Native, layer
 
 EPSILON = 0.0
 
@@ -22,6 +23,15 @@ EPSILON = 0.0
 class GIN(GNN):
     name = "gin"
     defaults = Hyperparameters(hidden=64, dropout=0.5, lr=0.01, weight_decay=5e-4)
+    pyg = Native(layer("GINConv", MLP, eps=EPSILON, train_eps=False),
+                 {"nn.0.weight": "weight1.T", "nn.0.bias": "bias1", "nn.2.weight": "weight2.T", "nn.2.bias": "bias2"})
+    dgl = Native(layer("GINConv", MLP, aggregator_type="sum", init_eps=EPSILON, learn_eps=False),
+                 {"apply_func.0.weight": "weight1.T", "apply_func.0.bias": "bias1",
+                  "apply_func.2.weight": "weight2.T", "apply_func.2.bias": "bias2"})
+
+    def dense(self, T, A, x, p, index):
+        h = T.relu(((1.0 + EPSILON) * x + A @ x) @ p["weight1"] + p["bias1"])
+        return h @ p["weight2"] + p["bias2"]
 
     def conv(self, index, in_dim, out_dim):
         hidden = self.hyper.hidden

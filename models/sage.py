@@ -15,11 +15,20 @@ dropout 0.5, lr 0.01, weight decay 5e-4.
 from __future__ import annotations
 
 from .base import GNN, Conv, Hyperparameters, dst_rows, glorot, zeros
+from .native import IN, OUT, Native, layer
 
 
 class SAGE(GNN):
     name = "sage"
     defaults = Hyperparameters(hidden=64, dropout=0.5, lr=0.01, weight_decay=5e-4)
+    pyg = Native(layer("SAGEConv", IN, OUT, aggr="mean", root_weight=True, bias=True),
+                 {"lin_l.weight": "weight_neigh.T", "lin_l.bias": "bias", "lin_r.weight": "weight_root.T"})
+    dgl = Native(layer("SAGEConv", IN, OUT, "mean", bias=True),
+                 {"fc_self.weight": "weight_root.T", "fc_self.bias": "bias", "fc_neigh.weight": "weight_neigh.T"})
+
+    def dense(self, T, A, x, p, index):
+        mean = (A @ x) / A.sum(1).clamp(min=1)[:, None]                # an empty row gives 0
+        return x @ p["weight_root"] + mean @ p["weight_neigh"] + p["bias"]
 
     def conv(self, index, in_dim, out_dim):
         def forward(F, p, graph, x):

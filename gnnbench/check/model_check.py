@@ -6,8 +6,9 @@ Note [model check]
     ``D^-1/2 A D^-1/2`` trains identically on both. The model check runs each
     model on the system under test (its kernels, its float dtype, no dropout)
     and compares the logits and every parameter gradient of ``sum(logits * R)``
-    (``R`` a fixed random matrix) with a dense float64 formulation written
-    here from the papers' equations, independent of the system API:
+    (``R`` a fixed random matrix) with a dense float64 formulation of the
+    paper's equation, which each model declares beside its convolution
+    (``GNN.dense``), independent of the system API:
 
     * GCN: ``X' = D_in^-1/2 Â D_out^-1/2 X W + b`` with ``Â = A + I`` (one loop
       added where a node lacks one; ``Â[i, j]`` counts the edges ``j -> i``);
@@ -17,7 +18,9 @@ Note [model check]
     * GAT: ``alpha_ij = C_ij exp(e_ij) / sum_k C_ik exp(e_ik)`` over ``Â``'s edges with
       multiplicity ``C``, ``e_ij = LeakyReLU_0.2(a_s . h_j + a_d . h_i)``, heads
       concatenated, ELU between layers.
-    * GCN's two forms (``gcn-forms``, Note [GCN as node scales] in models/gcn.py):
+    * a multi-head model again at its default head count (``gat-8heads``).
+    * GCN's two forms (``gcn-forms``, Note [GCN as node scales] in models/gcn.py;
+      any model whose ``normalisations`` name several forms gets one):
       the node form (scales around an unweighted spmm, GCN's default, which
       ``gcn`` checks against the dense formulation) and the edge form (per-edge
       weights into a weighted spmm), both on the system under test, must give
@@ -32,14 +35,18 @@ Note [model check]
 
     Each runs on a small undirected and a small directed graph (with a
     parallel edge and a loop), two layers with hidden width 17, three heads
-    for GAT. ``models`` may name another model table (``"module:attribute"``),
-    which is how ``tests/demo_systems/demo_gcn_row_norm`` shows that a broken
-    model is caught.
+    for GAT. The checks derive from the model table (:func:`model_check_names`):
+    a model that declares no ``dense`` fails its check in one line saying so.
+    ``models`` may name another model table (``"module:attribute"``), which is
+    how ``tests/demo_systems/demo_gcn_row_norm`` shows that a broken model is
+    caught. Where PyG or DGL is installed, a model's dense logits are also
+    compared with the native layers it declares (:func:`_native_problems`).
 """
 from __future__ import annotations
 
 import importlib
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,11 +54,8 @@ import numpy as np
 from gnnbench.check.conformance import CaseResult, Tolerance, _nullcontext, _torch_threads, compare, guarded
 from gnnbench.runtime.graph import Graph
 
-__all__ = ["MODEL_CHECK_NAMES", "MODEL_TOLERANCES", "check_model", "model_graphs", "dense_forward"]
+__all__ = ["MODEL_TOLERANCES", "model_check_names", "check_model", "model_graphs", "dense_forward"]
 
-MODEL_CHECK_NAMES = ("gcn", "gin", "sage", "gat", "gat-8heads", "weighted-gcn", "gcn-forms")
-#: checks of a model at another head count than :data:`_HEADS`: name -> (model, heads); GAT's default is 8
-_HEAD_VARIANTS = {"gat-8heads": ("gat", 8)}
 #: logits and gradients vs the dense oracle; atol is relative to the largest expected magnitude. float64
 #: is limited to ~1e-7 because ``Graph.gcn_norm`` (and ``Graph.gcn_scales``) stores GCN's edge weights as float32 whatever the run's
 #: dtype (gnnbench/runtime/graph.py); a normalisation bug is off by far more (tens of percent).
@@ -81,20 +85,20 @@ def _model_table(models: str | None) -> dict[str, Any]:
     if models is None:
         from gnnbench.models import MODELS
 
-        table = dict(MODELS)
-    else:
-        module, _, attribute = models.partition(":")
-        table = dict(getattr(importlib.import_module(module), attribute))
-    table["weighted-gcn"] = _weighted_gcn(table["gcn"])
-    return table
+        return dict(MODELS)
+    module, _, attribute = models.partition(":")
+    return dict(getattr(importlib.import_module(module), attribute))
 
 
-def _weighted_gcn(gcn):
+def _weighted_gcn():
+    """verify's own probe (Note [model check]): GCN's layer over asymmetric random edge weights, no loops."""
+    from gnnbench.models import GCN
     from gnnbench.models.base import Conv, glorot, zeros
 
-    class WeightedGCN(gcn):
+    class WeightedGCN(GCN):
         name = "weighted-gcn"
         self_loops = False
+        pyg = dgl = None
 
         def conv(self, index, in_dim, out_dim):
             def forward(F, p, graph, x):
@@ -103,7 +107,40 @@ def _weighted_gcn(gcn):
 
             return Conv({"weight": ((in_dim, out_dim), glorot), "bias": ((out_dim,), zeros)}, forward)
 
+        def dense(self, T, A, x, p, index):  # A holds the weights (_dense_adjacency)
+            return A @ (x @ p["weight"]) + p["bias"]
+
     return WeightedGCN
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One model check: ``kind`` is ``dense`` (against :func:`dense_forward`) or ``forms`` (a model's
+    normalisation forms against each other); ``natives``: also the dense logits against the native layers."""
+
+    kind: str
+    model: type
+    heads: int = _HEADS
+    natives: bool = False
+
+
+def _checks(models: str | None) -> dict[str, _Check]:
+    """Every model check by label, derived from the model table (Note [model check])."""
+    table = _model_table(models)
+    checks = {name: _Check("dense", cls, natives=True) for name, cls in table.items()}
+    checks.update({f"{name}-{cls.defaults.heads}heads": _Check("dense", cls, heads=cls.defaults.heads)
+                   for name, cls in table.items() if cls.defaults.heads not in (1, _HEADS)})
+    checks["weighted-gcn"] = _Check("dense", _weighted_gcn())
+    checks.update({f"{name}-forms": _Check("forms", cls) for name, cls in table.items()
+                   if len(cls.normalisations) > 1})
+    return checks
+
+
+def model_check_names(models: str | None = None) -> tuple[str, ...]:
+    """The labels of every model check (``model gcn``, ...) for the model table (default: ``models.MODELS``):
+    each model, each multi-head model at its default head count (``gat-8heads``), verify's weighted-GCN
+    probe, and each model's normalisation forms against each other (``gcn-forms``)."""
+    return tuple(_checks(models))
 
 
 def _hyper(model_cls, **changes):
@@ -114,74 +151,72 @@ def _hyper(model_cls, **changes):
 
 
 # ----------------------------------------------------------------- the dense oracle
-def dense_forward(name: str, graph: Graph, params: dict, x, heads: int = _HEADS):
-    """Logits of model ``name`` from its paper's equations with dense float64 torch tensors (Note [model check])."""
+def dense_forward(model, graph: Graph, params: dict, x):
+    """Logits of ``model`` from its declared dense layers (``GNN.dense``) with float64 torch tensors
+    (Note [model check]); ``params`` as :meth:`~gnnbench.models.GNN.init_params` names them."""
+    import torch
+
+    from gnnbench.frameworks import get_frontend
+
+    adjacency = _dense_adjacency(graph, model)
+    F = get_frontend("torch", "cpu", "float64")  # the model's activation between layers
+    h, last = x, len(model.convs) - 1
+    for i in range(len(model.convs)):
+        prefix = f"conv{i}."
+        p = {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+        h = model.dense(torch, adjacency, h, p, i)
+        if i < last:
+            h = model.activation(F, h)
+    return h
+
+
+def _dense_adjacency(graph: Graph, model):
+    """``A[i, j]``: the edges ``j -> i`` counted (verify's weighted probe: their weights summed), with a loop
+    added where a node lacks one when the model aggregates over ``A + I``."""
     import torch
 
     n = graph.num_nodes
     src, dst = (torch.from_numpy(a.astype(np.int64)) for a in graph.edges())
-    counts = torch.zeros(n, n, dtype=torch.float64).index_put_((dst, src), torch.ones(len(src), dtype=torch.float64),
-                                                               accumulate=True)
-    if name in ("gcn", "gat"):
-        counts = counts + torch.diag((torch.diagonal(counts) == 0).to(torch.float64))
-    p = lambda i, k: params[f"conv{i}.{k}"]  # noqa: E731
-    h = x
-    for i in range(2):
-        last = i == 1
-        if name == "gcn":
-            d_in, d_out = counts.sum(1).clamp(min=1), counts.sum(0).clamp(min=1)
-            norm = d_in.rsqrt()[:, None] * counts * d_out.rsqrt()[None, :]
-            h = norm @ (h @ p(i, "weight")) + p(i, "bias")
-        elif name == "weighted-gcn":
-            weights = torch.zeros(n, n, dtype=torch.float64).index_put_(
-                (dst, src), torch.from_numpy(_random_weights(graph)), accumulate=True)
-            h = weights @ (h @ p(i, "weight")) + p(i, "bias")
-        elif name == "gin":
-            z = torch.relu((h + counts @ h) @ p(i, "weight1") + p(i, "bias1"))
-            h = z @ p(i, "weight2") + p(i, "bias2")
-        elif name == "sage":
-            mean = (counts @ h) / counts.sum(1).clamp(min=1)[:, None]
-            h = h @ p(i, "weight_root") + mean @ p(i, "weight_neigh") + p(i, "bias")
-        elif name == "gat":
-            layer_heads = 1 if last else heads
-            z = (h @ p(i, "weight")).reshape(n, layer_heads, -1)
-            s_src, s_dst = (z * p(i, "att_src")).sum(-1), (z * p(i, "att_dst")).sum(-1)
-            e = torch.nn.functional.leaky_relu(s_dst[:, None, :] + s_src[None, :, :], 0.2)   # [i, j, h]
-            mask = (counts > 0)[:, :, None]
-            e = torch.where(mask, e, torch.full_like(e, -torch.inf))
-            weight = counts[:, :, None] * torch.exp(e - e.amax(1, keepdim=True).nan_to_num(neginf=0.0))
-            alpha = weight / weight.sum(1, keepdim=True).clamp(min=1e-300)
-            h = torch.einsum("ijh,jhc->ihc", alpha, z).reshape(n, -1) + p(i, "bias")
-        else:
-            raise ValueError(f"no dense formulation for model '{name}'")
-        if not last:
-            h = torch.nn.functional.elu(h) if name == "gat" else torch.relu(h)
-    return h
+    values = _random_weights(graph) if model.name == "weighted-gcn" else np.ones(len(src))
+    adjacency = torch.zeros(n, n, dtype=torch.float64).index_put_((dst, src), torch.from_numpy(values),
+                                                                  accumulate=True)
+    if model.self_loops:
+        adjacency = adjacency + torch.diag((torch.diagonal(adjacency) == 0).to(torch.float64))
+    return adjacency
 
 
 # ----------------------------------------------------------------- the check
 def check_model(system: str, name: str, *, dtype: str = "float64", framework: str = "torch", device: str = "cpu",
                 threads: int | None = None, guard: bool = True, models: str | None = None,
                 on_case=None) -> CaseResult:
-    """Model ``name`` on ``system`` vs :func:`dense_forward`: logits and every parameter gradient, per graph."""
+    """Model check ``name`` (one of :func:`model_check_names`) on ``system`` vs :func:`dense_forward`: logits and
+    every parameter gradient, per graph; a model that declares no ``dense`` fails in one line."""
     import torch
 
     from gnnbench.frameworks import get_frontend
     from gnnbench.runtime.glue import BoundGraph
-    from gnnbench.errors import UnavailableError
+    from gnnbench.errors import UnavailableError, UserError
     from gnnbench.runtime.registry import load_system
 
+    checks = _checks(models)
+    if name not in checks:
+        raise UserError(f"unknown model check '{name}'; choose one of: {', '.join(checks)}")
+    check = checks[name]
     row = CaseResult(f"model {name}")
     if framework != "torch":
         row.status, row.reason = "skipped", f"the model check runs under torch (got {framework})"
         return row
-    if name == "gcn-forms":
-        return _check_gcn_forms(row, system, dtype=dtype, device=device, threads=threads, guard=guard,
-                                models=models, on_case=on_case)
+    if check.kind == "forms":
+        return _check_forms(row, system, check.model, dtype=dtype, device=device, threads=threads, guard=guard,
+                            on_case=on_case)
+    model_cls, heads = check.model, check.heads
+    if model_cls.dense is None:
+        row.status, row.failed_cases = "failed", 1
+        row.failures.append(f"{row.operator}: model '{model_cls.name}' declares no dense formulation (its 'dense' "
+                            f"is None), which the model check compares it with (Note [model check])")
+        return row
     begin = time.perf_counter()
     glue = load_system(system, framework, device)
-    model_name, heads = _HEAD_VARIANTS.get(name, (name, _HEADS))
-    model_cls = _model_table(models)[model_name]
     F = get_frontend("torch", device, dtype)
     tol = MODEL_TOLERANCES[dtype]
     rng = np.random.default_rng(11)
@@ -212,7 +247,7 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
             problems.append(f"{row.operator} on {where}: raised {type(err).__name__}: {text}")
         else:
             ref_params = {k: torch.from_numpy(v).requires_grad_(True) for k, v in initial.items()}
-            ref_logits = dense_forward(model_name, graph, ref_params, torch.from_numpy(x), heads)
+            ref_logits = dense_forward(model, graph, ref_params, torch.from_numpy(x))
             ref_grads = torch.autograd.grad((ref_logits * torch.from_numpy(r)).sum(), list(ref_params.values()))
             pairs = [("logits", logits, ref_logits)] + [(f"grad {k}", g, rg) for k, g, rg in
                                                          zip(params, grads, ref_grads)]
@@ -220,20 +255,21 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
                 bad = _mismatch(got, want, tol)
                 if bad:
                     problems.append(f"{row.operator} {quantity} on {where}: {bad}")
-            if graph_name == "undirected" and name in _NATIVE_MODELS:
-                problems += _native_problems(row.operator, name, model, graph, initial, x, ref_logits, where)
+            if graph_name == "undirected" and check.natives:
+                problems += _native_problems(row.operator, model, graph, initial, x, ref_logits, where)
         _record(row, graph_name, problems)
     row.seconds = time.perf_counter() - begin
     if row.status == "passed":
-        natives = [n for n in _installed_natives()] if name in _NATIVE_MODELS else []
+        natives = _natives_of(model_cls) if check.natives else []
         row.detail = (f"logits and {len(initial)} parameter gradients vs dense float64, undirected and directed"
                       + (f"; dense logits vs {' and '.join(natives)} on undirected" if natives else ""))
     return row
 
 
-def _check_gcn_forms(row: CaseResult, system: str, *, dtype: str, device: str, threads: int | None, guard: bool,
-                     models: str | None, on_case) -> CaseResult:
-    """GCN's node form against its edge form, both on ``system`` (Note [model check])."""
+def _check_forms(row: CaseResult, system: str, model_cls, *, dtype: str, device: str, threads: int | None,
+                 guard: bool, on_case) -> CaseResult:
+    """A model's normalisation forms against its first (GCN: node form against edge form), all on ``system``
+    (Note [model check])."""
     import torch
 
     from gnnbench.errors import UnavailableError
@@ -243,12 +279,12 @@ def _check_gcn_forms(row: CaseResult, system: str, *, dtype: str, device: str, t
 
     begin = time.perf_counter()
     glue = load_system(system, "torch", device)
-    gcn = _model_table(models)["gcn"]
+    first, *others = forms = model_cls.normalisations
     F = get_frontend("torch", device, dtype)
     tol = MODEL_TOLERANCES[dtype]
     rng = np.random.default_rng(13)
     for graph_name, base in model_graphs(np.int32).items():
-        graph = base.with_self_loops()
+        graph = base.with_self_loops() if model_cls.self_loops else base
         where = f"'{graph_name}' (int32, N={graph.num_nodes}, E={graph.num_edges}, F={_IN}->{_HIDDEN}->{_CLASSES}, " \
                 f"{dtype})"
         if on_case:
@@ -259,8 +295,8 @@ def _check_gcn_forms(row: CaseResult, system: str, *, dtype: str, device: str, t
         outputs = {}
         row.cases += 1
         try:
-            for form in ("node", "edge"):
-                model = gcn(_IN, _CLASSES, _hyper(gcn, normalisation=form))
+            for form in forms:
+                model = model_cls(_IN, _CLASSES, _hyper(model_cls, normalisation=form))
                 initial = initial or {k: v.astype(np.float64) for k, v in model.init_params(3).items()}
                 params = {k: F.parameter(v) for k, v in initial.items()}
                 with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
@@ -276,32 +312,33 @@ def _check_gcn_forms(row: CaseResult, system: str, *, dtype: str, device: str, t
             problems = [f"{row.operator} on {where}: raised {type(err).__name__}: {text}"]
         else:
             problems = []
-            for (quantity, got), (_, want) in zip(outputs["node"], outputs["edge"]):
-                # each form may be off the exact value by the tolerance, so two correct forms by twice it
-                bad = _mismatch(got, want, tol, times=2)
-                if bad:
-                    problems.append(f"{row.operator} {quantity}, node form vs edge form, on {where}: {bad}")
+            for other in others:
+                for (quantity, got), (_, want) in zip(outputs[first], outputs[other]):
+                    # each form may be off the exact value by the tolerance, so two correct forms by twice it
+                    bad = _mismatch(got, want, tol, times=2)
+                    if bad:
+                        problems.append(f"{row.operator} {quantity}, {first} form vs {other} form, on {where}: {bad}")
         _record(row, graph_name, problems)
     row.seconds = time.perf_counter() - begin
     if row.status == "passed":
-        row.detail = "node form (scales, unweighted spmm) vs edge form (weighted spmm): logits and parameter " \
-                     "gradients, undirected and directed"
+        row.detail = f"{' vs '.join(f'{form} form' for form in forms)}: logits and parameter gradients, undirected " \
+                     f"and directed"
     return row
 
 
-_NATIVE_MODELS = ("gcn", "gin", "sage", "gat")
-
-
-def _installed_natives() -> list[str]:
+def _natives_of(model_cls) -> list[str]:
+    """The native baselines installed here whose layers ``model_cls`` declares."""
     import importlib.util
 
+    from gnnbench.peers import declares
     from gnnbench.runtime.registry import NATIVE_SYSTEMS
 
-    return [n for n, entry in NATIVE_SYSTEMS.items() if all(importlib.util.find_spec(p) for p in entry["requires"])]
+    return [n for n, entry in NATIVE_SYSTEMS.items()
+            if all(importlib.util.find_spec(p) for p in entry["requires"]) and declares(n, model_cls)]
 
 
-def _native_problems(label, name, model, graph, initial, x, ref_logits, where) -> list[str]:
-    """The dense formulation's logits against PyG's and DGL's own layers (float64), where installed.
+def _native_problems(label, model, graph, initial, x, ref_logits, where) -> list[str]:
+    """The dense formulation's logits against the PyG and DGL layers the model declares (float64), where installed.
 
     Undirected graph only: PyG's ``gcn_norm`` uses the in-degree on both ends, so on a directed graph
     its GCN is a different function by design (ours and DGL's ``norm='both'`` use in- and out-degree).
@@ -316,7 +353,7 @@ def _native_problems(label, name, model, graph, initial, x, ref_logits, where) -
     F = get_frontend("torch", "cpu", "float64")
     problems = []
     want = ref_logits.detach().numpy()
-    for native in _installed_natives():
+    for native in _natives_of(type(model)):
         try:
             _, forward = build_native(native, model, graph, initial, F, F.tensor(x))
             with torch.no_grad():

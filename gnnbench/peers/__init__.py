@@ -17,9 +17,10 @@ Note [native model parity]
       dropout); the harness applies lr, weight decay and epochs;
     * parameters: copied from ``initial_params`` (``GNN.init_params``), with
       ``torch.nn.Linear`` weights transposed (``[out, in]`` versus gnnbench's
-      ``[in, out]``); every layer of both libraries has a one-to-one layout
-      for all four models, so the initial forward pass equals ``reference``'s
-      (``tests/peers/test_parity.py``);
+      ``[in, out]``), into the layer each model declares for the library and
+      as its declaration maps them (Note [native counterparts] in
+      models/native.py), so the initial forward pass equals ``reference``'s
+      (``tests/peers/test_native.py``);
     * structure: dropout on every layer's input (``F.dropout``, the same RNG
       stream as gnnbench's models), the model's activation between layers,
       no activation after the last, GAT heads concatenated, attention
@@ -36,7 +37,7 @@ from typing import Any, Callable
 
 from ..errors import UnavailableError, UserError
 
-__all__ = ["build_native", "NativeBaseline"]
+__all__ = ["build_native", "declares", "NativeBaseline"]
 
 
 def build_native(system: str, model, graph, initial_params: dict, F, x: Any = None
@@ -68,6 +69,14 @@ def build_native(system: str, model, graph, initial_params: dict, F, x: Any = No
     return module.build(model, graph, initial_params, F, x)
 
 
+def declares(system: str, model) -> bool:
+    """Whether ``model`` (a :class:`~gnnbench.models.GNN` or its class) declares the layer native baseline
+    ``system`` builds it from (its ``COUNTERPART`` attribute: ``pyg``, ``dgl``)."""
+    from gnnbench.runtime.registry import NATIVE_SYSTEMS
+
+    return getattr(model, importlib.import_module(NATIVE_SYSTEMS[system]["module"]).COUNTERPART, None) is not None
+
+
 def _torch_only(system: str, framework: str) -> None:
     if framework != "torch":
         raise UnavailableError(f"'{system}' runs under the torch framework only (got {framework})")
@@ -88,11 +97,15 @@ class NativeBaseline:
         self._built: tuple[dict[str, Any], Callable[[bool], Any]] | None = None
 
     def load(self) -> None:
+        from gnnbench.models import get_model
         from gnnbench.runtime.registry import native_configure
         from gnnbench.runtime.sut import configure_options
 
+        from ._layers import counterpart
+
         _torch_only(self.config.system, self.config.framework)
-        self._module()
+        # a model that declares no layer for this library is refused before anything is measured
+        counterpart(get_model(self.config.model), self._module().COUNTERPART, self.config.system)
         configure_options(native_configure(self.config.system), self.config.system, self.config.system_options)
 
     def _module(self):

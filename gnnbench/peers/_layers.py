@@ -1,22 +1,29 @@
-"""What both native baselines share: copying gnnbench's parameters in, and the layer loop.
+"""What both native baselines share: a model's declared layers built and loaded with gnnbench's values, and
+the layer loop.
 
-See Note [native model parity] in :mod:`gnnbench.peers`.
+See Note [native model parity] in :mod:`gnnbench.peers` and Note [native counterparts] in models/native.py.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
 
 from ..errors import UserError
 
-MODELS = ("gcn", "gat", "gin", "sage")
+#: each library's name as messages give it, by the model attribute that declares its counterpart
+LIBRARIES = {"pyg": "PyG", "dgl": "DGL"}
 
 
-def check_model(model, system: str) -> None:
-    if model.name not in MODELS:
-        raise UserError(f"'{system}' has no native '{model.name}' model; it builds: {', '.join(MODELS)}")
+def counterpart(model, library: str, system: str):
+    """``model``'s declared layer in ``library`` (its ``pyg`` or ``dgl``), or one line saying it declares none."""
+    native = getattr(model, library, None)
+    if native is None:
+        raise UserError(f"model '{model.name}' declares no {LIBRARIES[library]} layer (its '{library}' is None), so "
+                        f"'{system}' cannot build it; name one as models/gcn.py does (Note [native counterparts] in "
+                        f"models/native.py)")
+    return native
 
 
 def load(module: torch.nn.Module, values: dict[str, np.ndarray], F) -> None:
@@ -55,16 +62,47 @@ def build_quietly(make: Callable[[], Any], F) -> Any:
         return make()
 
 
-def build_convs(model, initial: dict[str, np.ndarray], F, conv: Callable) -> list[torch.nn.Module]:
-    """Every layer's convolution, built by ``conv(model, index, in_dim, out_dim, values) -> (module, native
-    values)`` without advancing torch's RNG (:func:`build_quietly`) and loaded with gnnbench's initial values."""
+def build_convs(model, initial: dict[str, np.ndarray], F, native, nn, changes: Mapping[str, Any] | None = None
+                ) -> list[torch.nn.Module]:
+    """Every layer of ``model`` as its declared counterpart ``native`` (a :class:`models.native.Native`) from the
+    library module ``nn`` (``torch_geometric.nn``, ``dgl.nn``), built without advancing torch's RNG
+    (:func:`build_quietly`) and loaded with gnnbench's initial values; ``changes`` replace constructor keywords."""
     convs = []
     for i, (in_dim, out_dim) in enumerate(model.layer_dims()):
-        values = layer_values(initial, i)
-        module, native = build_quietly(lambda: conv(model, i, in_dim, out_dim, values), F)
-        load(module, native, F)
+        module = build_quietly(lambda: _construct(native.layer, nn, model, i, in_dim, out_dim, changes or {}), F)
+        load(module, native_values(native.params, layer_values(initial, i)), F)
         convs.append(module)
     return convs
+
+
+def _construct(declared, nn, model, index: int, in_dim: int, out_dim: int, changes: Mapping[str, Any]):
+    """The constructor call ``declared`` (a :class:`models.native.Layer`) describes, for layer ``index``."""
+    from gnnbench.models.native import MLP, Dim
+
+    heads, head_width = model.head_shape(index, out_dim)
+    hidden = model.hyper.hidden
+    sizes = {"in": in_dim, "out": out_dim, "hidden": hidden, "heads": heads, "head_width": head_width}
+
+    def value(v):
+        if isinstance(v, Dim):
+            return sizes[v.name]
+        if v is MLP:
+            return torch.nn.Sequential(torch.nn.Linear(in_dim, hidden), torch.nn.ReLU(),
+                                       torch.nn.Linear(hidden, out_dim))
+        return v
+
+    cls = getattr(nn, declared.name, None)
+    if cls is None:
+        raise UserError(f"model '{model.name}' names the layer {nn.__name__}.{declared.name}, which this version "
+                        f"of {nn.__name__.split('.')[0]} does not have")
+    kwargs = {**declared.kwargs, **changes}
+    return cls(*map(value, declared.args), **{k: value(v) for k, v in kwargs.items()})
+
+
+def native_values(params: Mapping[str, str], values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A layer's gnnbench values by its native parameter names, ``params`` mapping native name -> gnnbench name
+    (``.T``: transposed)."""
+    return {native: values[ours[:-2]].T if ours.endswith(".T") else values[ours] for native, ours in params.items()}
 
 
 def layer_values(initial: dict[str, np.ndarray], index: int) -> dict[str, np.ndarray]:
@@ -98,9 +136,3 @@ def layer_loop(model, F, convs: list[torch.nn.Module], x: Any, call: Callable) -
         return h
 
     return forward
-
-
-def gat_shape(model, index: int, out_dim: int) -> tuple[int, int]:
-    """``(heads, width)`` of GAT layer ``index``: one head of ``out_dim`` on the last layer."""
-    last = index == model.hyper.layers - 1
-    return (1, out_dim) if last else (model.hyper.heads, model.hyper.hidden)

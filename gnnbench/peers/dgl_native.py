@@ -1,18 +1,8 @@
-"""``dgl-native``: gnnbench's four models built from DGL's own ``dgl.nn`` layers.
+"""``dgl-native``: gnnbench's models built from DGL's own ``dgl.nn`` layers.
 
-=========  ============================================================  ===========================
-model      DGL layer (all with ``allow_zero_in_degree=True``)            parameters (gnnbench -> DGL)
-=========  ============================================================  ===========================
-gcn        ``GraphConv(in, out, norm="both")``                           ``weight``, ``bias`` as is
-gat        ``GATConv(in, D, H, feat_drop=0, attn_drop=0,                 ``weight.T -> fc.weight``,
-           negative_slope=0.2)`` (output ``[N, H, D]`` flattened)        ``att_src -> attn_l``,
-                                                                         ``att_dst -> attn_r``, ``bias``
-gin        ``GINConv(Sequential(Linear, ReLU, Linear), "sum",            ``weight1.T -> apply_func.0.weight``,
-           init_eps=0)``                                                 ``bias1``, ``weight2``, ``bias2``
-sage       ``SAGEConv(in, out, "mean")``                                 ``weight_root.T -> fc_self.weight``,
-                                                                         ``bias -> fc_self.bias``,
-                                                                         ``weight_neigh.T -> fc_neigh.weight``
-=========  ============================================================  ===========================
+Each model names its DGL layer, the layer's constructor arguments and where
+gnnbench's parameter values go in it, in its own file (``GCN.dgl`` in
+models/gcn.py; Note [native counterparts] in models/native.py).
 
 The DGL graph is ``dgl.graph((src, dst))`` in gnnbench's canonical edge order
 (DGL edge id == canonical id), built once with all sparse formats
@@ -42,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ._layers import build_convs, check_model, gat_shape, layer_loop, named_params
+from ._layers import build_convs, counterpart, layer_loop, named_params
 
 __all__ = ["build", "build_blocks"]
 
@@ -51,48 +41,36 @@ __all__ = ["build", "build_blocks"]
 NATIVE_BASELINE = {"name": "dgl-native", "requires": ("dgl", "pandas"), "position": 1,
                    "summary": "DGL's own GraphConv/GATConv/GINConv/SAGEConv models (framework baseline)",
                    "version_of": "dgl"}
+#: the model attribute that declares a model's layer in this library (Note [native counterparts] in
+#: models/native.py)
+COUNTERPART = "dgl"
 
 
-def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray]):
-    from dgl.nn import GATConv, GINConv, GraphConv, SAGEConv
+def _nn():
+    import importlib
 
-    if model.name == "gcn":
-        conv = GraphConv(in_dim, out_dim, norm="both", weight=True, bias=True, allow_zero_in_degree=True)
-        return conv, {"weight": p["weight"], "bias": p["bias"]}
-    if model.name == "gat":
-        heads, width = gat_shape(model, index, out_dim)
-        conv = GATConv(in_dim, width, heads, feat_drop=0.0, attn_drop=0.0, negative_slope=0.2, residual=False,
-                       activation=None, allow_zero_in_degree=True, bias=True)
-        return conv, {"fc.weight": p["weight"].T, "attn_l": p["att_src"], "attn_r": p["att_dst"],
-                      "bias": p["bias"]}
-    if model.name == "gin":
-        hidden = model.hyper.hidden
-        mlp = torch.nn.Sequential(torch.nn.Linear(in_dim, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, out_dim))
-        conv = GINConv(mlp, aggregator_type="sum", init_eps=0.0, learn_eps=False)
-        return conv, {"apply_func.0.weight": p["weight1"].T, "apply_func.0.bias": p["bias1"],
-                      "apply_func.2.weight": p["weight2"].T, "apply_func.2.bias": p["bias2"]}
-    conv = SAGEConv(in_dim, out_dim, "mean", bias=True)
-    return conv, {"fc_self.weight": p["weight_root"].T, "fc_self.bias": p["bias"],
-                  "fc_neigh.weight": p["weight_neigh"].T}
+    from .dgl_shim import dgl  # noqa: F401 - DGL only through its shim (Note [DGL import shim])
+
+    return importlib.import_module("dgl.nn")
+
+
+def _flat(out):
+    """A layer's output as ``[N, out]``: DGL's GATConv gives ``[N, heads, width]``, its heads concatenated here."""
+    return out.reshape(out.shape[0], -1)
 
 
 def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
           ) -> tuple[dict[str, torch.Tensor], Callable[[bool], Any]]:
     """DGL convolutions for ``model`` with gnnbench's initial values; see :func:`gnnbench.peers.build_native`."""
+    native = counterpart(model, COUNTERPART, "dgl-native")
     from .dgl_shim import dgl
 
-    check_model(model, "dgl-native")
     src, dst = graph.edges()
     g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=graph.num_nodes)
     g.create_formats_()
     g = g.to(F.device)
-    convs = build_convs(model, initial_params, F, _conv)
-
-    def call(i, conv, h):
-        out = conv(g, h)
-        return out.reshape(out.shape[0], -1) if model.name == "gat" else out
-
-    return named_params(convs), layer_loop(model, F, convs, x, call)
+    convs = build_convs(model, initial_params, F, native, _nn())
+    return named_params(convs), layer_loop(model, F, convs, x, lambda i, conv, h: _flat(conv(g, h)))
 
 
 def build_blocks(model, initial_params: dict[str, np.ndarray], F):
@@ -102,10 +80,10 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     ``dgl.create_block`` blocks (the per-block preparation), ``forward(blocks, x, training)`` runs the layers,
     layer ``i`` on block ``i``; DGL's layers take a block's destination features as its first rows.
     """
+    native = counterpart(model, COUNTERPART, "dgl-native")
     from .dgl_shim import dgl
 
-    check_model(model, "dgl-native")
-    convs = build_convs(model, initial_params, F, _conv)
+    convs = build_convs(model, initial_params, F, native, _nn())
 
     def to_blocks(graphs):
         out = []
@@ -119,10 +97,6 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
         return out
 
     def forward(blocks, x, training: bool):
-        def call(i, conv, h):
-            out = conv(blocks[i], h)
-            return out.reshape(out.shape[0], -1) if model.name == "gat" else out
-
-        return layer_loop(model, F, convs, x, call)(training)
+        return layer_loop(model, F, convs, x, lambda i, conv, h: _flat(conv(blocks[i], h)))(training)
 
     return named_params(convs), to_blocks, forward

@@ -1,19 +1,8 @@
-"""``pyg-native``: gnnbench's four models built from PyG's own convolution layers.
+"""``pyg-native``: gnnbench's models built from PyG's own convolution layers.
 
-=========  ==========================================================  ===========================
-model      PyG layer                                                   parameters (gnnbench -> PyG)
-=========  ==========================================================  ===========================
-gcn        ``GCNConv(in, out, add_self_loops=False, cached=True)``     ``weight.T -> lin.weight``,
-                                                                       ``bias -> bias``
-gat        ``GATConv(in, D, heads=H, add_self_loops=False,             ``weight.T -> lin.weight``,
-           negative_slope=0.2, dropout=0.0)`` (heads concatenated)     ``att_src``, ``att_dst``,
-                                                                       ``bias`` as is
-gin        ``GINConv(Sequential(Linear, ReLU, Linear), eps=0)``        ``weight1.T -> nn.0.weight``,
-                                                                       ``bias1``, ``weight2``, ``bias2``
-sage       ``SAGEConv(in, out, aggr="mean")``                          ``weight_neigh.T -> lin_l.weight``,
-                                                                       ``bias -> lin_l.bias``,
-                                                                       ``weight_root.T -> lin_r.weight``
-=========  ==========================================================  ===========================
+Each model names its PyG layer, the layer's constructor arguments and where
+gnnbench's parameter values go in it, in its own file (``GCN.pyg`` in
+models/gcn.py; Note [native counterparts] in models/native.py).
 
 The graph goes to PyG as an ``edge_index`` (``[2, E]``, source row first) in
 gnnbench's canonical order, the input every PyG example uses, so PyG's
@@ -45,7 +34,6 @@ Differences that remain:
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import warnings
 from typing import Any, Callable
@@ -54,7 +42,7 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ._layers import build_convs, check_model, gat_shape, layer_loop, named_params
+from ._layers import build_convs, counterpart, layer_loop, named_params
 
 __all__ = ["build", "configure", "ADJACENCIES", "PATCHES"]
 
@@ -63,6 +51,9 @@ __all__ = ["build", "configure", "ADJACENCIES", "PATCHES"]
 NATIVE_BASELINE = {"name": "pyg-native", "requires": ("torch_geometric",), "position": 0,
                    "summary": "PyG's own GCNConv/GATConv/GINConv/SAGEConv models (framework baseline)",
                    "version_of": "torch_geometric"}
+#: the model attribute that declares a model's layer in this library (Note [native counterparts] in
+#: models/native.py)
+COUNTERPART = "pyg"
 
 ADJACENCIES = ("edge_index", "sparse")
 PATCHES = ("none", "isplib")
@@ -98,38 +89,21 @@ def _adjacency(graph, edge_index: torch.Tensor, dtype: torch.dtype) -> torch.Ten
         return coo.coalesce().to_sparse_csr()
 
 
-def _conv(model, index: int, in_dim: int, out_dim: int, p: dict[str, np.ndarray], blocks: bool = False
-          ) -> torch.nn.Module:
-    from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+def _nn():
+    import torch_geometric.nn
 
-    if model.name == "gcn":  # on blocks the block's own gcn_norm is passed as edge weights (build_blocks)
-        conv = GCNConv(in_dim, out_dim, add_self_loops=False, normalize=not blocks, cached=not blocks, bias=True)
-        return conv, {"lin.weight": p["weight"].T, "bias": p["bias"]}
-    if model.name == "gat":
-        heads, width = gat_shape(model, index, out_dim)
-        conv = GATConv(in_dim, width, heads=heads, concat=True, negative_slope=0.2, dropout=0.0,
-                       add_self_loops=False, bias=True)
-        return conv, {"lin.weight": p["weight"].T, "att_src": p["att_src"], "att_dst": p["att_dst"],
-                      "bias": p["bias"]}
-    if model.name == "gin":
-        hidden = model.hyper.hidden
-        mlp = torch.nn.Sequential(torch.nn.Linear(in_dim, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, out_dim))
-        conv = GINConv(mlp, eps=0.0, train_eps=False)
-        return conv, {"nn.0.weight": p["weight1"].T, "nn.0.bias": p["bias1"],
-                      "nn.2.weight": p["weight2"].T, "nn.2.bias": p["bias2"]}
-    conv = SAGEConv(in_dim, out_dim, aggr="mean", root_weight=True, bias=True)
-    return conv, {"lin_l.weight": p["weight_neigh"].T, "lin_l.bias": p["bias"], "lin_r.weight": p["weight_root"].T}
+    return torch_geometric.nn
 
 
 def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
           ) -> tuple[dict[str, torch.Tensor], Callable[[bool], Any]]:
     """PyG convolutions for ``model`` with gnnbench's initial values; see :func:`gnnbench.peers.build_native`."""
-    check_model(model, "pyg-native")
+    native = counterpart(model, COUNTERPART, "pyg-native")
     src, dst = graph.edges()
     edge_index = _adjacency(graph, torch.from_numpy(np.stack([src, dst])).to(F.device), F.dtype)
     if _OPTIONS["patch"] != "none":  # the patching system's own package, by the option's name, as glue is found
         importlib.import_module(f"gnnbench.systems.{_OPTIONS['patch']}").patch_pyg()
-    convs = build_convs(model, initial_params, F, _conv)
+    convs = build_convs(model, initial_params, F, native, _nn())
     return named_params(convs), layer_loop(model, F, convs, x, lambda i, conv, h: conv(h, edge_index))
 
 
@@ -137,29 +111,32 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     """The same convolutions for sampled blocks (Note [sampled batching] in gnnbench.run.sampled).
 
     Returns ``(params, to_blocks, forward)`` as :func:`gnnbench.peers.dgl_native.build_blocks`. A block is
-    ``(edge_index, (S, N), weight)``; SAGE, GAT and GIN take ``(x, x[:N])`` with ``size=(S, N)``, PyG's
-    bipartite form. PyG's ``GCNConv`` takes no pair and normalises by in-degree alone (zero for a
-    block's outer sources), so GCN runs unnormalised with the block's ``gcn_norm`` as edge weights over
-    ``S`` rows and keeps the first ``N``, as PyG's NeighborLoader examples slice ``[:batch_size]``.
+    ``(edge_index, (S, N), weights)``. A layer takes ``(x, x[:N])`` with ``size=(S, N)``, PyG's bipartite
+    form, unless its model's declaration says otherwise (``Blocks`` in models/native.py): PyG's ``GCNConv``
+    takes no pair and normalises by in-degree alone (zero for a block's outer sources), so GCN runs
+    unnormalised with the block's ``gcn_norm`` as edge weights over ``S`` rows and keeps the first ``N``, as
+    PyG's NeighborLoader examples slice ``[:batch_size]``.
     """
-    check_model(model, "pyg-native")
-    convs = build_convs(model, initial_params, F, functools.partial(_conv, blocks=True))
+    native = counterpart(model, COUNTERPART, "pyg-native")
+    on_blocks = native.blocks
+    convs = build_convs(model, initial_params, F, native, _nn(), on_blocks.changes)
 
     def to_blocks(graphs):
         out = []
         for g in graphs:
             src, dst = g.edges()
             edge_index = torch.from_numpy(np.stack([src, dst])).to(F.device)
-            weight = torch.from_numpy(g.gcn_norm()).to(F.device, F.dtype) if model.name == "gcn" else None
+            weight = (() if on_blocks.edge_weight is None else
+                      (torch.from_numpy(getattr(g, on_blocks.edge_weight)()).to(F.device, F.dtype),))
             out.append((edge_index, (g.num_src, g.num_nodes), weight))
         return out
 
     def forward(blocks, x, training: bool):
         def call(i, conv, h):
             edge_index, (s, n), weight = blocks[i]
-            if model.name == "gcn":
-                return conv(h, edge_index, weight)[:n]
-            return conv((h, h[:n]), edge_index, size=(s, n))
+            if on_blocks.pair:
+                return conv((h, h[:n]), edge_index, *weight, size=(s, n))
+            return conv(h, edge_index, *weight)[:n]
 
         return layer_loop(model, F, convs, x, call)(training)
 

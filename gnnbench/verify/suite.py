@@ -31,7 +31,7 @@ from gnnbench.errors import UserError
 from gnnbench.verify.isolation import Outcome, run_inline, run_isolated
 from gnnbench.verify.large_index import LARGE_INDEX_LABEL, LARGE_WIDTH
 from gnnbench.verify.settings import VerifySettings
-from gnnbench.verify.training import E2E_DATASET, E2E_MODELS
+from gnnbench.verify.training import E2E_DATASET, e2e_models
 
 __all__ = ["VerifyReport", "verify", "plan"]
 
@@ -229,15 +229,15 @@ def plan(system: str, operator: str | None, slow: bool, e2e: bool, profile: str 
         tasks.append(("large", LARGE_INDEX_LABEL))
     if e2e and operator is None:
         from gnnbench.check.dims import SAMPLED_END_TO_END, SAMPLED_MODEL_CHECKS
-        from gnnbench.check.model_check import MODEL_CHECK_NAMES
+        from gnnbench.check.model_check import model_check_names
 
         def sampled(names, subset, dtype):
             return subset if profile == "fast" and dtype != dtypes[0] else names
 
         tasks += [("model", dtype_label(f"model {name}", dtype, dtypes[0])) for dtype in dtypes
-                  for name in sampled(MODEL_CHECK_NAMES, SAMPLED_MODEL_CHECKS, dtype)]
+                  for name in sampled(model_check_names(), SAMPLED_MODEL_CHECKS, dtype)]
         tasks += [("e2e", dtype_label(f"end-to-end {model} on {E2E_DATASET.split(':')[0]}", dtype, dtypes[0]))
-                  for dtype in dtypes for model in sampled(E2E_MODELS, SAMPLED_END_TO_END, dtype)]
+                  for dtype in dtypes for model in sampled(e2e_models(), SAMPLED_END_TO_END, dtype)]
     return tasks
 
 

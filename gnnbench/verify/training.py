@@ -17,12 +17,18 @@ from gnnbench.check.conformance import E2E_TOLERANCE, CaseResult, _nullcontext, 
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.errors import UnavailableError
 
-__all__ = ["end_to_end", "E2E_MODELS", "E2E_DATASET", "E2E_EPOCHS"]
+__all__ = ["end_to_end", "e2e_models", "E2E_DATASET", "E2E_EPOCHS"]
 
 #: End-to-end parity settings: small enough for seconds per model, large enough that accuracy means something.
-E2E_MODELS = ("gcn", "gin", "sage", "gat")
 E2E_DATASET = "sbm:nodes=400"
 E2E_EPOCHS = 20
+
+
+def e2e_models() -> tuple[str, ...]:
+    """The models end-to-end parity trains: every model in ``models.MODELS``."""
+    from gnnbench.models import MODELS
+
+    return tuple(MODELS)
 
 
 @lru_cache(maxsize=None)
@@ -35,10 +41,11 @@ def _reference_row(model: str, dataset: str, epochs: int, dtype: str, framework:
     return row["first_loss"], row["test_accuracy"]
 
 
-def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epochs: int = E2E_EPOCHS,
+def end_to_end(system: str, models=None, dataset: str = E2E_DATASET, epochs: int = E2E_EPOCHS,
                dtype: str = "float32", framework: str = "torch", device: str = "cpu", threads: int | None = None,
                guard: bool = True, fallback: str | None = None) -> list[CaseResult]:
-    """Train each model on ``system`` and on ``reference`` (same seed, data, dtype, framework); one row per model.
+    """Train each model (default: :func:`e2e_models`) on ``system`` and on ``reference`` (same seed, data, dtype,
+    framework); one row per model.
 
     Both run under the same framework, whose dropout stream the first loss
     depends on. A model needing an operator the system lacks is skipped with
@@ -52,7 +59,7 @@ def end_to_end(system: str, models=E2E_MODELS, dataset: str = E2E_DATASET, epoch
     if framework not in system_info(REFERENCE).frameworks:
         return [CaseResult("end-to-end", "skipped", reason=f"reference has no {framework} glue to compare with")]
     rows = []
-    for model in models:
+    for model in models or e2e_models():
         row = CaseResult(f"end-to-end {model} on {dataset.split(':')[0]}")
         rows.append(row)
         begin = time.perf_counter()

@@ -16,12 +16,11 @@ from gnnbench.errors import UserError
 from gnnbench.frameworks import get_frontend
 from gnnbench.runtime.glue import BoundGraph
 from gnnbench.run.harness import RunConfig, train
-from gnnbench.models import get_model
+from gnnbench.models import MODELS, get_model
 from gnnbench.peers import build_native
 from gnnbench.runtime.registry import load_system
 
 DATASET = "sbm:nodes=150,classes=3,features=8,degree=6,seed=1"
-MODELS = ["gcn", "gat", "gin", "sage"]
 NATIVES = [pytest.param("pyg-native", marks=pytest.mark.skipif(importlib.util.find_spec("torch_geometric") is None,
                                                                  reason="PyG is not installed")),
            pytest.param("dgl-native", marks=pytest.mark.skipif(importlib.util.find_spec("dgl") is None,
@@ -71,11 +70,12 @@ def test_build_native_needs_features_and_a_known_name():
         build_native("tf-native", model, graph, initial, F, x)
 
 
-def test_unknown_model_is_refused():
+def test_a_model_without_a_layer_for_the_library_is_refused():
     F, data, graph, model, initial, x = _setup("gcn", "float32")
-    model.name = "gcnii"
-    with pytest.raises(UserError, match="'pyg-native' has no native 'gcnii' model; it builds: gcn, gat, gin, sage"):
-        build_native("pyg-native", model, graph, initial, F, x)
+    model.name, model.dgl = "gcnii", None
+    with pytest.raises(UserError, match=r"^model 'gcnii' declares no DGL layer \(its 'dgl' is None\), so 'dgl-native' "
+                                        r"cannot build it; "):
+        build_native("dgl-native", model, graph, initial, F, x)
 
 
 def test_directed_graph_gcn_norm_difference_is_pyg_only():
