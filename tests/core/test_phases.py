@@ -93,7 +93,8 @@ _ADDED_PHASE = textwrap.dedent('''
     from gnnbench.core.measurement import Measurement
     from gnnbench.results.phases_figure import PHASES as DRAWN, phase_shares
     from gnnbench.results.row import RUN_COLUMNS, RunResult
-    from gnnbench.results.store import ResultsStore, schema_markdown
+    from gnnbench.results.schema_doc import schema_markdown
+    from gnnbench.results.store import ResultsStore
     from gnnbench.run.loop import Phases
 
     names = [c.name for c in RUN_COLUMNS]
