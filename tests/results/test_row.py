@@ -107,8 +107,38 @@ _CHECK = textwrap.dedent('''
 ''')
 
 
-def test_a_column_declared_once_reaches_the_store_frame_csv_schema_doc_and_provenance():
-    code = f"ADDED = {_ADDED!r}\n" + _CHECK
+# A measured figure, declared the same way: run_record takes it by name, and the store, CSV, frame and schema
+# page show it; a measured figure is no part of a run's identity.
+_ADDED_MEASURED = '''    calls_per_epoch: float | None = measured("Kernel calls per epoch.")
+'''
+_CHECK_MEASURED = _CHECK[:_CHECK.index("assert RUN_FIELDS[-1]")] + textwrap.dedent('''
+    assert RUN_FIELDS[-1].name == "calls_per_epoch"
+    assert "| `calls_per_epoch` | REAL | Kernel calls per epoch. |" in schema_markdown()
+    assert "calls_per_epoch" not in PROVENANCE_FIELDS
+    config = RunConfig(system="reference", model="gcn", dataset="cora", epochs=3, warmup=1)
+    row = run_record(config, "ok", {"calls_per_epoch": 12.0})
+    with ResultsStore(":memory:") as store:
+        store.insert(row)
+        [stored] = store.rows()
+        assert stored["calls_per_epoch"] == 12.0
+        out = io.StringIO()
+        store.export_csv(out)
+        assert out.getvalue().splitlines()[0].endswith(",calls_per_epoch")
+    assert list(frame_from_rows([stored])["calls_per_epoch"]) == [12.0]
+    try:
+        run_record(config, "ok", {"calls_per_epochs": 12.0})
+    except ValueError as err:
+        assert str(err).startswith("unknown measured value(s) calls_per_epochs; the known ones are"), err
+    else:
+        raise AssertionError("a misspelled measured name was accepted")
+    print("ok")
+''')
+
+
+@pytest.mark.parametrize("added,check", [(_ADDED, _CHECK), (_ADDED_MEASURED, _CHECK_MEASURED)],
+                         ids=["identity column", "measured figure"])
+def test_a_column_declared_once_reaches_the_store_frame_csv_schema_doc_and_provenance(added, check):
+    code = f"ADDED = {added!r}\n" + check
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
