@@ -129,6 +129,7 @@ from __future__ import annotations
 
 import datetime
 import fcntl
+import functools
 import json
 import os
 import platform
@@ -168,8 +169,13 @@ def cache_file(path: str | os.PathLike | None = None) -> Path:
     return Path(root) / CACHE_NAME
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_fingerprint() -> str:
-    """``"<cpu model>|<n> cores|numba <version>"`` (Note [tuning cache])."""
+    """``"<cpu model>|<n> cores|numba <version>"`` (Note [tuning cache]).
+
+    Read once per process: a sampled run looks its tuning up per block, and rereading ``/proc/cpuinfo``
+    there was a fixed cost of every batch (issue 43); none of the three changes while a process runs.
+    """
     model = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
