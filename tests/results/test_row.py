@@ -70,7 +70,7 @@ def test_a_phase_is_its_measurement():
 # subprocess loads row.py with it, then checks every place that lists columns.
 _ADDED = '''    batch_size: int | None = identity("Seeds per mini-batch.")
 '''
-_CHECK = textwrap.dedent('''
+_LOAD = textwrap.dedent('''
     import importlib.util, io, json, sys
     spec = importlib.util.find_spec("gnnbench.results.row")
     source = open(spec.origin).read()
@@ -88,21 +88,26 @@ _CHECK = textwrap.dedent('''
     from gnnbench.run.record import identity_columns, run_record
     from gnnbench.run.config import RunConfig
 
-    assert RUN_FIELDS[-1].name == "batch_size"
-    assert "| `batch_size` | INTEGER | Seeds per mini-batch. |" in schema_markdown()
-    assert "batch_size" in PROVENANCE_FIELDS
     config = RunConfig(system="reference", model="gcn", dataset="cora", epochs=3, warmup=1)
-    assert "batch_size" in identity_columns(config)
+
+    def stored_everywhere(row, name, value):
+        """The added column is the store's last, and its value round-trips through store, CSV and frame."""
+        assert RUN_FIELDS[-1].name == name
+        with ResultsStore(":memory:") as store:
+            store.insert(row)
+            [stored] = store.rows()
+            assert stored[name] == value
+            out = io.StringIO()
+            store.export_csv(out)
+            assert out.getvalue().splitlines()[0].endswith("," + name)
+        assert list(frame_from_rows([stored])[name]) == [value]
+''')
+_CHECK = _LOAD + textwrap.dedent('''
+    assert "| `batch_size` | INTEGER | Seeds per mini-batch. |" in schema_markdown()
+    assert "batch_size" in PROVENANCE_FIELDS and "batch_size" in identity_columns(config)
     row = {**run_record(config, "failed", error="x"), "batch_size": 32}
     assert provenance(row) != provenance({**row, "batch_size": 64})
-    with ResultsStore(":memory:") as store:
-        store.insert(row)
-        [stored] = store.rows()
-        assert stored["batch_size"] == 32
-        out = io.StringIO()
-        store.export_csv(out)
-        assert out.getvalue().splitlines()[0].endswith(",batch_size")
-    assert list(frame_from_rows([stored])["batch_size"]) == [32]
+    stored_everywhere(row, "batch_size", 32)
     print("ok")
 ''')
 
@@ -111,20 +116,10 @@ _CHECK = textwrap.dedent('''
 # page show it; a measured figure is no part of a run's identity.
 _ADDED_MEASURED = '''    calls_per_epoch: float | None = measured("Kernel calls per epoch.")
 '''
-_CHECK_MEASURED = _CHECK[:_CHECK.index("assert RUN_FIELDS[-1]")] + textwrap.dedent('''
-    assert RUN_FIELDS[-1].name == "calls_per_epoch"
+_CHECK_MEASURED = _LOAD + textwrap.dedent('''
     assert "| `calls_per_epoch` | REAL | Kernel calls per epoch. |" in schema_markdown()
     assert "calls_per_epoch" not in PROVENANCE_FIELDS
-    config = RunConfig(system="reference", model="gcn", dataset="cora", epochs=3, warmup=1)
-    row = run_record(config, "ok", {"calls_per_epoch": 12.0})
-    with ResultsStore(":memory:") as store:
-        store.insert(row)
-        [stored] = store.rows()
-        assert stored["calls_per_epoch"] == 12.0
-        out = io.StringIO()
-        store.export_csv(out)
-        assert out.getvalue().splitlines()[0].endswith(",calls_per_epoch")
-    assert list(frame_from_rows([stored])["calls_per_epoch"]) == [12.0]
+    stored_everywhere(run_record(config, "ok", {"calls_per_epoch": 12.0}), "calls_per_epoch", 12.0)
     try:
         run_record(config, "ok", {"calls_per_epochs": 12.0})
     except ValueError as err:
