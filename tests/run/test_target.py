@@ -133,3 +133,30 @@ def test_a_sampled_run_evaluates_between_batches():
     # 15 training nodes in batches of 5: evaluations after batches 2, 3, 5 and 6 (epochs 0.667, 1, 1.667, 2)
     assert [e for e, _ in tta.curve] == [0.666667, 1, 1.666667, 2]
     assert tta.reached is False and tta.max_epochs == 2
+
+
+def test_the_convergence_check_marks_a_system_that_passes_the_run_check_and_trains_another_function(monkeypatch):
+    """demo_converges_early is exact on every call the run-time check sees, then scales its aggregations, and
+    on Cora reaches the target in fewer epochs: only the convergence check (Note [convergence check]) can mark
+    it, and it must not mark reference. Five seeds each, as campaigns/time_to_accuracy.toml runs them."""
+    from pathlib import Path
+
+    from gnnbench.results.time_to_accuracy import compare_time_to_accuracy
+    from tests.conftest import planetoid_dir
+
+    if planetoid_dir() is None:
+        pytest.skip("Cora's raw files are not in ../shared/data/planetoid beside the checkout")
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(Path(__file__).resolve().parents[1] / "demo_systems"))
+    rows = []
+    for system in ("reference", "demo_converges_early"):
+        for seed in range(5):
+            kernels = sys.modules.get("demo_converges_early.kernels")
+            if kernels:  # each run is its own process in gnnbench; here its count of calls starts again
+                kernels._calls.clear()
+            row = train(make_config({"system": system, "model": "gcn", "dataset": "cora", "seed": seed,
+                                     "data_dir": str(planetoid_dir()), "warmup": 1, "threads": 1,
+                                     "target_accuracy": 0.75, "max_epochs": 100}))
+            assert (row["status"], row["extra"]["run_check"]["status"]) == ("ok", "passed")
+            rows.append(dict(row, id=len(rows)))
+    marks = {r.system: (r.mark, r.reached) for r in compare_time_to_accuracy(rows).results}
+    assert marks == {"reference": ("", 5), "demo_converges_early": ("c", 5)}

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_converges_early` (see demo_converges_early.gnn)."""
