@@ -34,7 +34,7 @@ from gnnbench.core.statistics import CONFIDENCE, FACTOR, converges_early, seed_s
 from gnnbench.results.row import Extra, TimeToAccuracy
 from gnnbench.results.tables import Table, flat_records, fmt_number
 
-__all__ = ["TtaResult", "TtaComparison", "compare_time_to_accuracy", "GROUP"]
+__all__ = ["TtaResult", "TtaComparison", "compare_time_to_accuracy", "runs_by_group", "seed_figures", "GROUP"]
 
 #: the fields that make one time-to-accuracy group
 GROUP = ("dataset", "model", "framework", "batching", "target")
@@ -121,7 +121,7 @@ def _label(row: Mapping[str, Any]) -> str:
     return name + (" [" + ", ".join(f"{k}={v}" for k, v in sorted(options.items())) + "]" if options else "")
 
 
-def _runs_by_configuration(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, dict[Any, Mapping]]]:
+def runs_by_group(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, dict[Any, Mapping]]]:
     """group -> system label -> seed -> its latest run (by timestamp, then id)."""
     out: dict[tuple, dict[str, dict[Any, Mapping]]] = {}
     for row in sorted(rows, key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
@@ -135,7 +135,7 @@ def _runs_by_configuration(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, dic
     return out
 
 
-def _figures(runs: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float], int | None]:
+def seed_figures(runs: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float], int | None]:
     """Seconds and epochs to the target per successful run (``inf`` for a miss), and the epoch limit."""
     seconds, epochs, limit = [], [], None
     for row in runs:
@@ -156,12 +156,12 @@ def compare_time_to_accuracy(data: Any, baseline: str = REFERENCE, include_unver
     from gnnbench.results.frame import frame_from_rows, frame_records
 
     frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
-    grouped = _runs_by_configuration(frame_records(frame) if not frame.empty else [])
+    grouped = runs_by_group(frame_records(frame) if not frame.empty else [])
     results = []
     for key in sorted(grouped, key=lambda k: tuple(str(v) for v in k)):
         systems = grouped[key]
-        base = _figures(list(systems.get(baseline, {}).values()))
-        reference = _figures(list(systems.get(REFERENCE, {}).values()))
+        base = seed_figures(list(systems.get(baseline, {}).values()))
+        reference = seed_figures(list(systems.get(REFERENCE, {}).values()))
         for label in sorted(systems, key=lambda s: (s != baseline, s)):
             runs = list(systems[label].values())
             results.append(_result(dict(zip(GROUP, key)), label, runs, base, reference, baseline,
@@ -170,7 +170,7 @@ def compare_time_to_accuracy(data: Any, baseline: str = REFERENCE, include_unver
 
 
 def _result(group, label, runs, base, reference, baseline, include_unverified, factor) -> TtaResult:
-    seconds, epochs, limit = _figures(runs)
+    seconds, epochs, limit = seed_figures(runs)
     verified = runs[-1].get("verified") or "unverified"
     common = dict(group=group, system=label, verified=verified, seeds=len(runs),
                   reached=sum(np.isfinite(s) for s in seconds), max_epochs=limit)
