@@ -32,6 +32,8 @@ from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, me
                      out_path, print_plan, provenance, rounds_pooled, run_script, versions, write_results)
 
 NATIVES = ("pyg-native", "dgl-native")
+#: the system issue 43 asks to be ahead of every other in the sampled regime
+AHEAD = "isplib"
 FIGURE = ROOT / "results" / "figures"
 #: what results/sampled.md keeps from its first, rough measurement (commit 06ef8d7's merge of wt-34a)
 HISTORY = """## Earlier: the first rough measurement and isplib's per-block warm-up
@@ -86,7 +88,23 @@ def _cells(row: Mapping[str, Any], natives: dict[str, Mapping[str, Any] | None])
             "-" if row.get("test_accuracy") is None else f"{row['test_accuracy']:.3f}"]
 
 
-def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None) -> str:
+def against(results: str | Path, rows: list[dict], baseline: str = AHEAD) -> str | None:
+    """Every sampled row's epoch against ``baseline``'s over processes: ``compare``'s table (the two-level
+    bootstrap, Note [between-process statistics] in gnnbench/core/statistics.py) of the campaign's stored
+    runs, unverified systems included (the campaign's store holds no verification). None without it."""
+    from gnnbench.results.compare import compare
+    from gnnbench.results.frame import frame_records, load_results
+    from gnnbench.run.sweep import provenance as key_of
+
+    keys = {r.get("provenance") for r in rows if _hyper(r).get("batching") == "sampled"}
+    frame = load_results(results)
+    frame = frame[[key_of(r) in keys for r in frame_records(frame)]] if len(frame) else frame
+    if not len(frame) or not (frame["system"] == baseline).any():
+        return None
+    return compare(frame, baseline=baseline, include_unverified=True).render("markdown", warnings=False)
+
+
+def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus: str | None = None) -> str:
     start = meta.get("load_average_start")
     lines = ["# Sampled mini-batch training, every phase timed (issue 34)", "",
              f"Campaign `campaigns/{meta['campaign']}.toml` (`python benchmarks/bench_sampled.py`; the full matrix "
@@ -121,6 +139,12 @@ def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None) -> str
         lines += [f"## {model}, {batching} ({shape}) on `{dataset}`{size}{sampled}", "",
                   Table(header, [_cells(r, natives) for r in members], [False] + [True] * 13 + [True])
                   .render("markdown").rstrip("\n"), ""]
+    if versus:
+        lines += [f"## Every system against `{AHEAD}`, over processes", "",
+                  f"`gnnbench compare --baseline {AHEAD} --include-unverified` on this campaign's runs: the epoch "
+                  "figure is the median of per-process medians, the speedup "
+                  f"{AHEAD}'s figure / the system's (below 1: {AHEAD} is faster) with a 95 % interval from the "
+                  "two-level bootstrap over processes and their epochs.", "", versus.rstrip("\n"), ""]
     if figure:
         lines += ["Each phase's share of the sampled epoch (summed phase medians above each bar; "
                   "`gnnbench.results.phases_figure`):", "", f"![phases of a sampled epoch]({figure})", ""]
@@ -177,7 +201,7 @@ def _run(args) -> int:
             "test_accuracy", "epoch_times", "git_commit", "system_hash")
     write_results(args.out, {"meta": meta, "runs": [{k: r.get(k) for k in keep} for r in rows],
                              "phase_shares": {" / ".join(map(str, k)): v for k, v in shares.items()}},
-                  render(rows, meta, figure))
+                  render(rows, meta, figure, against(results, rows)))
     return 0
 
 

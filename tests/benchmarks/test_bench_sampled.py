@@ -34,3 +34,33 @@ def test_render_sets_each_system_against_both_natives_of_the_run(bench):
     assert "| mkl " in text and "oom: boom" in text
     assert "![phases of a sampled epoch](figures/sampled_phases.svg)" in text
     assert "2,000,000 sampled edges an epoch" in text and "isplib's per-block warm-up" in text
+
+
+def test_every_system_is_set_against_isplib_over_processes(bench, tmp_path):
+    """Issue 43: isplib ahead of every other system with an interval over processes (compare's bootstrap)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from gnnbench.results.store import ResultsStore
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "results_fixture.py"
+    spec = importlib.util.spec_from_file_location("gnnbench_results_fixture", path)
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    rows = []
+    for system, median in (("isplib", 0.010), ("mkl", 0.012), ("dgl-native", 0.020)):
+        for k in range(5):
+            row = fixture._run(len(rows), system, "cora", fixture._samples(median * (1 + 0.005 * (k - 2)), 0.02),
+                               memory_mib=100, accuracy=0.8)
+            row["hyperparameters"] = {**row["hyperparameters"], "batching": "sampled", "fanouts": [25, 10],
+                                      "batch_size": 1024}
+            rows.append(row)
+    with ResultsStore(tmp_path / "sampled.sqlite") as db:
+        db.insert_many(rows)
+    common = sys.modules["_common"]
+    text = bench.against(tmp_path / "sampled.sqlite", common.stored_rows(tmp_path / "sampled.sqlite"))
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[2:] if line.startswith("|")]
+    assert [(c[0], c[4], c[7], c[8], c[9]) for c in cells] == [
+        ("", "isplib", "5", "baseline", ""), ("+", "dgl-native", "5", "0.50x", "[0.49, 0.51]"),
+        ("+", "mkl", "5", "0.83x", "[0.82, 0.85]")]
