@@ -27,6 +27,18 @@ Note [stability thresholds]
 
     A figure flagged unstable is still shown, never dropped: the flag says why
     it cannot carry a significance mark, and a quieter rerun is the remedy.
+
+Note [too few processes withholds]
+    pyperf only warns when a benchmark has fewer processes than its precision
+    needs; here the shortfall withholds the mark, like the other reasons.
+    The A/A benchmark is why (its figures: results/design_figures.md): on a
+    shared machine the spread between processes asks for far more processes
+    than a campaign runs, and with five a true slowdown of a tenth was seen
+    as significant only now and then. A mark right that rarely is a coin the
+    reader cannot see; "5 processes, 44 needed" tells them what buys a
+    verdict (``--repeat``, ``rounds``). The interval is still printed, and
+    no identical pair was marked in either condition, so what is withheld is
+    only the claims the processes cannot support.
 """
 from __future__ import annotations
 
