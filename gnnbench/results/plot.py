@@ -5,15 +5,18 @@
 PNG and SVG:
 
 * ``epoch_time``: grouped bars, one group per dataset x model x framework and
-  one bar per system, at the median epoch time with error bars from the first
-  to the third quartile of the raw samples;
-* ``peak_memory``: the same layout for peak memory in MiB;
+  one bar per system, at ``compare``'s figure, the median of per-process
+  median epoch times, with error bars from the first to the third quartile
+  (each the median over processes of a process's quartile);
+* ``peak_memory``: the same layout for peak memory in MiB, the median over
+  processes;
 * ``scaling``: median epoch time against the number of edges, one line per
   system (and model and framework when there are several), on log-log axes.
 
-Only successful runs are drawn, the latest one per group and system, as in
-:func:`gnnbench.results.compare.compare` (inference passes apart from training
-epochs). A modeled time (Note [modeled rows] in :mod:`gnnbench.results.frame`)
+Only successful runs are drawn, every run of a group and system's latest build
+pooled as :func:`gnnbench.results.compare.compare` pools them (Note
+[configurations]; inference passes apart from training epochs), so a figure
+and the table beside it show the same number. A modeled time (Note [modeled rows] in :mod:`gnnbench.results.frame`)
 is drawn as its own series, ``pim (modeled)``, and a run whose times are a
 simulation's wall time is not drawn at all. matplotlib is optional (``gnnbench[plot]``)
 and imported only here; figures are built with the object-oriented API, so
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +34,6 @@ import numpy as np
 
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.errors import UserError
-from gnnbench.core.measurement import Measurement
 
 __all__ = ["plot", "FIGURES"]
 
@@ -47,34 +50,44 @@ def _matplotlib() -> Any:
     return matplotlib
 
 
-def _latest_ok(data: Any) -> dict[tuple, dict[str, Mapping[str, Any]]]:
-    """group key -> series name -> its latest run (:func:`gnnbench.results.compare.latest_runs`), successful
-    runs only; the key is (dataset, model, framework), plus the mode when it is not training."""
+@dataclass(frozen=True)
+class _Drawn:
+    """One bar: a group and series' successful runs pooled (:func:`gnnbench.results.compare.processes_of`)."""
+
+    latest: Mapping[str, Any]                     # the latest pooled run: its verification and graph size
+    epoch: tuple[float, float, float] | None      # (q1, figure, q3) over processes
+    memory_mib: float | None                      # median peak over processes
+
+
+def _pooled_ok(data: Any) -> dict[tuple, dict[str, _Drawn]]:
+    """group key -> series name -> its pooled runs (Note [configurations]), successful runs only; the key is
+    (dataset, model, framework), plus the mode when it is not training."""
     import pandas as pd
 
-    from gnnbench.results.compare import latest_runs
+    from gnnbench.results.compare import processes_of
+    from gnnbench.results.configurations import configurations
     from gnnbench.results.frame import frame_from_rows
 
     frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
-    latest: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for row in latest_runs(frame, (*_GROUP, "mode")):
-        mode = row.get("mode") or "train"
-        key = tuple(row.get(g) for g in _GROUP) + (() if mode == "train" else (mode,))
-        runs = latest.setdefault(key, {})
-        timing = row.get("timing") or "measured"
-        if (row.get("status") or "ok") == "ok" and timing != "simulated":
-            name = row.get("system") or "?"
-            runs[f"{name} (modeled)" if timing == "modeled" else name] = row
-    return latest
+    pooled: dict[tuple, dict[str, _Drawn]] = {}
+    for config in configurations(frame, (*_GROUP, "mode"))[0]:
+        *group, mode = config.group
+        key = tuple(group) + (() if (mode or "train") == "train" else (mode,))
+        series = pooled.setdefault(key, {})
+        ok = [r for r in config.rows if (r.get("status") or "ok") == "ok"]
+        for timing in ("measured", "modeled"):  # a simulation's wall time is not drawn
+            runs = [r for r in ok if (r.get("timing") or "measured") == timing]
+            if runs:
+                name = config.system + (" (modeled)" if timing == "modeled" else "")
+                series[name] = _drawn(runs, processes_of(runs))
+    return pooled
 
 
-def _quartiles(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """(q1, median, q3) of the epoch times (:class:`~gnnbench.core.measurement.Measurement`), the modeled
-    figure three times for a modeled run, or None."""
-    if (row.get("timing") or "measured") == "modeled":
-        return (float(row["modeled_time_s"]),) * 3
-    m = Measurement.from_row(row)
-    return None if m.empty else m.quartiles
+def _drawn(runs: list[Mapping[str, Any]], processes: Any) -> _Drawn:
+    peaks = [r["peak_memory_bytes"] for r in runs if r.get("peak_memory_bytes") is not None]
+    q1, _, q3 = processes.quartiles
+    epoch = None if not processes.samples else (q1, processes.median, q3)
+    return _Drawn(runs[-1], epoch, float(np.median(peaks)) / _MIB if peaks else None)
 
 
 def _short(value: Any) -> str:
@@ -103,9 +116,9 @@ def _save(fig: Any, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
-def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], systems: list[str],
+def _bars(Figure: Any, groups: dict[tuple, dict[str, _Drawn]], systems: list[str],
           value: Any, ylabel: str, title: str) -> Any:
-    """A grouped bar chart; ``value(row)`` gives ``(low, height, high)`` or None.
+    """A grouped bar chart; ``value(drawn)`` gives ``(low, height, high)`` or None.
 
     Each group packs only the systems it has; a system keeps its colour
     (``C{index in systems}``) in every group and every figure.
@@ -119,9 +132,9 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], system
         present = [s for s in systems if s in groups[key] and value(groups[key][s]) is not None]
         width = 0.8 / max(1, len(present))
         for j, system in enumerate(present):
-            row = groups[key][system]
-            low, h, high = value(row)
-            unverified = system != REFERENCE and row.get("verified") != "passed"
+            bar = groups[key][system]
+            low, h, high = value(bar)
+            unverified = system != REFERENCE and bar.latest.get("verified") != "passed"
             ax.bar(x - 0.4 + width * (j + 0.5), h, width, color=f"C{systems.index(system) % 10}",
                    yerr=[[h - low], [high - h]] if high > low else None, capsize=3,
                    hatch="//" if unverified else None, label=None if system in drawn else system)
@@ -132,7 +145,7 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], system
     ax.set_xticks(np.arange(len(keys)), [_label(k) for k in keys])
     ax.set_ylabel(ylabel)
     ax.set_title(title + ("; hatched: not verified" if any(
-        s != REFERENCE and r.get("verified") != "passed" for g in groups.values() for s, r in g.items())
+        s != REFERENCE and d.latest.get("verified") != "passed" for g in groups.values() for s, d in g.items())
         else ""))
     handles, labels = ax.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: systems.index(labels[i]))
@@ -141,13 +154,12 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], system
     return fig
 
 
-def _scaling(Figure: Any, groups: dict[tuple, dict[str, Mapping[str, Any]]], systems: list[str]) -> Any:
+def _scaling(Figure: Any, groups: dict[tuple, dict[str, _Drawn]], systems: list[str]) -> Any:
     series: dict[tuple, list[tuple[float, float, float, float]]] = {}
-    for (_, model, framework, *_mode), runs in groups.items():
-        for system, row in runs.items():
-            q = _quartiles(row)
-            if q is not None and row.get("dataset_edges"):
-                series.setdefault((system, model, framework), []).append((row["dataset_edges"], *q))
+    for (_, model, framework, *_mode), drawn in groups.items():
+        for system, d in drawn.items():
+            if d.epoch is not None and d.latest.get("dataset_edges"):
+                series.setdefault((system, model, framework), []).append((d.latest["dataset_edges"], *d.epoch))
     several = len({(m, f) for _, m, f in series}) > 1
     fig = Figure(figsize=(8.5, 4.5), layout="constrained")
     ax = fig.add_subplot()
@@ -187,23 +199,22 @@ def plot(data: Any, out_dir: str | os.PathLike) -> list[Path]:
     matplotlib = _matplotlib()
     from matplotlib.figure import Figure
 
-    latest = _latest_ok(data)
-    groups = {k: latest[k] for k in sorted(latest, key=lambda k: tuple(map(str, k)))}
+    pooled = _pooled_ok(data)
+    groups = {k: pooled[k] for k in sorted(pooled, key=lambda k: tuple(map(str, k)))}
     systems = sorted({s for g in groups.values() for s in g}, key=lambda s: (s != REFERENCE, s))
     if not systems:
         raise UserError("nothing to plot: none of the selected runs succeeded (status 'ok')")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    def memory(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
-        b = row.get("peak_memory_bytes")
-        return None if b is None else (b / _MIB,) * 3
+    def memory(d: _Drawn) -> tuple[float, float, float] | None:
+        return None if d.memory_mib is None else (d.memory_mib,) * 3
 
     paths = []
     with matplotlib.rc_context({"svg.hashsalt": "gnnbench"}):
         figures = {
-            "epoch_time": _bars(Figure, groups, systems, _quartiles, "median epoch time (s)",
-                                "Epoch time (median, whiskers: quartiles)"),
+            "epoch_time": _bars(Figure, groups, systems, lambda d: d.epoch, "median epoch time (s)",
+                                "Epoch time (median over processes, whiskers: quartiles)"),
             "peak_memory": _bars(Figure, groups, systems, memory, "peak memory (MiB)", "Peak memory"),
             "scaling": _scaling(Figure, groups, systems),
         }

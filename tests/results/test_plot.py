@@ -46,14 +46,30 @@ def test_missing_matplotlib_is_a_user_error(tmp_path, monkeypatch):
 
 
 def test_modeled_runs_are_their_own_series_and_simulations_are_not_drawn():
-    from gnnbench.results.plot import _latest_ok
+    from gnnbench.results.plot import _pooled_ok
 
     rows = [r for r in _fixture_rows() if r["system"] == "reference" and r["status"] == "ok"][:1]
     report = {"modeled_aggregation_s": {"forward": {"total_s": 0.01}}}
     pim_train = dict(rows[0], id=100, system="pim", extra={"system_report": report})
     pim_pass = dict(pim_train, id=101, hyperparameters={"mode": "inference"},
                     extra={"system_report": report, "modeled_inference": {"pass_time_s": 0.005}})
-    groups = _latest_ok([*rows, pim_train, pim_pass])
+    groups = _pooled_ok([*rows, pim_train, pim_pass])
     key = (rows[0]["dataset"], rows[0]["model"], rows[0]["framework"])
     assert set(groups[key]) == {"reference"}             # the simulated training run is not drawn
     assert set(groups[(*key, "inference")]) == {"pim (modeled)"}
+
+
+def test_a_bar_is_compares_figure_over_every_process_not_the_latest_run():
+    """Issue 42: figures pool every stored run of a configuration, as compare does (Note [configurations])."""
+    from gnnbench.results.compare import compare
+    from gnnbench.results.plot import _pooled_ok
+
+    (first,) = [r for r in _fixture_rows() if r["system"] == "reference" and r["status"] == "ok"][:1]
+    runs = [dict(first, id=200 + k, timestamp=f"2024-05-02T12:0{k}:00+00:00", seed=k,
+                 epoch_times=[median * f for f in (0.9, 1.0, 1.1)], peak_memory_bytes=int(mib * 2**20))
+            for k, (median, mib) in enumerate(((0.010, 100), (0.030, 300), (0.020, 200)))]
+    key = (first["dataset"], first["model"], first["framework"])
+    drawn = _pooled_ok(runs)[key]["reference"]
+    assert drawn.epoch == pytest.approx((0.019, 0.020, 0.021)) and drawn.memory_mib == pytest.approx(200)
+    (result,) = compare(runs).results
+    assert result.median_s == pytest.approx(drawn.epoch[1]) and result.processes == 3
