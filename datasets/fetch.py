@@ -20,6 +20,8 @@ Note [fetch writes only its own files]
     is one (replacing it would delete another folder's files); an archive is
     extracted and checked to hold every raw file first, and only then does the
     old folder move aside, the new one take its place, and the old one go.
+    ``CHECKSUMS.json`` is written whole beside itself and renamed into place,
+    so a link there is replaced, not written through.
 """
 from __future__ import annotations
 
@@ -63,6 +65,19 @@ def _checksums(root: Path) -> dict[str, str]:
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _write_checksums(root: Path, recorded: dict[str, str]) -> None:
+    """Writes the checksums whole, then renames them into place: a crash leaves the old file, and a symbolic
+    link at ``CHECKSUMS.json`` is replaced, never written through (Note [fetch writes only its own files])."""
+    fd, temporary = tempfile.mkstemp(prefix=CHECKSUMS + ".", suffix=".tmp", dir=root)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(recorded, fh, indent=1, sort_keys=True)
+        os.replace(temporary, root / CHECKSUMS)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _download(url: str, part: Path, timeout: float, progress: bool, source: Source, root: Path) -> None:
@@ -206,8 +221,7 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, url: str | None 
         done = part.with_name(part.name[:-len(".part")])
         os.replace(part, done)
         _install(done, source, root)
-    with open(root / CHECKSUMS, "w", encoding="utf-8") as fh:
-        json.dump(recorded, fh, indent=1, sort_keys=True)
+    _write_checksums(root, recorded)
     return Fetched(source.name, find_raw_folder(source, root), sums)
 
 

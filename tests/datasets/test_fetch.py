@@ -165,6 +165,19 @@ def test_a_symlinked_part_file_is_not_followed(tmp_path, server):
     assert victim.read_text() == "precious"
 
 
+def test_a_symlinked_checksums_file_is_replaced_not_written_through(tmp_path, server):
+    server.payload = _reddit_zip(tmp_path)
+    url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
+    root, victim = tmp_path / "data", tmp_path / "victim"
+    victim.write_text("precious")
+    root.mkdir()
+    (root / "CHECKSUMS.json").symlink_to(victim)
+    fetch("reddit", data_dir=root, url=url, progress=False)
+    assert victim.read_text() == "precious"
+    assert not (root / "CHECKSUMS.json").is_symlink() and url in (root / "CHECKSUMS.json").read_text()
+    assert sorted(p.name for p in root.iterdir()) == [".downloads", "CHECKSUMS.json", "reddit"]
+
+
 def test_a_refetch_lacking_the_files_keeps_the_good_dataset(tmp_path, server):
     server.payload = _reddit_zip(tmp_path)
     url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
