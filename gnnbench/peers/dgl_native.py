@@ -46,7 +46,8 @@ NATIVE_BASELINE = {"name": "dgl-native", "requires": ("dgl", "pandas"), "positio
 COUNTERPART = "dgl"
 
 
-def _nn():
+def layer_library():
+    """``dgl.nn``, imported through the shim (once per process; NativeBaseline.load imports it untimed)."""
     import importlib
 
     from .dgl_shim import dgl  # noqa: F401 - DGL only through its shim (Note [DGL import shim])
@@ -69,7 +70,7 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
     g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=graph.num_nodes)
     g.create_formats_()
     g = g.to(F.device)
-    convs = build_convs(model, initial_params, F, native, _nn())
+    convs = build_convs(model, initial_params, F, native, layer_library())
     return named_params(convs), layer_loop(model, F, convs, x, lambda i, conv, h: _flat(conv(g, h)))
 
 
@@ -83,7 +84,7 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     native = counterpart(model, COUNTERPART, "dgl-native")
     from .dgl_shim import dgl
 
-    convs = build_convs(model, initial_params, F, native, _nn())
+    convs = build_convs(model, initial_params, F, native, layer_library())
 
     def to_blocks(graphs):
         out = []

@@ -89,7 +89,8 @@ def _adjacency(graph, edge_index: torch.Tensor, dtype: torch.dtype) -> torch.Ten
         return coo.coalesce().to_sparse_csr()
 
 
-def _nn():
+def layer_library():
+    """``torch_geometric.nn`` (once per process; NativeBaseline.load imports it untimed)."""
     import torch_geometric.nn
 
     return torch_geometric.nn
@@ -103,7 +104,7 @@ def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
     edge_index = _adjacency(graph, torch.from_numpy(np.stack([src, dst])).to(F.device), F.dtype)
     if _OPTIONS["patch"] != "none":  # the patching system's own package, by the option's name, as glue is found
         importlib.import_module(f"gnnbench.systems.{_OPTIONS['patch']}").patch_pyg()
-    convs = build_convs(model, initial_params, F, native, _nn())
+    convs = build_convs(model, initial_params, F, native, layer_library())
     return named_params(convs), layer_loop(model, F, convs, x, lambda i, conv, h: conv(h, edge_index))
 
 
@@ -119,7 +120,7 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     """
     native = counterpart(model, COUNTERPART, "pyg-native")
     on_blocks = native.blocks
-    convs = build_convs(model, initial_params, F, native, _nn(), on_blocks.changes)
+    convs = build_convs(model, initial_params, F, native, layer_library(), on_blocks.changes)
 
     def to_blocks(graphs):
         out = []

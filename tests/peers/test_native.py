@@ -95,3 +95,19 @@ def test_directed_graph_gcn_norm_difference_is_pyg_only():
         torch.testing.assert_close(dgl_forward(False), expected, rtol=1e-6, atol=1e-6)
     _, pyg_forward = build_native("pyg-native", model, graph, initial, F, x)
     assert not torch.allclose(pyg_forward(False), expected, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("system,library", [("pyg-native", "torch_geometric.nn"), ("dgl-native", "dgl.nn")])
+def test_the_library_is_imported_when_the_baseline_loads_not_in_its_timed_preparation(system, library):
+    """A kernel system's import is loading; a native baseline's must be too, or its prepare time holds it."""
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec(library.split(".")[0]) is None:
+        pytest.skip(f"{library.split('.')[0]} is not installed")
+    code = ("import sys\nfrom gnnbench.run.config import make_config\nfrom gnnbench.peers import NativeBaseline\n"
+            f"native = NativeBaseline(make_config({{'system': {system!r}, 'model': 'gcn', 'dataset': 'karate'}}))\n"
+            f"assert {library!r} not in sys.modules\nnative.load()\nprint({library!r} in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
