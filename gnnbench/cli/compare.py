@@ -87,7 +87,8 @@ def _time_to_accuracy(args) -> int:
 
     filters = {k: v for k, v in (("system", args.system), ("model", args.model), ("dataset", args.dataset)) if v}
     rows = load_results(args.results, **filters)
-    result = compare_time_to_accuracy(rows, baseline=args.baseline, include_unverified=args.include_unverified)
+    result = compare_time_to_accuracy(rows, baseline=args.baseline or REFERENCE,
+                                      include_unverified=args.include_unverified)
     if not result.results:
         raise UserError("no stored run was made with --target-accuracy; run `gnnbench run ... --target-accuracy A` "
                         "or the campaign campaigns/time_to_accuracy.toml first")

@@ -13,7 +13,11 @@ statistics] in :mod:`gnnbench.core.statistics`), and the convergence check
 Note [time-to-accuracy marks]
     As ``compare``'s (Note [marks] in :mod:`gnnbench.results.compare`): ``-``
     sooner and ``+`` later beyond the factor with an interval excluding 1,
-    ``~`` beyond the factor without, ``!`` no run succeeded. Two marks are
+    ``~`` beyond the factor without, ``!`` no run succeeded. A system that
+    simulates its aggregation (``pim``; Note [modeled rows] in
+    :mod:`gnnbench.results.frame`) has epochs to the target but no time: its
+    wall time is a simulation's, so the cell says so and nothing is claimed.
+    Two marks are
     its own: ``n`` the target was not reached (two seeds or more missed it,
     so the figure is infinite; the cell says in how many epochs), and ``c``
     the system reached the target in significantly fewer epochs than
@@ -34,10 +38,13 @@ from gnnbench.core.statistics import CONFIDENCE, FACTOR, converges_early, seed_s
 from gnnbench.results.row import Extra, TimeToAccuracy
 from gnnbench.results.tables import Table, flat_records, fmt_number
 
-__all__ = ["TtaResult", "TtaComparison", "compare_time_to_accuracy", "runs_by_group", "seed_figures", "GROUP"]
+__all__ = ["TtaResult", "TtaComparison", "compare_time_to_accuracy", "runs_by_group", "seed_figures", "simulated",
+           "GROUP", "SIMULATED"]
 
 #: the fields that make one time-to-accuracy group
 GROUP = ("dataset", "model", "framework", "batching", "target")
+#: the time cell of a system whose times are a simulation's wall time (Note [modeled rows])
+SIMULATED = "simulated: epochs only"
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,13 @@ def compare_time_to_accuracy(data: Any, baseline: str = REFERENCE, include_unver
     return TtaComparison(results, baseline)
 
 
+def simulated(runs: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the runs' times are a simulation's wall time (Note [modeled rows]): epochs count, seconds do not."""
+    from gnnbench.results.frame import timing_of
+
+    return any(timing_of(r.get("extra"))[0] == "simulated" for r in runs)
+
+
 def _result(group, label, runs, base, reference, baseline, include_unverified, factor) -> TtaResult:
     seconds, epochs, limit = seed_figures(runs)
     verified = runs[-1].get("verified") or "unverified"
@@ -184,6 +198,8 @@ def _result(group, label, runs, base, reference, baseline, include_unverified, f
                          note=f"fewer epochs than {REFERENCE} (p = {p:.2g}): look before claiming speed")
     if not np.isfinite(figure):
         return TtaResult(**out, mark="n", note="target not reached")
+    if simulated(runs):
+        return TtaResult(**dict(out, seconds=None), note=SIMULATED)
     if label == baseline:
         return TtaResult(**out, note="baseline")
     if verified != "passed" and not include_unverified:
