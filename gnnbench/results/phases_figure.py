@@ -4,10 +4,12 @@ A sampled training epoch (Note [sampled batching] in gnnbench/run/sampled.py)
 is the sum of its step phases, each timed per epoch: sample, gather, block
 prepare, forward, backward and optimizer (the sampled loop's training phases
 of gnnbench/core/phases.py, Note [phases by name]). :func:`phase_shares` turns the
-latest successful sampled training run of each system in each group
-(dataset x model x framework, as :func:`gnnbench.results.plot.plot` groups)
-into the phases' shares: phase ``p``'s share is its median over the timed
-epochs divided by the sum of the phases' medians (so a bar's shares add up to
+successful sampled training runs of each system in each group (dataset x
+model x framework, as :func:`gnnbench.results.plot.plot` groups; every run of
+the latest build pooled, as ``compare`` pools them, Note [configurations])
+into the phases' shares: phase ``p``'s figure is the median over processes of
+its median over each process's timed epochs, and its share that figure
+divided by the sum of the phases' figures (so a bar's shares add up to
 one; the median epoch itself may differ from that sum by the epochs' spread).
 :func:`phases_figure` draws them as stacked bars, one panel per group, the
 seconds of the summed medians written above each bar, and saves PNG and SVG
@@ -42,28 +44,29 @@ def _sampled_training(row: Mapping[str, Any]) -> bool:
 
 def phase_shares(data: Any) -> dict[tuple, dict[str, dict[str, Any]]]:
     """group (dataset, model, framework) -> system -> ``{"seconds": sum of the phase medians, "shares":
-    {phase label: share}}``, from the latest sampled training run of each system in each group.
+    {phase label: share}}``, from the pooled sampled training runs of each system in each group.
 
     Args:
         data: a results frame (:func:`gnnbench.load_results`) or run dicts (``ResultsStore.rows()``).
     """
-    from gnnbench.results.compare import latest_runs
-    from gnnbench.results.frame import frame_from_rows
-
+    import numpy as np
     import pandas as pd
+
+    from gnnbench.results.configurations import configurations
+    from gnnbench.results.frame import frame_from_rows
 
     frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
     if frame.empty:
         return {}
     frame = frame[[_sampled_training(r) for r in frame.to_dict("records")]]
     shares: dict[tuple, dict[str, dict[str, Any]]] = {}
-    for row in latest_runs(frame, (*_GROUP, "mode")) if not frame.empty else []:
-        medians = {label: float(row[column]) for label, column in PHASES}
+    for config in configurations(frame, (*_GROUP, "mode"))[0] if not frame.empty else []:
+        medians = {label: float(np.median([r[column] for r in config.rows])) for label, column in PHASES}
         total = sum(medians.values())
         if total <= 0:
             continue
-        key = tuple(row.get(g) for g in _GROUP)
-        shares.setdefault(key, {})[row["system"]] = {
+        key = config.group[:len(_GROUP)]
+        shares.setdefault(key, {})[config.system] = {
             "seconds": total, "shares": {label: value / total for label, value in medians.items()}}
     return {k: shares[k] for k in sorted(shares, key=lambda k: tuple(map(str, k)))}
 

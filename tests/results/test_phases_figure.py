@@ -32,20 +32,20 @@ def _store(tmp_path, rows) -> str:
 
 
 def _rows() -> list[dict]:
-    return [_row(0, "reference", tuple(2 * p for p in _REFERENCE)),  # replaced by the later run below
-            _row(1, "reference", _REFERENCE), _row(2, "isplib", _ISPLIB),
+    return [_row(0, "reference", tuple(2 * p for p in _REFERENCE)),  # pooled with the next: two processes
+            _row(1, "reference", _REFERENCE), _row(5, "reference", tuple(3 * p for p in _REFERENCE)), _row(2, "isplib", _ISPLIB),
             _row(3, "pyg-native", None, status="failed"),            # failed: not drawn
             {**_row(4, "mkl", None), "epoch_times": [1.0, 1.0]}]    # a full-graph run: no sampled phases
 
 
-def test_shares_are_each_phase_over_the_summed_medians_of_the_latest_run(tmp_path):
+def test_shares_are_each_phase_over_the_summed_medians_over_processes(tmp_path):
     from gnnbench.results.frame import load_results
 
     shares = phase_shares(load_results(_store(tmp_path, _rows())))
     assert list(shares) == [("rmat:like=reddit", "sage", "torch")]
     group = shares[("rmat:like=reddit", "sage", "torch")]
     assert sorted(group) == ["isplib", "reference"]
-    assert group["reference"]["seconds"] == pytest.approx(sum(_REFERENCE))
+    assert group["reference"]["seconds"] == pytest.approx(2 * sum(_REFERENCE))  # the median of 1x, 2x and 3x
     expected = {label: value / sum(_REFERENCE) for (label, _), value in zip(PHASES, _REFERENCE)}
     assert group["reference"]["shares"] == pytest.approx(expected)
     assert group["isplib"]["shares"]["block prepare"] == pytest.approx(0.2 / 2.0)
@@ -62,7 +62,7 @@ def test_figure_is_written_as_png_and_svg_with_one_bar_per_system_and_phase(tmp_
     assert paths[0].read_bytes().startswith(b"\x89PNG")
     svg = paths[1].read_text()
     assert all(label in svg for label, _ in PHASES) and "isplib" in svg and "pyg-native" not in svg
-    assert "2.00 s" in svg and "4.00 s" in svg  # each bar's summed medians, isplib's and reference's
+    assert "2.00 s" in svg and "8.00 s" in svg  # each bar's summed medians, isplib's and reference's (pooled)
     assert list(shares[("rmat:like=reddit", "sage", "torch")]) == ["reference", "isplib"]
 
 
