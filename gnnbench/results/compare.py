@@ -68,31 +68,10 @@ from gnnbench.results.configurations import Configuration, configurations
 from gnnbench.results.row import COMPARABLE_FIELDS, Extra, SpmmFigures
 from gnnbench.results.tables import FORMATS, Table, flat_records, fmt_number
 
-__all__ = ["compare", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS", "latest_runs",
+__all__ = ["compare", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
            "spmm_columns", "processes_of", "stability_footnote", "FACTOR", "RESAMPLES", "CONFIDENCE", "SEED"]
 
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
-
-
-def latest_runs(data: Any, group_by: Sequence[str] = ("dataset", "model", "framework")) -> list[dict[str, Any]]:
-    """The latest run (by timestamp, then id) of each group and system, as plain dicts (the figures draw these;
-    ``compare`` pools every run of a configuration, Note [configurations]).
-
-    Args:
-        data: a results frame (:func:`gnnbench.load_results`) or an iterable of
-            run dicts (``ResultsStore.rows()``).
-    """
-    import pandas as pd
-
-    from gnnbench.results.frame import frame_from_rows, frame_records
-
-    frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
-    if frame.empty:
-        return []
-    ordered = frame.assign(_order=range(len(frame))).sort_values(
-        ["timestamp", "id", "_order"], na_position="first", kind="stable")
-    latest = ordered.drop_duplicates([*group_by, "system"], keep="last").drop(columns="_order")
-    return frame_records(latest)
 
 
 @dataclass(frozen=True)
