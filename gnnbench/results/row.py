@@ -65,11 +65,13 @@ OUTCOME = "outcome"
 
 class Field(NamedTuple):
     """One column. ``sqltype`` is INTEGER, REAL, TEXT or JSON (TEXT holding JSON,
-    decoded back to Python objects when read)."""
+    decoded back to Python objects when read); ``shape``, for JSON, what the
+    decoded value must be (its annotation, ``list[float]``), checked when read."""
 
     name: str
     sqltype: str
     description: str
+    shape: str = ""
 
 
 def column(roles: tuple[str, ...], description: str, *, comparable: int | None = None) -> Any:
@@ -599,7 +601,8 @@ def _with_role(role: str) -> tuple[str, ...]:
 
 
 #: The ``runs`` table's columns, in table order (the store's ``RUN_FIELDS``).
-RUN_COLUMNS: tuple[Field, ...] = tuple(Field(f.name, sql_type(f.type), f.metadata["description"])
+RUN_COLUMNS: tuple[Field, ...] = tuple(Field(f.name, sql_type(f.type), f.metadata["description"],
+                                             f.type.removesuffix(" | None") if sql_type(f.type) == "JSON" else "")
                                        for f in fields(RunResult))
 IDENTITY_FIELDS: tuple[str, ...] = _with_role(IDENTITY)
 PROVENANCE_FIELDS: tuple[str, ...] = _with_role(PROVENANCE)

@@ -277,8 +277,23 @@ def _decode(fields: tuple[Field, ...], values: Iterable[Any]) -> dict[str, Any]:
                     v = json.loads(v)
                 except ValueError:
                     raise ValueError(f"column {f.name} holds {_shown(v)}, not JSON") from None
+                if v is not None and not _has_shape(v, f.shape):
+                    raise ValueError(f"column {f.name} holds {_shown(v)}, not {_shape_name(f.shape)}")
         out[f.name] = v
     return out
+
+
+def _shape_name(shape: str) -> str:
+    return "a list of numbers" if shape == "list[float]" else "a list" if shape.startswith("list") else "an object"
+
+
+def _has_shape(value: Any, shape: str) -> bool:
+    """Whether a decoded JSON value is what its column's annotation says (a hand edit may have changed it)."""
+    if shape == "list[float]":
+        return isinstance(value, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+    if shape.startswith("list"):
+        return isinstance(value, list)
+    return isinstance(value, dict) if shape else True  # dict[...], Extra and MachineState are JSON objects
 
 
 def _shown(value: Any) -> str:

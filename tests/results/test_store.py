@@ -431,3 +431,22 @@ def test_reading_an_older_store_keeps_its_journal_mode(tmp_path):
         assert store.rows() == []
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+
+
+def test_a_json_column_of_the_wrong_shape_is_one_line_naming_the_row(tmp_path):
+    """A hand edit that leaves valid JSON of the wrong shape must not reach compare as a traceback."""
+    import sqlite3
+
+    from gnnbench.cli import main as cli
+
+    path = tmp_path / "store.sqlite"
+    with ResultsStore(path) as db:
+        run_id = db.insert({"system": "reference", "model": "gcn", "dataset": "karate", "status": "ok",
+                            "epoch_times": [0.01, 0.02, 0.03]})
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET epoch_times = ? WHERE id = ?", ('{"a": 1}', run_id))
+    with ResultsStore(path, create=False) as db, pytest.raises(UserError) as err:
+        db.rows()
+    assert str(err.value) == (f"results database {path}: run {run_id}: column epoch_times holds {{'a': 1}}, not a "
+                              "list of numbers; fix or delete that row (e.g. with sqlite3)")
+    assert cli(["compare", "--results", str(path)]) == 2
