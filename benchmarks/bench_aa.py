@@ -155,6 +155,16 @@ def _share(k: int, n: int) -> str:
     return f"{k} of {n} ({k / n:.0%})" if n else "-"
 
 
+def _power_note(spread: float, slowdown: float | None) -> str:
+    """What the spread asks of a campaign that is to see ``aa_slow``'s slowdown 90 % of the time."""
+    from gnnbench.core.statistics import processes_for_power
+
+    needed = None if slowdown is None else processes_for_power(spread, abs(slowdown - 1))
+    return "" if needed is None else (f" At that spread, seeing a {abs(slowdown - 1):.1%} slowdown in 90 % of "
+                                      f"comparisons takes about {needed} processes a system (Note [processes for "
+                                      "power] in gnnbench/core/statistics.py).")
+
+
 def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
     header = ["condition", "trials", "processes a system per trial", "A/A pairs marked different",
               "A/A intervals excluding 1 (flags aside)", "aa_slow marked + (slower beyond factor)",
@@ -189,7 +199,8 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
             lines.append(f"{s['condition']}: `aa_one` over all {noise['processes']} of its processes: "
                          f"{noise['median_s'] * 1e3:.1f} ms (process medians {noise['low_s'] * 1e3:.1f}-"
                          f"{noise['high_s'] * 1e3:.1f} ms), spread across processes {noise['between_spread']:.0%}, "
-                         f"within a process {noise['within_spread']:.0%} (median IQR / median).")
+                         f"within a process {noise['within_spread']:.0%} (median IQR / median)."
+                         + _power_note(noise["between_spread"], s["true_slowdown"]))
     lines.append("")
     for condition in dict.fromkeys(s["condition"] for s in summaries):
         measured = [s for s in summaries if s["condition"] == condition and s["trials"]]

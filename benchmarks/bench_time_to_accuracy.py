@@ -144,7 +144,7 @@ def pim_quantisation(figures) -> list[dict[str, Any]]:
         out.append({"dataset": dataset, "model": model, "target": target,
                     "int32_epochs": trimmed_mean(int32["epochs"]), "float32_epochs": trimmed_mean(float32["epochs"]),
                     "epochs_ratio": epochs, "epochs_low": e_low, "epochs_high": e_high,
-                    "int32_reached": sum(map(math.isfinite, int32["epochs"])), "seeds": len(int32["epochs"])})
+                    "int32_reached": sum(map(math.isfinite, int32["epochs"].values())), "seeds": len(int32["epochs"])})
     return out
 
 

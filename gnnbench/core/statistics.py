@@ -58,7 +58,8 @@ from gnnbench.core.measurement import Measurement
 from gnnbench.core.stability import MIN_PROCESSES, OTHER_CPU_LIMIT, OUTLIER_LIMIT, PRECISION, SPREAD_LIMIT
 
 __all__ = ["Processes", "speedup", "other_cpu_share", "FACTOR", "RESAMPLES", "CONFIDENCE", "SEED", "MIN_SAMPLES",
-           "ONE_PROCESS", "relative_change", "trimmed_mean", "seed_speedup", "converges_early", "CONVERGENCE_ALPHA"]
+           "ONE_PROCESS", "relative_change", "processes_for_power", "PerSeed", "seed_values", "trimmed_mean", "seed_speedup",
+           "converges_early", "CONVERGENCE_ALPHA"]
 
 #: comparison defaults, stated once: the factor beyond which a speedup is marked, the bootstrap's resamples
 #: and confidence level, its seed (Note [marks] in gnnbench.results.compare)
@@ -248,6 +249,27 @@ def speedup(baseline: Processes, system: Processes, *, resamples: int = RESAMPLE
     return ratio, float(low), float(high)
 
 
+def processes_for_power(spread: float, change: float, power: float = 0.9,
+                        confidence: float = CONFIDENCE) -> int | None:
+    """Processes a side that a comparison needs to see a true relative ``change`` with probability ``power``.
+
+    Note [processes for power]
+        A planning figure, not a test: the normal approximation for two
+        samples of equal size, ``n = 2 (z_c + z_p)^2 spread^2 / change^2``
+        (``z_c`` the two-sided quantile of ``confidence``, ``z_p`` that of
+        ``power``), times pi / 2 because the figure is a median of process
+        medians, which for normal data needs pi / 2 times the processes of a
+        mean. ``spread`` is the spread across processes of
+        :meth:`Processes.between_spread`. It says what a campaign's
+        ``rounds`` must be on a machine as noisy as the one measured; the
+        marks themselves still come from the bootstrap and the flags.
+    """
+    if not (math.isfinite(spread) and spread >= 0 and change > 0):
+        return None
+    z = NormalDist().inv_cdf(0.5 + confidence / 2) + NormalDist().inv_cdf(power)
+    return max(2, math.ceil(math.pi / 2 * 2 * (z * spread / change) ** 2))
+
+
 def relative_change(result: Sequence[float | None]) -> tuple[float, float | None, float | None]:
     """A :func:`speedup` result as the change ``after / before - 1`` and its interval (``+0.18``: 18 % slower)."""
     ratio, low, high = result
@@ -256,16 +278,31 @@ def relative_change(result: Sequence[float | None]) -> tuple[float, float | None
 
 # ---------------------------------------------------------------- over seeds: time to accuracy
 
-def trimmed_mean(values: Sequence[float]) -> float:
+#: a set of runs over seeds: a list, or seed -> value, which lets two systems' runs be paired by seed
+PerSeed = Sequence[float] | Mapping[Any, float]
+
+
+def seed_values(runs: PerSeed) -> np.ndarray:
+    """The values of a :data:`PerSeed`, in its order."""
+    return np.asarray(list(runs.values()) if isinstance(runs, Mapping) else list(runs), dtype=float)
+
+
+def trimmed_mean(values: PerSeed) -> float:
     """MLPerf's score of a set of runs: the mean with the fastest and the slowest dropped (Note [seed
     statistics]); a run that missed its target counts as ``inf``, so one miss is dropped as the slowest and two
     make the figure ``inf``. Fewer than three runs: the plain mean."""
-    ordered = np.sort(np.asarray(values, dtype=float))
+    ordered = np.sort(seed_values(values))
     kept = ordered[1:-1] if len(ordered) >= 3 else ordered
     return float(np.mean(kept)) if len(kept) else float("nan")
 
 
-def seed_speedup(baseline: Sequence[float], system: Sequence[float], *, resamples: int = RESAMPLES,
+def _trimmed_means(drawn: np.ndarray) -> np.ndarray:
+    """:func:`trimmed_mean` of every row of ``drawn`` (resamples x seeds), at once."""
+    ordered = np.sort(drawn, axis=1)
+    return (ordered[:, 1:-1] if drawn.shape[1] >= 3 else ordered).mean(axis=1)
+
+
+def seed_speedup(baseline: PerSeed, system: PerSeed, *, resamples: int = RESAMPLES,
                  confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float | None, float | None]:
     """``trimmed_mean(baseline) / trimmed_mean(system)`` and its percentile bootstrap interval over seeds.
 
@@ -273,30 +310,48 @@ def seed_speedup(baseline: Sequence[float], system: Sequence[float], *, resample
         Time to accuracy is a distribution over seeds, not over epochs: each
         seed trains another model to the target. The figure is MLPerf's, the
         mean with the fastest and slowest runs dropped (robust to one lucky or
-        unlucky seed); the interval of a ratio of two figures resamples each
-        side's seeds with replacement (``numpy.random.default_rng(seed)``).
-        Below :data:`~gnnbench.core.stability.MIN_PROCESSES` seeds a side, or
-        when a side's figure is infinite (two seeds or more missed the target),
-        no interval is computed and nothing is claimed.
+        unlucky seed); its interval is a percentile bootstrap that resamples
+        seeds with replacement (``numpy.random.default_rng(seed)``).
+
+        *Paired by seed* when both sides are given as seed -> value over the
+        same seeds: a resample draws seeds and keeps both sides' runs of each
+        drawn seed. Every system starts a seed from the same weights and
+        draws the same batches, so an exact system needs the baseline's
+        epochs on every seed; what differs between seeds (epochs to the
+        target ranged 19-55 on Cora GCN, results/time_to_accuracy.md) then
+        cancels in the ratio instead of widening its interval. Otherwise
+        (lists, or different seeds) each side is resampled on its own.
+
+        No interval is computed, and nothing is claimed, below
+        :data:`~gnnbench.core.stability.MIN_PROCESSES` seeds a side, when a
+        side's figure is infinite (two seeds or more missed the target), or
+        when missed seeds decide a bound: a bound that falls on a resample in
+        which a side's figure is infinite is 0 or unbounded, an open interval
+        rather than a figure.
 
     Returns:
         ``(speedup, low, high)``, above 1 when the system reaches the target sooner.
     """
-    base, own = np.asarray(baseline, dtype=float), np.asarray(system, dtype=float)
+    base, own = seed_values(baseline), seed_values(system)
     ratio = trimmed_mean(base) / trimmed_mean(own)
     if min(len(base), len(own)) < MIN_PROCESSES or not math.isfinite(ratio) or ratio == 0:
         return ratio, None, None
     rng = np.random.default_rng(seed)
-
-    def figures(values: np.ndarray) -> np.ndarray:
-        drawn = np.sort(values[rng.integers(0, len(values), size=(resamples, len(values)))], axis=1)
-        return drawn[:, 1:-1].mean(axis=1)
-
-    ratios = figures(base) / figures(own)
-    ratios = ratios[np.isfinite(ratios)]
+    if isinstance(baseline, Mapping) and isinstance(system, Mapping) and set(baseline) == set(system):
+        seeds = list(baseline)
+        base, own = seed_values({s: baseline[s] for s in seeds}), seed_values({s: system[s] for s in seeds})
+        drawn = rng.integers(0, len(seeds), size=(resamples, len(seeds)))
+        ratios = _trimmed_means(base[drawn]) / _trimmed_means(own[drawn])
+    else:
+        ratios = (_trimmed_means(base[rng.integers(0, len(base), size=(resamples, len(base)))])
+                  / _trimmed_means(own[rng.integers(0, len(own), size=(resamples, len(own)))]))
+    ratios = ratios[~np.isnan(ratios)]  # both sides missed in a resample: no ratio at all
     if not len(ratios):
         return ratio, None, None
-    low, high = np.percentile(ratios, [50 * (1 - confidence), 50 * (1 + confidence)])
+    with np.errstate(invalid="ignore"):
+        low, high = np.percentile(ratios, [50 * (1 - confidence), 50 * (1 + confidence)])
+    if not (low > 0 and math.isfinite(high)):
+        return ratio, None, None
     return ratio, float(low), float(high)
 
 
@@ -304,7 +359,7 @@ def seed_speedup(baseline: Sequence[float], system: Sequence[float], *, resample
 CONVERGENCE_ALPHA = 0.05
 
 
-def converges_early(epochs: Sequence[float], reference_epochs: Sequence[float],
+def converges_early(epochs: PerSeed, reference_epochs: PerSeed,
                     alpha: float = CONVERGENCE_ALPHA) -> float | None:
     """The p-value when ``epochs`` to the target lie significantly below ``reference_epochs``, else ``None``.
 
@@ -320,7 +375,7 @@ def converges_early(epochs: Sequence[float], reference_epochs: Sequence[float],
         the system's epochs all lie below all of the reference's. A flag is
         a finding worth a look before any speed claim, never a verdict.
     """
-    own, ref = np.asarray(epochs, dtype=float), np.asarray(reference_epochs, dtype=float)
+    own, ref = seed_values(epochs), seed_values(reference_epochs)
     own, ref = own[np.isfinite(own)], ref[np.isfinite(ref)]
     if len(own) < 2 or len(ref) < 2:
         return None

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from gnnbench.core.oracle import REFERENCE
+from gnnbench.core.stability import MIN_PROCESSES
 from gnnbench.core.statistics import CONFIDENCE, FACTOR, converges_early, seed_speedup, trimmed_mean
 from gnnbench.results.row import Extra, TimeToAccuracy
 from gnnbench.results.tables import Table, flat_records, fmt_number
@@ -142,16 +143,18 @@ def runs_by_group(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, di
     return out
 
 
-def seed_figures(runs: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float], int | None]:
-    """Seconds and epochs to the target per successful run (``inf`` for a miss), and the epoch limit."""
-    seconds, epochs, limit = [], [], None
+def seed_figures(runs: Sequence[Mapping[str, Any]]) -> tuple[dict[Any, float], dict[Any, float], int | None]:
+    """Seconds and epochs to the target by seed, per successful run (``inf`` for a miss), and the epoch limit.
+
+    By seed, so that two systems' figures are paired by the seed they trained (Note [seed statistics])."""
+    seconds, epochs, limit = {}, {}, None
     for row in runs:
         record = _target_of(row) if (row.get("status") or "ok") == "ok" else None
         if record is None:
             continue
         limit = record.max_epochs
-        seconds.append(record.seconds if record.reached else float("inf"))
-        epochs.append(record.epochs if record.reached else float("inf"))
+        seconds[row.get("seed")] = record.seconds if record.reached else float("inf")
+        epochs[row.get("seed")] = record.epochs if record.reached else float("inf")
     return seconds, epochs, limit
 
 
@@ -187,7 +190,7 @@ def _result(group, label, runs, base, reference, baseline, include_unverified, f
     seconds, epochs, limit = seed_figures(runs)
     verified = runs[-1].get("verified") or "unverified"
     common = dict(group=group, system=label, verified=verified, seeds=len(runs),
-                  reached=sum(np.isfinite(s) for s in seconds), max_epochs=limit)
+                  reached=sum(np.isfinite(s) for s in seconds.values()), max_epochs=limit)
     if not seconds:
         return TtaResult(**common, mark="!", note="no run succeeded")
     figure, epoch_figure = trimmed_mean(seconds), trimmed_mean(epochs)
@@ -210,5 +213,7 @@ def _result(group, label, runs, base, reference, baseline, include_unverified, f
     significant = low is not None and (low > 1 or high < 1)
     beyond = speedup >= factor or speedup <= 1 / factor
     mark = ("-" if speedup > 1 else "+") if beyond and significant else ("~" if beyond else "")
-    note = None if low is not None else "too few seeds: no significance claimed"
+    note = None if low is not None else (
+        "too few seeds: no significance claimed" if min(len(base[0]), len(seconds)) < MIN_PROCESSES
+        else "missed seeds leave the interval open: no significance claimed")
     return TtaResult(**out, speedup=speedup, ci_low=low, ci_high=high, mark=mark, note=note)

@@ -79,7 +79,7 @@ def test_render_answers_each_question_and_names_the_marked_system(bench):
                         {"threads": 2, "cpu": "test cpu", "load": (0.5, 0.7), "commits": ["abcdef0123"]})
     first = next(line for line in text.splitlines() if line.startswith("| cora") and "| full" in line)
     assert [c.strip() for c in first.strip("|").split("|")] == ["cora", "gcn", "full", "mkl", "5.50", "isplib", "6.50",
-                                                                  "1.18x [1.07, 1.31]", "yes"]
+                                                                  "1.18x [1.17, 1.20]", "yes"]
     assert "- `demo_converges_early` on cora gcn (full): 9.3 epochs to the target, significantly fewer" in text
     assert "### cora, sampled, validation target 0.75" in text and "Measured at commit abcdef0." in text
 

@@ -89,3 +89,13 @@ def test_machine_state_is_read_defensively():
     ps = Processes.from_rows([row, {**row, "machine_state": {"other_cpu_share": 0.3}}, {**row, "epoch_times": []}])
     assert len(ps) == 2 and ps.other_cpu_shares == (0.3,)
     assert "busy machine: other processes took up to 30% of the CPUs" in ps.note()
+
+
+def test_processes_for_power_follow_the_spread_and_the_change():
+    from gnnbench.core.statistics import processes_for_power
+
+    # 2 (1.96 + 1.28)^2 (0.06 / 0.10)^2 pi / 2 = 11.9: a median needs pi / 2 the processes of a mean
+    assert processes_for_power(0.06, 0.10) == 12
+    assert processes_for_power(0.12, 0.10) == 48  # twice the spread, four times the processes
+    assert processes_for_power(0.06, 0.20) == 3
+    assert processes_for_power(float("nan"), 0.10) is None and processes_for_power(0.06, 0.0) is None
