@@ -101,7 +101,7 @@ class TtaComparison:
             "first evaluation at the target; over seeds, the mean with the fastest and slowest dropped (MLPerf; "
             "a seed that missed counts as infinite). Epochs likewise.",
             f"Speedup: {self.baseline}'s figure / the system's (above 1 reaches the target sooner), "
-            f"{CONFIDENCE:.0%} CI by bootstrap over seeds (Note [seed statistics]); claimed for verified systems.",
+            f"{CONFIDENCE:.0%} CI by bootstrap over seeds, the two sides paired by seed (Note [seed statistics]); claimed for verified systems.",
             f"Marks: - sooner, + later (beyond {FACTOR:g}x and CI excludes 1), ~ beyond {FACTOR:g}x without, "
             "! no run succeeded, n target not reached, c reached in significantly fewer epochs than reference "
             "(one-sided Welch t-test, p < 0.05; Note [convergence check]): look at what it trains before "
