@@ -31,7 +31,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from gnnbench.run.environment import cpu_model  # noqa: F401  (re-exported for the scripts)
 from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
-from gnnbench.core.phases import FULL, PHASES
+from gnnbench.core.phases import PHASES
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
@@ -329,9 +329,9 @@ def stored_rows(results: str | Path) -> list[dict]:
     return frame_records(_pooled(results))
 
 
-#: per-epoch samples that rounds of one configuration pool, and the statistic each one's median feeds: the
-#: full-graph loop's phases (Note [phases by name] in gnnbench/core/phases.py)
-_POOLED = {p.samples: p.median for p in PHASES if FULL in p.loops}
+#: per-epoch samples that rounds of one configuration pool, and the statistic each one's median feeds: every
+#: loop's phases (Note [phases by name] in gnnbench/core/phases.py); a row without a phase's samples keeps None
+_POOLED = {p.samples: p.median for p in PHASES}
 #: one figure per run, summarised over rounds by their median
 _PER_RUN = ("prepare_time_s", "tune_time_s", "peak_memory_bytes", "modeled_time_s")
 #: the same, kept in a run's ``extra``
@@ -370,6 +370,8 @@ def pool_rounds(frame):
             if len(good) else None
         if len(good) > 1:
             for samples, median in _POOLED.items():
+                if samples not in good:  # a frame of rows from before the phase existed
+                    continue
                 lists = [lst for lst in good[samples] if isinstance(lst, list) and lst]
                 row[samples] = [v for lst in lists for v in lst] or None
                 if lists:

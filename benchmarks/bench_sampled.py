@@ -74,14 +74,15 @@ def _ratio(native: Mapping[str, Any] | None, row: Mapping[str, Any]) -> str:
 
 def _cells(row: Mapping[str, Any], natives: dict[str, Mapping[str, Any] | None]) -> list[str]:
     if not ok(row):
-        return [row["system"], f"{row.get('status')}: {row.get('error')}"] + ["-"] * 13
-    share = (row.get("extra") or {}).get("block_prepare_share")
+        return [row["system"], f"{row.get('status')}: {row.get('error')}"] + ["-"] * 14
+    epoch, block = row.get("epoch_time_median_s"), row.get("block_prepare_median_s")
+    share = block / epoch if epoch and block is not None else None  # of the pooled figures (Note [rounds pool])
     edges = row.get("edges_per_s")
     peak = row.get("peak_memory_bytes")
     return [row["system"], f"{_s(row['epoch_time_median_s'])} ({_s(row.get('epoch_time_iqr_s'))})",
             _s(row.get("sample_median_s")), _s(row.get("gather_median_s")), _s(row.get("block_prepare_median_s")),
             _s(row.get("forward_median_s")), _s(row.get("backward_median_s")), _s(row.get("optimizer_median_s")),
-            "-" if share is None else f"{100 * share:.1f}%",
+            _s(row.get("kernel_median_s") or None, 3), "-" if share is None else f"{100 * share:.1f}%",
             "-" if row.get("seeds_per_s") is None else f"{row['seeds_per_s']:.0f}",
             "-" if edges is None else f"{edges / 1e6:.3f}", "-" if peak is None else f"{peak / 2**20:.0f}",
             *(_ratio(natives.get(n), row) for n in NATIVES),
@@ -104,6 +105,26 @@ def against(results: str | Path, rows: list[dict], baseline: str = AHEAD) -> str
     return compare(frame, baseline=baseline, include_unverified=True).render("markdown", warnings=False)
 
 
+def kernel_bounds(rows: list[dict], system: str = AHEAD) -> list[str]:
+    """What ``system``'s kernels can win at most, per sampled group: everything outside them (the dense layers,
+    sampling, gathering, the optimizer) runs the same code for every system, so against a system that spends as
+    long outside its kernels the ratio is at most epoch / (epoch - kernels), however fast they are."""
+    out = []
+    for r in rows:
+        epoch, kernels = r.get("epoch_time_median_s"), r.get("kernel_median_s")
+        if r.get("system") != system or not ok(r) or _hyper(r).get("batching") != "sampled" or not (
+                epoch and kernels and kernels < epoch):
+            continue
+        dataset, model, _, shape = _group(r)
+        out.append(f"Where the epoch goes ({model}, {shape}, `{dataset}`): {system}'s own kernels take "
+                   f"{kernels * 1e3:.0f} ms of its {epoch * 1e3:.0f} ms epoch ({kernels / epoch:.0%}); the rest "
+                   "runs the same code for every system, so against a system that spends as long outside its "
+                   f"kernels its kernels can win at most {epoch / (epoch - kernels):.2f}x, were they free. "
+                   "Outside the kernels, forward and backward are the framework's own operations around them (the "
+                   "dense layers, activations, dropout, the loss), the same for every kernel system.")
+    return out + ([""] if out else [])
+
+
 def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus: str | None = None) -> str:
     start = meta.get("load_average_start")
     lines = ["# Sampled mini-batch training, every phase timed (issue 34)", "",
@@ -115,7 +136,8 @@ def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus
              "",
              "Seconds per epoch, medians over the timed epochs (an epoch is a pass over every training node); the "
              "six phases add up to the epoch (Note [sampled batching] in gnnbench/run/sampled.py), each closed by a "
-             "sync. Block prepare: each block's `Graph` and the system's `prepare` on both orientations, inside the "
+             "sync. Kernels: inside the system's own kernels, part of forward, backward and optimizer (a native "
+             "baseline's are not timed apart). Block prepare: each block's `Graph` and the system's `prepare` on both orientations, inside the "
              "epoch (a native baseline builds its own blocks). Every row draws the same blocks (gnnbench's sampler, "
              "the same seed). seeds/s and M edges/s: training seeds and sampled edges (all blocks, before self "
              "loops) per second of epoch. Peak: resident memory above the pre-training baseline over the epochs. "
@@ -127,7 +149,7 @@ def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus
     for r in rows:
         groups.setdefault(_group(r), []).append(r)
     header = ["system", "epoch s (IQR)", "sample", "gather", "block prepare", "forward", "backward", "optimizer",
-              "block prepare share", "seeds/s", "M edges/s", "peak MiB", "vs pyg-native", "vs dgl-native",
+              "kernels", "block prepare share", "seeds/s", "M edges/s", "peak MiB", "vs pyg-native", "vs dgl-native",
               "test acc"]
     for (dataset, model, batching, shape), members in groups.items():
         natives = {n: next((r for r in members if r["system"] == n), None) for n in NATIVES}
@@ -137,7 +159,7 @@ def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus
         sampled = (f", {described['extra']['sampled_edges_per_epoch']:,} sampled edges an epoch"
                    if (described.get("extra") or {}).get("sampled_edges_per_epoch") else "")
         lines += [f"## {model}, {batching} ({shape}) on `{dataset}`{size}{sampled}", "",
-                  Table(header, [_cells(r, natives) for r in members], [False] + [True] * 13 + [True])
+                  Table(header, [_cells(r, natives) for r in members], [False] + [True] * 14 + [True])
                   .render("markdown").rstrip("\n"), ""]
     if versus:
         lines += [f"## Every system against `{AHEAD}`, over processes", "",
@@ -145,6 +167,7 @@ def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus
                   "figure is the median of per-process medians, the speedup "
                   f"{AHEAD}'s figure / the system's (below 1: {AHEAD} is faster) with a 95 % interval from the "
                   "two-level bootstrap over processes and their epochs.", "", versus.rstrip("\n"), ""]
+        lines += kernel_bounds(rows)
     if figure:
         lines += ["Each phase's share of the sampled epoch (summed phase medians above each bar; "
                   "`gnnbench.results.phases_figure`):", "", f"![phases of a sampled epoch]({figure})", ""]

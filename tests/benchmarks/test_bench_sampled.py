@@ -16,7 +16,7 @@ def _row(system, epoch_s, status="ok"):
             "error": None if status == "ok" else "boom",
             "hyperparameters": {"batching": "sampled", "fanouts": [25, 10], "batch_size": 1024},
             "epoch_time_median_s": epoch_s, "epoch_time_iqr_s": 0.01,
-            **{f"{k}_median_s": v * epoch_s for k, v in phases.items()},
+            **{f"{k}_median_s": v * epoch_s for k, v in phases.items()}, "kernel_median_s": 0.08 * epoch_s,
             "seeds_per_s": 1000 / epoch_s, "edges_per_s": 2e6 / epoch_s, "peak_memory_bytes": 300 * 2**20,
             "test_accuracy": 0.08, "dataset_nodes": 100, "dataset_edges": 1000,
             "extra": {"block_prepare_share": 0.2, "sampled_edges_per_epoch": 2_000_000}}
@@ -29,11 +29,18 @@ def test_render_sets_each_system_against_both_natives_of_the_run(bench):
     text = bench.render(rows, meta, "figures/sampled_phases.svg")
     isplib = next(line for line in text.splitlines() if line.startswith("| isplib"))
     assert [c.strip() for c in isplib.strip("|").split("|")] == [
-        "isplib", "1.00 (0.01)", "0.10", "0.10", "0.20", "0.40", "0.15", "0.05", "20.0%", "1000", "2.000", "300",
-        "4.00x", "2.00x", "0.080"]
+        "isplib", "1.00 (0.01)", "0.10", "0.10", "0.20", "0.40", "0.15", "0.05", "0.080", "20.0%", "1000", "2.000",
+        "300", "4.00x", "2.00x", "0.080"]
     assert "| mkl " in text and "oom: boom" in text
     assert "![phases of a sampled epoch](figures/sampled_phases.svg)" in text
     assert "2,000,000 sampled edges an epoch" in text and "isplib's per-block warm-up" in text
+
+
+def test_the_kernels_share_bounds_what_isplibs_kernels_can_win(bench):
+    (line, blank) = bench.kernel_bounds([_row("isplib", 1.0), _row("mkl", 1.0)])
+    assert line.startswith("Where the epoch goes (sage, fanouts 25,10, batch 1024, `rmat:like=reddit`): isplib's own "
+                           "kernels take 80 ms of its 1000 ms epoch (8%)") and "at most 1.09x, were they free" in line
+    assert blank == "" and bench.kernel_bounds([_row("isplib", 1.0, "oom")]) == []
 
 
 def test_every_system_is_set_against_isplib_over_processes(bench, tmp_path):
