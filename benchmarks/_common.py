@@ -113,7 +113,7 @@ def measure_or_render(the_campaign, results: str | Path, render_only: bool, late
 
     Runs (or resumes) ``the_campaign``; under ``render_only`` runs nothing and returns, of the stored rows,
     the latest for each ``latest_key(row)`` that is not None (whatever commit it was measured at), with the load
-    ``(None, None)``: it was not kept."""
+    its rows recorded (:func:`rows_load`), ``(None, None)`` for rows from before they recorded it."""
     from gnnbench.errors import UserError
     from gnnbench.results.frame import frame_records
 
@@ -128,7 +128,10 @@ def measure_or_render(the_campaign, results: str | Path, render_only: bool, late
             latest[key] = r
     if not latest:
         raise UserError(f"no stored runs of campaign {the_campaign.name} in {results} to render")
-    return list(latest.values()), (None, None)
+    from gnnbench.results.frame import load_results
+
+    runs = [r for r in frame_records(load_results(results)) if latest_key(r) is not None]  # every process
+    return list(latest.values()), rows_load(runs) or (None, None)
 
 
 def rounds_pooled(rows: list[Mapping[str, Any]]) -> int | str:
