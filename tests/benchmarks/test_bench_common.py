@@ -90,3 +90,21 @@ def test_an_out_path_is_checked_before_anything_is_measured(common, tmp_path):
                          (tmp_path / ("x" * 300), "more than the file system allows")]:
         with pytest.raises(argparse.ArgumentTypeError, match=message.replace("(", r"\(")):
             common.out_path(str(bad))
+
+
+def test_render_only_states_the_load_its_stored_processes_recorded(common, tmp_path):
+    from types import SimpleNamespace
+
+    from gnnbench.results.store import ResultsStore
+
+    def run(timestamp, before, after):
+        return {"system": "reference", "model": "gcn", "dataset": "karate", "status": "ok", "timestamp": timestamp,
+                "epoch_times": [0.1, 0.1, 0.1], "machine_state": {"load_before": [before, 0, 0],
+                                                                  "load_after": [after, 0, 0]}}
+
+    with ResultsStore(tmp_path / "rows.sqlite") as db:  # two processes of one configuration
+        db.insert_many([run("2026-12-05T10:00:00+00:00", 0.9, 1.1), run("2026-12-05T10:01:00+00:00", 1.2, 1.5)])
+    rows, load = common.measure_or_render(SimpleNamespace(name="c"), tmp_path / "rows.sqlite", True,
+                                          lambda r: r["system"])
+    assert len(rows) == 1 and load == (0.9, 1.5)
+    assert common.measured_note(load, ["abcdef0123"]).startswith("Load average at start 0.9, at end 1.5")
