@@ -204,7 +204,8 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
     lines.append("")
     for condition in dict.fromkeys(s["condition"] for s in summaries):
         measured = [s for s in summaries if s["condition"] == condition and s["trials"]]
-        lines.append(f"{condition}: " + (measured_note(measured[0].get("load"), meta.get("measured_at"))
+        lines.append(f"{condition}: " + (measured_note(measured[0].get("load"),
+                                                       measured[0].get("measured_at", meta.get("measured_at")))
                                          if measured else "not measured yet."))
     return "\n".join(lines) + "\n"
 
@@ -247,10 +248,12 @@ def _run(args) -> int:
                 from gnnbench.results.frame import frame_records, load_results
 
                 rows = frame_records(load_results(store_of(condition)))
-        commits |= {r.get("git_commit") for r in rows if r.get("git_commit")}
+        measured_at = sorted({r.get("git_commit") for r in rows if r.get("git_commit")})
+        commits |= set(measured_at)
         for size in (MIN_PROCESSES, 2 * MIN_PROCESSES):  # the default, and what twice the processes buy
             summary = summarise(condition, rows, size)
             summary["load"] = rows_load(rows) if load[0] is None else load
+            summary["measured_at"] = measured_at
             summaries.append(summary)
     meta = provenance(campaign=CAMPAIGN, dataset=config.dataset, epochs=config.epochs, warmup=config.warmup,
                       threads=config.threads, cpus=config.cpus, processes=MIN_PROCESSES, measured_at=sorted(commits))
