@@ -164,8 +164,14 @@ def cache_file(path: str | os.PathLike | None = None) -> Path:
     ``path`` if given, else :data:`CACHE_NAME` in ``$GNNBENCH_CACHE`` (default ``~/.cache/gnnbench``).
     """
     if path is not None:
-        return Path(path)
-    root = os.environ.get("GNNBENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "gnnbench")
+        return path if isinstance(path, Path) else Path(path)
+    return _default_cache_file(os.environ.get("GNNBENCH_CACHE"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _default_cache_file(root: str | None, home: str | None) -> Path:
+    """:func:`cache_file`'s default for one ``$GNNBENCH_CACHE`` and ``$HOME`` (a sampled run asks per block)."""
+    root = root or os.path.join(os.path.expanduser("~"), ".cache", "gnnbench")
     return Path(root) / CACHE_NAME
 
 
@@ -249,17 +255,33 @@ def lookup(signature: str, orientation: str, path: str | os.PathLike | None = No
     ``threads`` defaults to numba's current thread count.
     """
     data = _read(cache_file(path))
-    graphs = data.get("machines", {}).get(cpu_fingerprint(), {})
     threads = numba.get_num_threads() if threads is None else threads
-    found: dict[tuple[str, str, int, str], Variant] = {}
-    for key, entry in graphs.get(signature, {}).items():
-        parts = key.split(":")
-        if len(parts) != 6:
-            continue
-        orient, weighting, reduce, width, dtype, t = parts
-        if orient == orientation and t == f"t{threads}":
-            found[(weighting, reduce, int(width), dtype)] = Variant.from_dict(entry["variant"])
-    return found
+    return dict(_indexed(data, threads).get((signature, orientation), {}))
+
+
+#: the last parsed cache file and its entries by (graph, orientation) for one thread count (a sampled run looks
+#: up both orientations of every block it meets: parsing each entry again per block was most of a lookup)
+_INDEX: dict[tuple[str, int], tuple[dict, dict[tuple[str, str], dict[tuple[str, str, int, str], Variant]]]] = {}
+
+
+def _indexed(data: dict, threads: int) -> dict[tuple[str, str], dict[tuple[str, str, int, str], Variant]]:
+    """This CPU's entries of ``data`` at ``threads``, by (graph key, orientation); built once per parsed file."""
+    machine = cpu_fingerprint()
+    hit = _INDEX.get((machine, threads))
+    if hit is not None and hit[0] is data:
+        return hit[1]
+    index: dict[tuple[str, str], dict[tuple[str, str, int, str], Variant]] = {}
+    for signature, entries in data.get("machines", {}).get(machine, {}).items():
+        for key, entry in entries.items():
+            parts = key.split(":")
+            if len(parts) != 6:
+                continue
+            orient, weighting, reduce, width, dtype, t = parts
+            if t == f"t{threads}":
+                index.setdefault((signature, orient), {})[(weighting, reduce, int(width), dtype)] = (
+                    Variant.from_dict(entry["variant"]))
+    _INDEX[(machine, threads)] = (data, index)
+    return index
 
 
 def _store(path: Path, signature: str, entries: dict[str, dict[str, Any]]) -> None:

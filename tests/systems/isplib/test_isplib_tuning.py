@@ -120,6 +120,19 @@ def test_cache_merges_graphs_and_ignores_other_machines(cache_dir, monkeypatch):
     assert tuning.lookup(a.signature(), "forward", threads=2) == {}
 
 
+def test_a_lookup_sees_entries_stored_after_an_earlier_lookup(cache_dir):
+    """Lookups read an index of the parsed file (a sampled run looks up every block); a rewrite renews it."""
+    a = _graph(True)
+    key = ("unweighted", "sum", 4, "float32")
+    assert tuning.lookup(a.signature(), "forward", threads=2) == {}
+    tuning._store(tuning.cache_file(), a.signature(),
+                  {tuning.entry_key("forward", *key, 2): {"variant": Variant(unroll=4).as_dict()}})
+    found = tuning.lookup(a.signature(), "forward", threads=2)
+    assert found == {key: Variant(unroll=4)} and tuning.lookup(a.signature(), "forward", threads=1) == {}
+    found.clear()  # a caller's copy: the index keeps its entries
+    assert tuning.lookup(a.signature(), "forward", threads=2) == {key: Variant(unroll=4)}
+
+
 def test_tune_rejects_bad_arguments(cache_dir):
     g = _graph(True)
     with pytest.raises(UserError, match="float32 or float64"):
