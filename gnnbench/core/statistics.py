@@ -337,18 +337,18 @@ def seed_speedup(baseline: PerSeed, system: PerSeed, *, resamples: int = RESAMPL
     if min(len(base), len(own)) < MIN_PROCESSES or not math.isfinite(ratio) or ratio == 0:
         return ratio, None, None
     rng = np.random.default_rng(seed)
-    if isinstance(baseline, Mapping) and isinstance(system, Mapping) and set(baseline) == set(system):
-        seeds = list(baseline)
-        base, own = seed_values({s: baseline[s] for s in seeds}), seed_values({s: system[s] for s in seeds})
-        drawn = rng.integers(0, len(seeds), size=(resamples, len(seeds)))
-        ratios = _trimmed_means(base[drawn]) / _trimmed_means(own[drawn])
+    paired = isinstance(baseline, Mapping) and isinstance(system, Mapping) and set(baseline) == set(system)
+    if paired:  # the system's runs in the baseline's seed order, so that one draw picks a seed on both sides
+        own = np.asarray([system[s] for s in baseline], dtype=float)
+        drawn_base = drawn_own = rng.integers(0, len(base), size=(resamples, len(base)))
     else:
-        ratios = (_trimmed_means(base[rng.integers(0, len(base), size=(resamples, len(base)))])
-                  / _trimmed_means(own[rng.integers(0, len(own), size=(resamples, len(own)))]))
-    ratios = ratios[~np.isnan(ratios)]  # both sides missed in a resample: no ratio at all
-    if not len(ratios):
-        return ratio, None, None
-    with np.errstate(invalid="ignore"):
+        drawn_base = rng.integers(0, len(base), size=(resamples, len(base)))
+        drawn_own = rng.integers(0, len(own), size=(resamples, len(own)))
+    with np.errstate(invalid="ignore"):  # inf / inf: both sides missed in a resample, no ratio at all
+        ratios = _trimmed_means(base[drawn_base]) / _trimmed_means(own[drawn_own])
+        ratios = ratios[~np.isnan(ratios)]
+        if not len(ratios):
+            return ratio, None, None
         low, high = np.percentile(ratios, [50 * (1 - confidence), 50 * (1 + confidence)])
     if not (low > 0 and math.isfinite(high)):
         return ratio, None, None
