@@ -201,8 +201,10 @@ def _run(args) -> int:
         return print_plan("bench_sampled", the_campaign, results)
     systems = list(dict.fromkeys(s for m in the_campaign.matrices for s in m.axis("system")))
     datasets = {d for m in the_campaign.matrices for d in m.axis("dataset")}
+    models = {d for m in the_campaign.matrices for d in m.axis("model")}  # campaigns may share one store
     rows, load = measure_or_render(the_campaign, results, args.render_only, lambda r: (
-        (*_group(r), r["system"]) if r.get("dataset") in datasets and r.get("system") in systems else None))
+        (*_group(r), r["system"]) if r.get("dataset") in datasets and r.get("system") in systems
+        and r.get("model") in models else None))
     rows.sort(key=lambda r: (str(_group(r)), systems.index(r["system"]) if r["system"] in systems else 99))
     from gnnbench.results.frame import frame_from_rows
     from gnnbench.results.phases_figure import phases_figure
