@@ -14,10 +14,15 @@ TINY = "sbm:nodes=120,classes=2,features=8,degree=4"
 
 @pytest.fixture(autouse=True)
 def _unpatched():
+    """Each test leaves pyg-native as it found it: PyG unpatched and the default options. ``train`` configures
+    the module in this process, and a later test in the same worker (the model check's pyg-native GAT) once
+    built its layer on the sparse adjacency this file's last run had left set."""
+    from gnnbench.peers.pyg_native import _OPTIONS
     from gnnbench.systems.isplib import pyg_patch
 
-    was = pyg_patch.is_patched()
+    was, options = pyg_patch.is_patched(), dict(_OPTIONS)
     yield
+    _OPTIONS.update(options)
     if not was and pyg_patch.is_patched():
         pyg_patch.unpatch_pyg()
 
