@@ -78,15 +78,38 @@ def configure(adjacency: str = "edge_index", patch: str = "none") -> None:
 
 
 def _adjacency(graph, edge_index: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``edge_index`` or, with ``adjacency=sparse``, PyG's ``adj_t`` as a torch.sparse CSR tensor."""
+    """``edge_index`` or, with ``adjacency=sparse``, PyG's ``adj_t`` as a torch.sparse CSR tensor.
+
+    A torch.sparse CSR holds each (row, column) once, so parallel edges would merge into one entry of value
+    2: GCN and GIN would still sum the same, but GAT's softmax would see one edge and SAGE's mean would divide
+    by one. Such a graph is refused rather than trained as another function. gnnbench's datasets have no
+    parallel edges; the model check's two graphs have one each.
+    """
     if _OPTIONS["adjacency"] == "edge_index":
         return edge_index
+    parallel = _parallel_edges(graph)
+    if parallel:
+        raise UserError(f"pyg-native option adjacency=sparse cannot hold this graph's {parallel:,} parallel "
+                        f"edge(s): a torch.sparse adj_t merges them, which changes GAT's softmax and SAGE's "
+                        f"mean; use adjacency=edge_index")
     n = graph.num_nodes
     values = torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device)
     with warnings.catch_warnings():  # torch's "sparse CSR support is in beta" notice, once per process
         warnings.simplefilter("ignore", UserWarning)
         coo = torch.sparse_coo_tensor(edge_index.flip(0), values, (n, n), check_invariants=True)
         return coo.coalesce().to_sparse_csr()
+
+
+def _parallel_edges(graph) -> int:
+    """How many edges repeat an earlier edge's (source, destination). Each row's sources are sorted
+    (``Graph.from_edges``), so a repeat sits right after its first."""
+    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+    if indices.size < 2:
+        return 0
+    repeat = indices[1:] == indices[:-1]  # [i]: edge i + 1 has edge i's source
+    starts = indptr[1:-1]
+    repeat[starts[(starts > 0) & (starts < indices.size)] - 1] = False  # ... but begins another row
+    return int(repeat.sum())
 
 
 def layer_library():

@@ -27,7 +27,7 @@ def _unpatched():
         pyg_patch.unpatch_pyg()
 
 
-@pytest.mark.parametrize("model", ["gcn"])
+@pytest.mark.parametrize("model", ["gcn", "gat", "sage", "gin"])
 def test_every_adjacency_trains_the_same_function(model):
     def losses(options):
         row = train(RunConfig(system="pyg-native", model=model, dataset=TINY, epochs=2, warmup=1,
@@ -39,6 +39,23 @@ def test_every_adjacency_trains_the_same_function(model):
     plain = losses(())
     assert losses((("adjacency", "sparse"),)) == pytest.approx(plain, rel=1e-4)
     assert losses((("adjacency", "sparse"), ("patch", "isplib"))) == pytest.approx(plain, rel=1e-4)
+
+
+def test_a_sparse_adjacency_refuses_parallel_edges_rather_than_merging_them():
+    """torch.sparse merges a repeated edge into one entry of value 2: GAT's softmax and SAGE's mean would then
+    differ from every other system's (found by the model check's graph, whose two nodes are joined twice)."""
+    import numpy as np
+    import torch
+
+    from gnnbench.peers.pyg_native import _adjacency, configure
+    from gnnbench.runtime.graph import Graph
+
+    configure(adjacency="sparse")
+    simple = Graph.from_edges(np.array([1, 2, 0, 0]), np.array([0, 0, 1, 2]), 4)  # node 3 isolated
+    assert _adjacency(simple, torch.tensor(np.stack(simple.edges())), torch.float64).to_dense().sum() == 4
+    doubled = Graph.from_edges(np.array([1, 1, 2, 0, 0, 2]), np.array([0, 0, 0, 1, 2, 1]), 4)
+    with pytest.raises(UserError, match=r"cannot hold this graph's 1 parallel edge\(s\).*use adjacency=edge_index"):
+        _adjacency(doubled, torch.tensor(np.stack(doubled.edges())), torch.float64)
 
 
 def test_bad_options_are_refused_with_the_choices():
