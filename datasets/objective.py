@@ -25,12 +25,13 @@ from gnnbench.errors import UserError
 
 from .dataset import Dataset
 
-__all__ = ["Objective", "SPLITS"]
+__all__ = ["Objective", "SPLITS", "to_numpy"]
 
 SPLITS = ("train", "val", "test")
 
 
-def _to_numpy(x: Any) -> np.ndarray:
+def to_numpy(x: Any) -> np.ndarray:
+    """A framework tensor's values as a host NumPy array."""
     detach = getattr(x, "detach", None)
     if detach is not None:  # torch
         return detach().cpu().numpy()
@@ -81,7 +82,7 @@ class Objective:
             return {name: self.F.accuracy(logits, self._targets, m) for name, m in self._split_masks.items()}
         from .ogb import rocauc
 
-        out = _to_numpy(logits)
+        out = to_numpy(logits)
         result = {}
         for name, m in self._masks.items():
             try:

@@ -236,8 +236,8 @@ def summary(row: dict) -> str:
     ]
     report = Extra.of(row).system_report
     if report:
-        shown = report.get("summary") or [", ".join(f"{k}={v}" for k, v in _flatten(report)
-                                                    if not isinstance(v, (list, dict)))]
+        flat = ", ".join(f"{k}={v}" for k, v in _flatten(report) if not isinstance(v, (list, dict)))
+        shown = report.get("summary") or ([flat] if flat else [])  # an empty report (isplib's on blocks): no line
         lines += [f"  {row['system']:<10} {printable(line)}" for line in ([shown] if isinstance(shown, str) else shown)]
     if row.get("verified") != "passed":
         lines.append(f"  WARNING    {row['system']} is {row.get('verified') or 'unverified'}: run "

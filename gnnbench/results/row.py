@@ -542,9 +542,10 @@ class RunResult:
     edges_per_s: float | None = measured(
         "Sampled edges (all blocks, before self loops) per second of epoch time, median epoch (sampled runs).")
     accuracy_method: str | None = measured(
-        "How the accuracies were computed: `full-graph` (one full-graph pass), `full-neighbour` (layer-wise "
-        "full-neighbour inference after sampled training) or `sampled` (sampled evaluation with fixed "
-        "fanouts); null for rows before schema 5, all of them full-graph.")
+        "How a sampled run's accuracies were computed (`--accuracy-method`): `full-neighbour` (layer-wise "
+        "full-neighbour inference after sampled training) or `fixed-fanout` (every node in mini-batches sampled "
+        "with the training fanouts); see Note [sampled evaluation] in gnnbench/run/sampled.py. Null for "
+        "full-graph runs (one full-graph pass) and for rows before schema 5, all of them full-graph.")
     # added in schema 6 (Note [machine state] in gnnbench/run/machine_state.py)
     machine_state: MachineState | None = measured(
         "Object: the machine while the timed epochs ran, so an unsteady figure can be traced to its cause; "

@@ -25,7 +25,10 @@ Note [spmm figures]
     :mod:`gnnbench.runtime.kernel_clock`), and the figures divide the work of
     the median epoch (every epoch of a full-graph run does the same work) by
     the kernel's median seconds per epoch, the ``kernel_median_s_by_kernel``
-    of the row.
+    of the row. A sampled run's epochs draw other blocks, so their work
+    differs by a few per cent; its figures divide the epoch of median bytes
+    by the median seconds, a typical epoch's rate, and its rows and edges
+    are the blocks' (sources gathered, destinations written).
 
 Note [bounds cache]
     Bounds are a property of the machine, not of a run: measuring them takes

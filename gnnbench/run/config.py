@@ -35,7 +35,7 @@ from pydantic.dataclasses import dataclass
 
 from gnnbench.errors import UserError
 
-__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "make_config", "config_fields", "ConfigField",
+__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "ACCURACY_METHODS", "make_config", "config_fields", "ConfigField",
            "parse_memory", "parse_options", "add_config_flags", "config_values_from_flags"]
 
 SELECTIONS = ("best_val", "last")
@@ -43,6 +43,7 @@ MODES = ("train", "inference")  # Note [inference mode] in gnnbench.run.harness
 DTYPES = ("float32", "float64")
 INDEX_DTYPES = ("int32", "int64")
 BATCHINGS = ("full", "sampled")  # Note [sampled batching] in gnnbench.run.sampled
+ACCURACY_METHODS = ("full-neighbour", "fixed-fanout")  # Note [sampled evaluation] in gnnbench.run.sampled
 _MAX_SEED = 2**32 - 1  # NumPy's SeedSequence takes 32-bit words
 
 
@@ -155,6 +156,10 @@ class RunConfig:
                              gt=0, le=1 << 31)
     sampler: str = _field("gnnbench", help="the neighbour sampler of --batching sampled: gnnbench's own, PyG's or "
                           "DGL's", choices=_samplers, sweep="samplers")
+    accuracy_method: str = _field("full-neighbour", help="how --batching sampled scores the trained model: "
+                                  "full-neighbour (every node over all its neighbours) or fixed-fanout (every node "
+                                  "in mini-batches sampled with --fanouts, as in training; Note [sampled "
+                                  "evaluation])", choices=ACCURACY_METHODS, sweep="accuracy_methods")
     timeout: float | None = _field(None, help="seconds before a run is stopped, > 0, or 'none'", metavar="S",
                                    identity=False, sweep_default=1800.0, gt=0, allow_inf_nan=False)
     memory_limit: int | None = _field(None, help="address-space limit of the run's process, e.g. 4G, or 'none'",
@@ -196,7 +201,7 @@ class RunConfig:
         return check_fanouts(value)
 
     @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator", "mode", "normalisation",
-                     "batching", "sampler")
+                     "batching", "sampler", "accuracy_method")
     @classmethod
     def _one_of_the_choices(cls, value: str, info) -> str:
         choices = config_fields()[info.field_name].choices

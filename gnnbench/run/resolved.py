@@ -17,7 +17,7 @@ Note [a run resolved once]
     imported back into the harness to do so.
 
     The batching settings (``batching``, ``fanouts``, ``batch_size``,
-    ``sampler``) are the configuration's as given; a sampled run's checks
+    ``sampler``, ``accuracy_method``) are the configuration's as given; a sampled run's checks
     against the model and the dataset are :func:`gnnbench.run.sampled.check_sampled`'s.
 """
 from __future__ import annotations
@@ -73,6 +73,7 @@ def resolve_hyperparameters(config):
         UserError: an unknown model, ``--normalisation`` for a model without one, or no epoch left to time.
     """
     from gnnbench.models import get_model
+    from gnnbench.run.config import ACCURACY_METHODS
     from gnnbench.run.target import check_target, epochs_limit
 
     model_cls = get_model(config.model)
@@ -84,6 +85,9 @@ def resolve_hyperparameters(config):
     if config.normalisation is not None and hyper.normalisation is None:
         raise UserError(f"--normalisation applies to GCN only; model '{config.model}' has no normalisation option")
     hyper = replace(hyper, **overrides)
+    if config.accuracy_method != ACCURACY_METHODS[0] and config.batching != "sampled":
+        raise UserError(f"--accuracy-method {config.accuracy_method} scores mini-batches of sampled neighbours, so "
+                        f"it needs --batching sampled; a full-graph run scores every node over all its neighbours")
     if hyper.epochs <= config.warmup:
         raise UserError(f"--epochs ({hyper.epochs}) must exceed --warmup ({config.warmup}) so that some epochs are "
                         f"timed")
@@ -108,6 +112,8 @@ def stored_hyperparameters(config, hyper) -> dict[str, Any]:
     if config.batching != "full":  # Note [sampled batching] in gnnbench.run.sampled
         stored.update(batching=config.batching, fanouts=list(config.fanouts), batch_size=config.batch_size,
                       sampler=config.sampler)
+        if config.accuracy_method != "full-neighbour":  # Note [sampled evaluation] in gnnbench.run.sampled
+            stored["accuracy_method"] = config.accuracy_method
     return stored
 
 

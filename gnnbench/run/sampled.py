@@ -27,15 +27,30 @@ Note [sampled batching]
     The epoch time is the sum of the six. The row records each phase's
     median and per-epoch list, the epoch's seeds per second and sampled
     edges per second (the blocks' edges before self loops), and the peak
-    memory over the epochs. Accuracy (``accuracy_method``) is
-    ``full-neighbour``: after the last epoch, one forward pass of the
-    trained model over the whole graph with every neighbour, on the same
-    system, which is layer-wise full-neighbour inference done in one batch;
-    it runs after the peak is read, so the peak is the mini-batch epochs'.
-    Sampled runs evaluate once, after training (``selected_epoch`` is the
-    last). ``--mode inference`` times passes of mini-batch inference over
+    memory over the epochs. Accuracy is scored after the last epoch, as
+    ``--accuracy-method`` says (Note [sampled evaluation]), after the peak
+    is read, so the peak is the mini-batch epochs'. Sampled runs evaluate
+    once, after training (``selected_epoch`` is the last). ``--mode inference`` times passes of mini-batch inference over
     every node of the graph in batches (sample, gather, prepare, forward
-    under ``no_grad``). Tuning is per class of block (Note [tuning blocks]).
+    under ``no_grad``). Tuning is per class of block (Note [sampled evaluation]
+    The row's ``accuracy_method`` says how the trained model was scored, on
+    the run's own system:
+
+    * ``full-neighbour`` (the default): one forward pass over the whole
+      graph with every neighbour, which is layer-wise full-neighbour
+      inference done in one batch, as PyG's and DGL's Reddit examples
+      evaluate. It measures the model, free of sampling noise.
+    * ``fixed-fanout``: every node in mini-batches of ``--batch-size``,
+      each batch's blocks drawn with the training ``--fanouts``, as
+      NeighborLoader-style evaluation does when the whole graph does not fit.
+      The draw is the sampler's for epoch ``epochs`` (the one after the
+      last), in node order, so every evaluation of a run, and every system
+      under gnnbench's sampler, scores the same blocks.
+
+    The two differ by the sampling noise of the second; a campaign that runs
+    both shows it (campaigns/sampled.toml).
+
+Note [tuning blocks]).
 
 Note [tuning blocks]
     A system's ``tune`` hook tunes one graph; tuning every block of every
@@ -62,10 +77,7 @@ import numpy as np
 
 from gnnbench.errors import UnavailableError, UserError
 
-__all__ = ["train_sampled", "check_sampling", "ACCURACY_METHOD"]
-
-#: how a sampled row's accuracies are computed (Note [sampled batching])
-ACCURACY_METHOD = "full-neighbour"
+__all__ = ["train_sampled", "check_sampling"]
 
 
 def check_sampling(run) -> None:
@@ -162,7 +174,10 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     objective = Objective(F, dataset)
     graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
 
-    def evaluate() -> dict[str, float]:  # full-neighbour inference over the whole graph (Note [sampled batching])
+    def evaluate() -> dict[str, float]:  # Note [sampled evaluation]
+        if spec.accuracy_method == "fixed-fanout":
+            return objective.scores(_fixed_fanout_logits(spec, hyper, F, blocks, sampler, dataset,
+                                                         model_cls.self_loops))
         with F.no_grad():  # the whole graph as every layer's block: num_src == num_dst
             return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
                                                    False))
@@ -183,7 +198,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
                   prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
                   seeds_per_s=np.median(seeds) / epoch if epoch else None,
-                  edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=ACCURACY_METHOD)
+                  edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=spec.accuracy_method)
 
 
 def _scored(spec, hyper, evaluate, metric: str, target, phases, edges: list[int], system, extra: dict[str, Any],
@@ -208,9 +223,29 @@ def _scored(spec, hyper, evaluate, metric: str, target, phases, edges: list[int]
         extra["block_prepare_share"] = median("block_prepare") / epoch
         sample = median("sample")
         extra["sampler_edges_per_s"] = (np.median(edges) / sample) if sample else None
+    if phases.kernel_by_name:
+        extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
+    # no kernels by name for the sections: pim's modeled inference spreads its aggregation over whole-graph
+    # passes (epochs + 1), which a sampled epoch's batches are not
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=[], lent_times=[]))
     return accuracy
+
+
+def _fixed_fanout_logits(spec, hyper, F, blocks, sampler, dataset, self_loops: bool):
+    """Every node's logits from mini-batches of its sampled neighbourhood, in node order (Note [sampled
+    evaluation])."""
+    from gnnbench.datasets.objective import to_numpy
+
+    features = np.asarray(dataset.features)
+    nodes = np.arange(dataset.graph.num_nodes)
+    parts = []
+    with F.no_grad():
+        for batch in sampler.batches(nodes, spec.batch_size, hyper.epochs, shuffle=False):
+            logits = blocks.forward(blocks.prepare(batch.graphs(self_loops)), F.tensor(features[batch.input_nodes]),
+                                    False)
+            parts.append(to_numpy(logits))
+    return F.tensor(np.concatenate(parts))
 
 
 def _check_before_epochs(spec, F, blocks, sampler, dataset, self_loops: bool, extra: dict[str, Any]) -> float:
@@ -320,8 +355,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
         if epoch >= spec.warmup:
             edges.append(epoch_edges)
             seeds.append(epoch_seeds)
-            if kernels is not None:
-                phases.seconds["kernel"].append(kernels.total)
+            phases.add_kernels(kernels)  # seconds per kernel and SpMM work (Note [spmm figures] in run/bounds.py)
         report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))
         if evaluations.stop_after(epoch, spec.warmup):
             break

@@ -76,6 +76,43 @@ def test_sampling_fields_join_the_identity_only_when_sampled():
         == {"batching": "sampled", "fanouts": [4, 3], "batch_size": 4, "sampler": "gnnbench"}
 
 
+def test_fixed_fanout_scoring_joins_the_identity_and_needs_sampled_batching():
+    _, hyper = resolve_hyperparameters(_config())
+    assert "accuracy_method" not in stored_hyperparameters(_config(), hyper)  # the default: older rows keep theirs
+    assert stored_hyperparameters(_config(accuracy_method="fixed-fanout"), hyper)["accuracy_method"] == "fixed-fanout"
+    with pytest.raises(UserError) as err:
+        check(make_config({"system": "reference", "model": "sage", "dataset": TINY,
+                           "accuracy_method": "fixed-fanout"}), isolate=False)
+    assert str(err.value) == ("--accuracy-method fixed-fanout scores mini-batches of sampled neighbours, so it needs "
+                              "--batching sampled; a full-graph run scores every node over all its neighbours")
+
+
+def test_fixed_fanout_scoring_samples_every_node_with_the_training_fanouts():
+    """Note [sampled evaluation]: with fanouts above every degree the sampled blocks hold every neighbour, so both
+    methods score the same model alike; with fanout 1 they differ, and the row says which it used."""
+    common = dict(system="reference", epochs=2, fanouts="-1,-1")
+    full = train(_config(**common), clock=_Clock())
+    fixed = train(_config(accuracy_method="fixed-fanout", **common), clock=_Clock())
+    assert (full["accuracy_method"], fixed["accuracy_method"]) == ("full-neighbour", "fixed-fanout")
+    assert fixed["final_loss"] == full["final_loss"]  # scoring is after training: the same model
+    for split in ("train", "val", "test"):
+        assert fixed[f"{split}_accuracy"] == pytest.approx(full[f"{split}_accuracy"])
+    sparse = train(_config(system="reference", epochs=2, fanouts="1,1", accuracy_method="fixed-fanout"),
+                   clock=_Clock())
+    assert "accuracy by fixed-fanout inference" in summary(sparse)
+
+
+def test_a_sampled_row_gives_the_spmm_figures_of_its_blocks():
+    """Note [spmm figures]: a kernel system's sampled row counts its SpMM work on the blocks, as full-graph rows do."""
+    row = train(_config(system="reference", epochs=3))
+    figures = row["extra"]["spmm_figures"]["kernels"]
+    assert set(figures) == set(row["extra"]["kernel_median_s_by_kernel"]) == {"spmm_sum", "spmm_sum_backward"}
+    assert figures["spmm_sum"]["calls"] == 2 * 4  # two layers x 4 batches in the median epoch
+    assert figures["spmm_sum_backward"]["calls"] == 4  # the inner layer's input needs no gradient
+    assert figures["spmm_sum"]["GBps"] > 0 and figures["spmm_sum"]["GFLOPs"] > 0
+    assert "  spmm       spmm_sum " in summary(row)
+
+
 def test_fanout_sets_are_a_sweep_axis():
     campaign = campaign_from_mapping({"systems": ["reference"], "models": ["sage"], "datasets": [TINY],
                                       "batchings": ["sampled"], "fanout_sets": [[25, 10], "5,5"],
