@@ -10,10 +10,21 @@ Note [foreign samplers]
     ``dgl.to_block(frontier, seeds)``, whose source nodes start with its
     destinations (the same prefix rule); the block's in-edges by
     destination become the CSR. PyG: ``torch_geometric.sampler.NeighborSampler``
-    over a CSC of the graph; its output lists nodes hop by hop (seeds
-    first), so layer ``l``'s destinations are the first
-    ``sum(num_sampled_nodes[:L - l])`` nodes and its edges the hop's slice of
-    ``(row, col)`` (``row`` the local source, ``col`` the local destination).
+    over a CSC of the graph. It draws one subgraph, not one block a layer:
+    hop ``k`` samples the neighbours of the nodes hop ``k - 1`` found new
+    (the seeds at hop 1), with PyG's ``k``-th fanout, and lists nodes and
+    edges hop by hop (seeds first; ``row`` the local source, ``col`` the
+    local destination). PyG's models run every layer over that subgraph, so
+    a seed's neighbours are its hop-1 draw in every layer. As blocks: the
+    block of the layer ``h`` layers before the last has the nodes of hops
+    ``0..h`` as destinations and the edges of hops ``1..h+1``, which gives
+    the seeds PyG's own outputs. Its rows are therefore not all drawn with
+    that layer's fanout, unlike gnnbench's and DGL's samplers, which draw
+    every layer's destinations anew: a seed in the outer block keeps its
+    inner-layer draw. The per-hop counts come from pyg-lib
+    (``num_sampled_nodes``, ``num_sampled_edges``); torch-sparse returns
+    none, and they are recovered from the hop order: hop ``k``'s edges are
+    those whose destination lies among the nodes known before it.
     PyG's sampler needs pyg-lib or torch-sparse; without either it is
     unavailable, and ``--sampler pyg`` is refused before any worker starts.
     Each foreign draw is made deterministic by seeding its library's global
@@ -118,15 +129,29 @@ class PyGSampler(Sampler):
         seeds = np.ascontiguousarray(seeds, dtype=np.int64)
         out = self._sampler.sample_from_nodes(NodeSamplerInput(None, torch.from_numpy(seeds)))
         node, row, col = out.node.numpy(), out.row.numpy(), out.col.numpy()
-        n_nodes = np.cumsum(out.num_sampled_nodes)
-        n_edges = np.concatenate([[0], np.cumsum(out.num_sampled_edges)])
         hops = len(self.fanouts)
+        if out.num_sampled_nodes is not None:  # pyg-lib counts them
+            nodes_to = np.cumsum(out.num_sampled_nodes)[:hops + 1]
+            edges_to = np.cumsum(out.num_sampled_edges)[:hops]
+        else:
+            nodes_to, edges_to = _hop_bounds(row, col, len(seeds), hops)
         blocks = []
         for hop in range(hops):  # hop 0: the seeds' neighbours (the last block)
-            a, b = n_edges[hop], n_edges[hop + 1]
-            blocks.append(_csr_block(col[a:b], row[a:b], int(n_nodes[hop]), int(n_nodes[hop + 1]), self.index_dtype))
+            e = int(edges_to[hop])  # the edges of hops 1..hop+1: every sampled in-edge of these destinations
+            blocks.append(_csr_block(col[:e], row[:e], int(nodes_to[hop]), int(nodes_to[hop + 1]), self.index_dtype))
         blocks.reverse()
-        return SampledBatch(blocks, node[:int(n_nodes[hops])].astype(np.int64), seeds)
+        return SampledBatch(blocks, node[:int(nodes_to[hops])].astype(np.int64), seeds)
+
+
+def _hop_bounds(row: np.ndarray, col: np.ndarray, num_seeds: int, hops: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(nodes_to, edges_to)``: how many nodes PyG's output lists after each hop (``nodes_to[0]`` the seeds) and
+    how many edges after hops 1..``hops``, from the hop order alone (Note [foreign samplers])."""
+    nodes_to, edges_to = [num_seeds], []
+    for _ in range(hops):
+        e = int(np.count_nonzero(col < nodes_to[-1]))  # this hop's destinations: the nodes known before it
+        edges_to.append(e)
+        nodes_to.append(max(nodes_to[-1], int(row[:e].max()) + 1 if e else 0))
+    return np.array(nodes_to), np.array(edges_to)
 
 
 def make_sampler(name: str, graph, fanouts: Sequence[int], seed: int = 0):
