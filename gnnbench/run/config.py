@@ -35,7 +35,7 @@ from pydantic.dataclasses import dataclass
 
 from gnnbench.errors import UserError
 
-__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "ACCURACY_METHODS", "make_config", "config_fields", "ConfigField",
+__all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "ACCURACY_METHODS", "SAMPLED_ONLY", "make_config", "config_fields", "ConfigField",
            "parse_memory", "parse_options", "add_config_flags", "config_values_from_flags"]
 
 SELECTIONS = ("best_val", "last")
@@ -44,6 +44,8 @@ DTYPES = ("float32", "float64")
 INDEX_DTYPES = ("int32", "int64")
 BATCHINGS = ("full", "sampled")  # Note [sampled batching] in gnnbench.run.sampled
 ACCURACY_METHODS = ("full-neighbour", "fixed-fanout")  # Note [sampled evaluation] in gnnbench.run.sampled
+#: the fields only a sampled run reads: a full-graph run's identity and description leave them out
+SAMPLED_ONLY = ("fanouts", "batch_size", "sampler", "accuracy_method")
 _MAX_SEED = 2**32 - 1  # NumPy's SeedSequence takes 32-bit words
 
 
@@ -425,7 +427,7 @@ def add_config_flags(parser, *, sweep: bool = False) -> None:
             kwargs["metavar"] = f.metavar or f.name.upper()
         names = [f.flag] + ([f.short] if f.short else [])
         if sweep and f.sweep:
-            names = ["--" + f.sweep]
+            names = ["--" + f.sweep.replace("_", "-")]  # --fanout-sets, as every other flag is spelt
             kwargs.update(action="append", metavar="A,B", help=f"{f.sweep} (comma list; repeatable): "
                           + kwargs["help"])
         elif f.name == "system_options":

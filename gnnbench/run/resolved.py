@@ -96,6 +96,8 @@ def resolve_hyperparameters(config):
 
 def stored_hyperparameters(config, hyper) -> dict[str, Any]:
     """The ``hyperparameters`` column of a run of ``config`` with ``hyper``: the one place that builds it."""
+    from gnnbench.run.config import ACCURACY_METHODS, SAMPLED_ONLY
+
     stored = {**hyper.as_dict(), "warmup": config.warmup, "dtype": config.dtype, "index_dtype": config.index_dtype,
               "selection": config.selection, "system_options": dict(config.system_options)}
     # each only when not the default, so rows stored before these fields keep their identity
@@ -110,10 +112,11 @@ def stored_hyperparameters(config, hyper) -> dict[str, Any]:
     if config.target_accuracy is not None:  # Note [time to accuracy]; the limit is hyper's epochs
         stored.update(target_accuracy=config.target_accuracy, eval_every=_whole(config.eval_every or 1))
     if config.batching != "full":  # Note [sampled batching] in gnnbench.run.sampled
-        stored.update(batching=config.batching, fanouts=list(config.fanouts), batch_size=config.batch_size,
-                      sampler=config.sampler)
-        if config.accuracy_method != "full-neighbour":  # Note [sampled evaluation] in gnnbench.run.sampled
-            stored["accuracy_method"] = config.accuracy_method
+        stored["batching"] = config.batching
+        for name in SAMPLED_ONLY:  # the default scoring only when named: rows before it keep their identity
+            value = getattr(config, name)
+            if name != "accuracy_method" or value != ACCURACY_METHODS[0]:
+                stored[name] = list(value) if isinstance(value, tuple) else value
     return stored
 
 

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.run.claimant import claim_owner, owner_is_gone
-from gnnbench.run.config import RunConfig, config_fields, make_config, parse_memory
+from gnnbench.run.config import SAMPLED_ONLY, RunConfig, config_fields, make_config, parse_memory
 from gnnbench.run.repeat import process_count
 from gnnbench.errors import UserError
 from gnnbench.results.row import PROVENANCE_FIELDS
@@ -163,9 +163,10 @@ class Task:
         (``mode=inference``, ``normalisation=edge``), the round and the fallback."""
         s = self.spec
         text = f"{s.system} {s.model} {self.label} {s.framework} seed={s.seed}"
+        unread = SAMPLED_ONLY if s.batching == "full" else ()  # a full-graph run's fanouts mean nothing
         for name, f in config_fields().items():
             value = getattr(s, name, None)
-            if f.sweep and name not in _DESCRIBED and value is not None and value != f.default:
+            if f.sweep and name not in _DESCRIBED + unread and value is not None and value != f.default:
                 text += f" {f.key}={value}"
         return text + (f" round={self.round}" if self.round else "") + (f" fallback={s.fallback}" if s.fallback else "")
 

@@ -465,6 +465,23 @@ def test_a_run_is_described_by_every_swept_axis_off_its_default(tmp_path, capsys
         f"  reference gcn {TINY} torch seed=0 normalisation=edge mode=inference"]
 
 
+def test_sweep_flags_are_spelt_with_hyphens_and_full_graph_runs_name_no_fanouts(tmp_path, capsys):
+    code = cli_main(["sweep", "--systems", "reference", "--models", "sage", "--datasets", TINY, "--epochs", "6",
+                     "--batchings", "full,sampled", "--fanout-sets", "3,2", "--batch-sizes", "8",
+                     "--accuracy-methods", "fixed-fanout", "--results", str(tmp_path / "r.sqlite"), "--dry-run"])
+    out = capsys.readouterr()
+    assert code == 2 and out.err.strip().splitlines()[-1].endswith(
+        "--accuracy-method fixed-fanout scores mini-batches of sampled neighbours, so it needs --batching sampled; "
+        "a full-graph run scores every node over all its neighbours")
+    code = cli_main(["sweep", "--systems", "reference", "--models", "sage", "--datasets", TINY, "--epochs", "6",
+                     "--batchings", "full,sampled", "--fanout-sets", "3,2", "--batch-sizes", "8",
+                     "--results", str(tmp_path / "r.sqlite"), "--dry-run"])
+    assert code == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"  reference sage {TINY} torch seed=0",
+        f"  reference sage {TINY} torch seed=0 batching=sampled fanouts=(3, 2) batch_size=8"]
+
+
 def test_broken_systems_glue_is_up_to_date():
     """`gnnbench gen --check` covers systems/ only; these live under tests/ (Note [external systems])."""
     from gnnbench.dsl.gen import regenerate, spec_paths
