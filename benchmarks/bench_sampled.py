@@ -3,8 +3,9 @@
     python benchmarks/bench_sampled.py [--campaign sampled_small] [--dry-run] [--render-only] [--rounds N]
 
 The runs are a campaign (default ``campaigns/sampled_small.toml``: sampled
-SAGE, fanouts 25,10, batches of 1024, on the graph of Reddit's shape; the full
-matrix is ``--campaign sampled``), each run in its own process through
+SAGE, fanouts 25,10, batches of 1024, on the graph of Reddit's shape;
+``--campaign sampled_models``: GCN and GAT there; ``--campaign sampled``:
+ogbn-products' shape, SAGE sampled and full-graph, GCN, GAT), each run in its own process through
 ``gnnbench sweep``, interleaved, stored with its provenance in the campaign's
 results store. This script renders one table per dataset x model x batching:
 the epoch (median, IQR) and each of its six phases (Note [sampled batching]
@@ -32,6 +33,9 @@ from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, me
                      out_path, print_plan, provenance, rounds_pooled, run_script, versions, write_results)
 
 NATIVES = ("pyg-native", "dgl-native")
+#: the sampled campaigns, named in every table's first paragraph
+CAMPAIGNS = ("Reddit's shape: `sampled_small` (SAGE) and `sampled_models` (GCN, GAT); ogbn-products' shape: "
+             "`sampled` (SAGE sampled and full-graph, GCN, GAT)")
 #: the system issue 43 asks to be ahead of every other in the sampled regime
 AHEAD = "isplib"
 FIGURE = ROOT / "results" / "figures"
@@ -128,8 +132,8 @@ def kernel_bounds(rows: list[dict], system: str = AHEAD) -> list[str]:
 def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus: str | None = None) -> str:
     start = meta.get("load_average_start")
     lines = ["# Sampled mini-batch training, every phase timed (issue 34)", "",
-             f"Campaign `campaigns/{meta['campaign']}.toml` (`python benchmarks/bench_sampled.py`; the full matrix "
-             f"is `campaigns/sampled.toml`): {meta['epochs']} epochs, {meta['warmup']} of them untimed warm-ups, "
+             f"Campaign `campaigns/{meta['campaign']}.toml` (`python benchmarks/bench_sampled.py --campaign "
+             f"{meta['campaign']}`; {CAMPAIGNS}): {meta['epochs']} epochs, {meta['warmup']} of them untimed warm-ups, "
              f"{meta['rounds']} run(s) per configuration, threads {meta['threads']}, torch, float32, each run its "
              f"own process, interleaved. CPU: {meta['cpu']}. "
              + measured_note(None if start is None else (start, meta["load_average_end"]), meta.get("measured_at")),

@@ -24,6 +24,10 @@ Two criteria of issue 34, per dataset:
   protocol) and at its best-validation epoch (gnnbench's default), and the
   criterion is judged against each.
 
+Beside them, the same sampled reference runs scored with fixed fanouts
+(``--accuracy-method fixed-fanout``) show what that scoring changes on the
+same trained models (Note [sampled evaluation] in gnnbench/run/sampled.py).
+
 Writes results/sampled_accuracy.{md,json}; ``--dry-run`` prints the plan and
 runs nothing; ``--render-only`` renders what the database holds for the
 campaign's datasets, fanouts and batch size, at whatever commit the rows were
@@ -55,6 +59,11 @@ def _batching(row: Mapping[str, Any]) -> str:
     return _hyper(row).get("batching") or "full"
 
 
+def _scoring(row: Mapping[str, Any]) -> str:
+    """How the row's accuracy was scored (Note [sampled evaluation] in gnnbench/run/sampled.py)."""
+    return _hyper(row).get("accuracy_method") or "full-neighbour"
+
+
 def _points(accuracy: float | None) -> str:
     return "-" if accuracy is None else f"{100 * accuracy:.1f}"
 
@@ -74,7 +83,7 @@ def campaign_key(the_campaign):
                    and h.get("batch_size") == config.batch_size)
         full = _batching(r) == "full" and r.get("system") == "reference"
         if r.get("model") == config.model and r.get("dataset") in datasets and (sampled or full):
-            return r["system"], r["dataset"], r.get("seed"), _batching(r), h.get("selection")
+            return r["system"], r["dataset"], r.get("seed"), _batching(r), h.get("selection"), _scoring(r)
         return None
 
     return key
@@ -91,7 +100,9 @@ def judge(rows: list[dict]) -> dict[str, dict[str, Any]]:
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         mine = [r for r in rows if r["dataset"] == dataset and ok(r)]
         seeds = sorted({r["seed"] for r in mine})
-        sampled = [r for r in mine if _batching(r) == "sampled"]
+        sampled = [r for r in mine if _batching(r) == "sampled" and _scoring(r) == "full-neighbour"]
+        fixed = {r["seed"]: r["test_accuracy"] for r in mine
+                 if _batching(r) == "sampled" and _scoring(r) == "fixed-fanout" and r["system"] == "reference"}
         systems: dict[str, dict[str, Any]] = {}
         for r in sampled:
             entry = systems.setdefault(r["system"], {"accuracy": {}, "first_loss": {}, "samplers": set()})
@@ -115,9 +126,29 @@ def judge(rows: list[dict]) -> dict[str, dict[str, Any]]:
         gaps = {sel: (sampled_mean - _mean(list(accs.values()))) * 100
                 for sel, accs in full.items() if sampled_mean is not None}
         out[dataset] = {"seeds": seeds, "systems": systems, "full": full, "sampled_mean": sampled_mean,
+                        "fixed_fanout": fixed,
                         "full_gap_points": gaps,
                         "full_passed": {sel: abs(g) <= FULL_GRAPH_POINTS for sel, g in gaps.items()}}
     return out
+
+
+def _scoring_table(verdict: Mapping[str, Any], seeds: list[int]) -> list[str]:
+    """The same trained reference models scored two ways: full-neighbour and fixed-fanout (Note [sampled
+    evaluation]); nothing when no fixed-fanout row is stored."""
+    fixed = verdict.get("fixed_fanout") or {}
+    if not fixed:
+        return []
+    full = verdict["systems"].get("reference", {}).get("accuracy", {})
+    cells = [["full-neighbour"] + [_points(full.get(s)) for s in seeds] + [_points(_mean(list(full.values()))), ""],
+             ["fixed-fanout"] + [_points(fixed.get(s)) for s in seeds] + [_points(_mean(list(fixed.values()))), ""]]
+    both = [s for s in seeds if s in fixed and s in full]
+    cells[1][-1] = f"{100 * _mean([fixed[s] - full[s] for s in both]):+.1f}" if both else "-"
+    return ["Scoring (reference, sampled): one trained model per seed, scored by full-neighbour inference and by "
+            "mini-batches sampled with the training fanouts (`--accuracy-method fixed-fanout`, Note [sampled "
+            "evaluation] in gnnbench/run/sampled.py). Training is the same in both runs; the difference is the "
+            "sampling noise of fixed-fanout scoring.", "",
+            Table(["scored by"] + [f"seed {s} test %" for s in seeds] + ["mean %", "fixed - full-neighbour (points)"],
+                  cells, [False] + [True] * (len(seeds) + 2)).render("markdown").rstrip("\n"), ""]
 
 
 def render(rows: list[dict], verdicts: dict[str, dict[str, Any]], meta: Mapping[str, Any]) -> str:
@@ -172,6 +203,7 @@ def render(rows: list[dict], verdicts: dict[str, dict[str, Any]], meta: Mapping[
                   Table(["SAGE"] + [f"seed {s} test %" for s in seeds] + ["mean %", "sampled - full (points)",
                                                                           f"within {FULL_GRAPH_POINTS}"],
                         cells, [False] + [True] * (len(seeds) + 2) + [False]).render("markdown").rstrip("\n"), ""]
+        lines += _scoring_table(v, seeds)
     failed = [f"{r['system']} {r['dataset']} seed {r.get('seed')} ({_batching(r)}): {r['status']}: {r.get('error')}"
               for r in rows if not ok(r)]
     if failed:

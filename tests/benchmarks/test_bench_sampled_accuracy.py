@@ -55,3 +55,22 @@ def test_render_names_the_verdicts_and_the_failed_run(bench):
                                                                   "0.2", "0.0e+00", "pass"]
     assert "| pyg-native" in text and "FAIL" in text and "PubMed could not be measured here" in text
     assert "- mkl cora seed 0 (sampled): failed: boom" in text
+
+
+def test_fixed_fanout_scoring_is_its_own_table_and_leaves_the_verdicts_alone(bench):
+    """A reference row scored with fixed fanouts (Note [sampled evaluation]) is compared with the full-neighbour
+    scoring of the same seed; it is neither a system of the same-blocks table nor the sampled mean."""
+    fixed = []
+    for seed, accuracy in ((0, 0.790), (1, 0.780), (2, 0.820)):
+        row = _row("reference", seed, accuracy)
+        row["hyperparameters"]["accuracy_method"] = "fixed-fanout"
+        fixed.append(row)
+    rows = _rows() + fixed
+    verdict = bench.judge(rows)["cora"]
+    assert verdict["sampled_mean"] == pytest.approx(0.80) and verdict["fixed_fanout"] == {0: 0.79, 1: 0.78, 2: 0.82}
+    assert bench.judge(_rows())["cora"]["systems"] == verdict["systems"]
+    meta = {"fanouts": "10,5", "batch_size": 32, "sampler": "gnnbench", "epochs": 100, "warmup": 5, "threads": 1,
+            "full_epochs": 200, "cpu": "test cpu", "load_average_start": 1.0, "load_average_end": 2.0,
+            "measured_at": ["abc1234"]}
+    line = next(s for s in bench.render(rows, bench.judge(rows), meta).splitlines() if s.startswith("| fixed-fanout"))
+    assert [c.strip() for c in line.strip("|").split("|")] == ["fixed-fanout", "79.0", "78.0", "82.0", "79.7", "-0.3"]
