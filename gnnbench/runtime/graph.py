@@ -171,12 +171,10 @@ class Graph:
         is source ``i``, Note [blocks]); sources past the destinations get none.
         """
         if "self_loops" not in self._cache:
-            src, dst = self.edges()
-            has_loop = np.zeros(self.num_nodes, dtype=bool)
-            has_loop[src[src == dst]] = True
-            missing = np.flatnonzero(~has_loop)
-            g = Graph.from_edges(np.concatenate([src, missing]), np.concatenate([dst, missing]),
-                                 self.num_nodes, self.index_dtype, num_src=self.num_src)
+            from gnnbench.runtime.csr_loops import add_self_loops  # Note [self loops in one pass]
+
+            indptr, indices = add_self_loops(self.indptr, self.indices, self.num_nodes)
+            g = Graph(indptr, indices, self.num_nodes, num_src=self.num_src)
             g._cache["self_loops"] = g
             self._cache["self_loops"] = g
         return self._cache["self_loops"]

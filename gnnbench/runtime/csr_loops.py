@@ -1,0 +1,60 @@
+"""A graph's CSR with a self loop on every destination that lacks one, in one pass, for ``Graph.with_self_loops``.
+
+Note [self loops in one pass]
+    ``with_self_loops`` rebuilt the graph with ``Graph.from_edges``: every
+    edge and the new loops through a lexicographic sort by (destination,
+    source), ``O(E log E)``. On a sampled batch's blocks that sort was most
+    of what GCN's and GAT's block preparation cost, for every system alike:
+    9 ms a block of 100k edges on Reddit's shape, 0.14 s of a 0.37 s GCN
+    epoch (results/sampled_models.md), where SAGE, which takes no loops,
+    prepared its blocks in 0.02 s. The destinations are already in order;
+    only each row needs its loop. One pass copies every row into its place
+    in the longer arrays, inserts the loop where the row's order puts it
+    (a sorted row stays sorted: a full graph's rows are), and sorts a row
+    only when it was not sorted (a sampled block's rows come in draw order).
+    The result is ``from_edges``'s exactly: the same rows, each sorted by
+    source, duplicates kept.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["add_self_loops"]
+
+
+@numba.njit(cache=True)
+def _fill(indptr, indices, missing, out_indptr, out_indices):
+    for i in range(indptr.shape[0] - 1):
+        a, b, o = indptr[i], indptr[i + 1], out_indptr[i]
+        ordered = True
+        for k in range(a, b):
+            out_indices[o + k - a] = indices[k]
+            if k > a and indices[k] < indices[k - 1]:
+                ordered = False
+        end = o + (b - a)
+        if missing[i]:
+            p = end
+            if ordered:  # shift the larger sources right: the row stays sorted
+                while p > o and out_indices[p - 1] > i:
+                    out_indices[p] = out_indices[p - 1]
+                    p -= 1
+            out_indices[p] = i
+            end += 1
+        if not ordered:
+            out_indices[o:end] = np.sort(out_indices[o:end])
+
+
+def add_self_loops(indptr: np.ndarray, indices: np.ndarray, num_dst: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, indices)`` of the CSR with the loop ``i -> i`` added to each row ``i`` that has none, every row
+    sorted by source (Note [self loops in one pass]); ``indptr`` int64, ``indices`` in their own dtype."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    counts = np.diff(indptr)
+    rows = np.repeat(np.arange(num_dst, dtype=np.int64), counts)
+    missing = np.ones(num_dst, dtype=np.bool_)
+    missing[rows[indices == rows]] = False
+    out_indptr = np.zeros(num_dst + 1, dtype=np.int64)
+    np.cumsum(counts + missing, out=out_indptr[1:])
+    out_indices = np.empty(int(out_indptr[-1]), dtype=indices.dtype)
+    _fill(indptr, indices, missing, out_indptr, out_indices)
+    return out_indptr, out_indices
