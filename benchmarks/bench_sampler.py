@@ -31,24 +31,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_path, provenance, write_results  # noqa: E402
 
 
+def backend(name: str) -> str:
+    """What draws an arm's neighbours: gnnbench's own kernels, DGL's, or PyG's on pyg-lib or torch-sparse."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(package: str) -> str | None:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return None
+
+    if name == "dgl":
+        return f"DGL {of('dgl')}"
+    if name == "pyg":
+        under = next((f"{p} {of(p)}" for p in ("pyg-lib", "torch-sparse") if of(p)), "neither pyg-lib nor torch-sparse")
+        return f"PyG {of('torch_geometric')} on {under}"
+    return "gnnbench's own (numba)"
+
+
 def render(title: str, samples: dict[str, list[float]], edges: dict[str, float], missing: dict[str, str],
-           load: list[float], threads: int) -> str:
+           load: list[float], threads: int, backends: dict[str, str] | None = None) -> str:
     """The markdown table: per arm its median epoch, edges/s and per-round ratio of its edges/s to gnnbench's."""
     rounds = len(next(iter(samples.values())))
     lines = [f"# Sampler speed: {title}", "",
              f"{rounds} interleaved rounds in one process, {threads} thread(s), load {load[0]:.1f} before and "
              f"{load[1]:.1f} after. An epoch: every training node once, in seeded batches; the same batches for "
              f"every arm. Ratios are medians of per-round ratios of edges/s to gnnbench's (range).", "",
-             "| sampler | epoch median ms | sampled edges / epoch | M edges/s | edges/s vs gnnbench |",
-             "|---|---|---|---|---|"]
+             "| sampler | library | epoch median ms | sampled edges / epoch | M edges/s | edges/s vs gnnbench |",
+             "|---|---|---|---|---|---|"]
+    backends = backends or {}
     base = np.array(samples["gnnbench"]) / edges["gnnbench"]  # seconds per edge, per round
     for name, times in samples.items():
         t = np.array(times)
         per_round = base / (t / edges[name])  # (edges/s of arm) / (edges/s of gnnbench)
-        lines.append(f"| {name} | {np.median(t) * 1e3:.1f} | {edges[name]:,.0f} | "
+        lines.append(f"| {name} | {backends.get(name, '')} | {np.median(t) * 1e3:.1f} | {edges[name]:,.0f} | "
                      f"{edges[name] / np.median(t) / 1e6:.2f} | {np.median(per_round):.2f}x "
                      f"({per_round.min():.2f}-{per_round.max():.2f}) |")
-    lines += [f"| {name} | - | - | - | unavailable: {reason} |" for name, reason in missing.items()]
+    lines += [f"| {name} | {backends.get(name, '')} | - | - | - | unavailable: {reason} |"
+              for name, reason in missing.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -92,10 +112,11 @@ def main(argv=None) -> int:
     g = dataset.graph
     markdown = render(f"{args.dataset} ({g.num_nodes:,} nodes, {g.num_edges:,} edges, {train.shape[0]:,} training "
                       f"nodes), fanouts {args.fanouts}, batch size {args.batch_size}", samples, mean_edges, missing,
-                      load, numba.get_num_threads())
+                      load, numba.get_num_threads(), {name: backend(name) for name in SAMPLERS})
     write_results(args.out, {**provenance(dataset=args.dataset, fanouts=list(fanouts), batch_size=args.batch_size,
                                           rounds=args.rounds, load=load, threads=numba.get_num_threads()),
-                             "samples_s": samples, "edges_per_epoch": mean_edges, "unavailable": missing}, markdown)
+                             "samples_s": samples, "edges_per_epoch": mean_edges, "unavailable": missing,
+                             "libraries": {name: backend(name) for name in SAMPLERS}}, markdown)
     return 0
 
 

@@ -11,11 +11,18 @@ def bench(load_benchmark):
 
 def test_table_gives_edges_per_second_and_per_round_ratios(bench):
     samples = {"gnnbench": [1.0, 2.0, 1.0], "dgl": [2.0, 2.0, 4.0]}
-    text = bench.render("rmat", samples, {"gnnbench": 1e6, "dgl": 1e6}, {"pyg": "needs pyg-lib"}, [1.0, 2.0], 1)
+    libraries = {"gnnbench": "own", "dgl": "DGL 2.1.0", "pyg": "PyG 2.8.1 on neither"}
+    text = bench.render("rmat", samples, {"gnnbench": 1e6, "dgl": 1e6}, {"pyg": "needs pyg-lib"}, [1.0, 2.0], 1,
+                        libraries)
     assert "3 interleaved rounds in one process, 1 thread(s), load 1.0 before and 2.0 after." in text
-    assert "| gnnbench | 1000.0 | 1,000,000 | 1.00 | 1.00x (1.00-1.00) |" in text
-    assert "| dgl | 2000.0 | 1,000,000 | 0.50 | 0.50x (0.25-1.00) |" in text  # per-round ratios 0.5, 1, 0.25
-    assert "| pyg | - | - | - | unavailable: needs pyg-lib |" in text
+    assert "| gnnbench | own | 1000.0 | 1,000,000 | 1.00 | 1.00x (1.00-1.00) |" in text
+    assert "| dgl | DGL 2.1.0 | 2000.0 | 1,000,000 | 0.50 | 0.50x (0.25-1.00) |" in text  # per round 0.5, 1, 0.25
+    assert "| pyg | PyG 2.8.1 on neither | - | - | - | unavailable: needs pyg-lib |" in text
+
+
+def test_each_arm_names_the_library_that_draws_it(bench):
+    assert bench.backend("gnnbench") == "gnnbench's own (numba)"
+    assert bench.backend("dgl").startswith("DGL ") and bench.backend("pyg").startswith("PyG ")
 
 
 def test_a_short_run_writes_its_results(bench, tmp_path):
