@@ -129,6 +129,28 @@ def kernel_bounds(rows: list[dict], system: str = AHEAD) -> list[str]:
     return out + ([""] if out else [])
 
 
+def beside_full(rows: list[dict]) -> list[str]:
+    """Per dataset and model trained both ways: each system's sampled and full-graph epoch and peak memory, side
+    by side (an epoch is a pass over every training node either way; the peak is over the epochs)."""
+    out = []
+    both: dict[tuple, dict[str, dict[str, Mapping[str, Any]]]] = {}
+    for r in rows:
+        if ok(r):
+            both.setdefault((r.get("dataset"), r.get("model")), {}).setdefault(r["system"], {})[
+                _hyper(r).get("batching") or "full"] = r
+    for (dataset, model), systems in both.items():
+        cells = [[system, _s(ways["sampled"]["epoch_time_median_s"]), _s(ways["full"]["epoch_time_median_s"]),
+                  f"{ways['sampled']['peak_memory_bytes'] / 2**20:.0f}", f"{ways['full']['peak_memory_bytes'] / 2**20:.0f}"]
+                 for system, ways in systems.items() if {"sampled", "full"} <= set(ways)
+                 and ways["sampled"].get("peak_memory_bytes") and ways["full"].get("peak_memory_bytes")]
+        if cells:
+            out += [f"## {model} sampled beside full-graph on `{dataset}`", "",
+                    "Seconds per epoch and peak MiB above the baseline, from the two tables above.", "",
+                    Table(["system", "sampled epoch s", "full-graph epoch s", "sampled peak MiB", "full-graph peak MiB"],
+                          cells, [False, True, True, True, True]).render("markdown").rstrip("\n"), ""]
+    return out
+
+
 def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus: str | None = None) -> str:
     start = meta.get("load_average_start")
     lines = ["# Sampled mini-batch training, every phase timed (issue 34)", "",
@@ -165,6 +187,7 @@ def render(rows: list[dict], meta: Mapping[str, Any], figure: str | None, versus
         lines += [f"## {model}, {batching} ({shape}) on `{dataset}`{size}{sampled}", "",
                   Table(header, [_cells(r, natives) for r in members], [False] + [True] * 14 + [True])
                   .render("markdown").rstrip("\n"), ""]
+    lines += beside_full(rows)
     if versus:
         lines += [f"## Every system against `{AHEAD}`, over processes", "",
                   f"`gnnbench compare --baseline {AHEAD} --include-unverified` on this campaign's runs: the epoch "

@@ -36,6 +36,15 @@ def test_render_sets_each_system_against_both_natives_of_the_run(bench):
     assert "2,000,000 sampled edges an epoch" in text and "isplib's per-block warm-up" in text
 
 
+def test_sampled_and_full_graph_epochs_and_peaks_sit_side_by_side(bench):
+    full = {**_row("isplib", 3.0), "hyperparameters": {}, "peak_memory_bytes": 900 * 2**20}
+    lines = "\n".join(bench.beside_full([_row("isplib", 1.0), full, _row("mkl", 1.0)])).splitlines()  # mkl: one way
+    assert lines[0] == "## sage sampled beside full-graph on `rmat:like=reddit`"
+    assert [line for line in lines if line.startswith("| isplib")] == [
+        "| isplib   |              1.00 |                 3.00 |                300 |                   900 |"]
+    assert not any(line.startswith("| mkl") for line in lines) and bench.beside_full([_row("mkl", 1.0)]) == []
+
+
 def test_the_kernels_share_bounds_what_isplibs_kernels_can_win(bench):
     (line, blank) = bench.kernel_bounds([_row("isplib", 1.0), _row("mkl", 1.0)])
     assert line.startswith("Where the epoch goes (sage, fanouts 25,10, batch 1024, `rmat:like=reddit`): isplib's own "
