@@ -296,3 +296,23 @@ def test_int32_mode_stays_within_its_stated_bound():
     row = check_quantised("pim", "spmm(reduce=sum, weight, arithmetic=int32)", threads=1)
     assert row.status == "passed", row.failures
     assert "within the stated bound" in row.detail
+
+
+def test_a_block_of_a_known_class_takes_its_layout_without_a_search():
+    """Note [one search per class of block]: the first block of a class is searched in full; a second block of
+    the class is costed on its own rows in the first one's layout; a full graph is always searched."""
+    from gnnbench.runtime.graph import Graph
+
+    rng = np.random.default_rng(4)
+
+    def block():
+        return Graph.from_edges(rng.integers(0, 600, 3000), rng.integers(0, 200, 3000), 200, num_src=600)
+
+    first, second = K.prepare(block().view()), K.prepare(block().view())
+    searched, reused = first.layouts[0].choice, second.layouts[0].choice
+    assert searched.scored > 20 and reused.scored == 1
+    assert reused.plan.label() == searched.plan.label() and reused.plan is not searched.plan
+    full = tricky_graph()
+    assert [K.prepare(full.view()).layouts[0].choice.scored > 1 for _ in range(2)] == [True, True]  # every time
+    K.configure(**K._DEFAULTS)  # new options forget the classes
+    assert K.prepare(block().view()).layouts[0].choice.scored > 20
