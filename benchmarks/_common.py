@@ -203,10 +203,11 @@ def measured_note(load: tuple[float, float] | None, commits: Iterable[str] | Non
     """Where a table's rows come from: the load they ran under (or that they were rendered from stored
     rows, whose load was not kept) and the commits they were measured at (the rows' ``git_commit``)."""
     short = (c[:7] + ("-dirty" if c.endswith("-dirty") else "") for c in commits or ())
-    named = ", ".join(dict.fromkeys(short)) or "unknown"  # a dirty tree stays visible
+    unique = list(dict.fromkeys(short))  # a dirty tree stays visible
+    named = ("commits " if len(unique) > 1 else "commit ") + (", ".join(unique) or "unknown")
     if load is None:
-        return f"Load not recorded: rendered from stored rows (`--render-only`) measured at commit {named}."
-    return f"{load_note(*load)} Measured at commit {named}."
+        return f"Load not recorded: rendered from stored rows (`--render-only`) measured at {named}."
+    return f"{load_note(*load)} Measured at {named}."
 
 
 def versions(*packages: str) -> dict[str, str]:

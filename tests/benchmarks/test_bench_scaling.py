@@ -54,7 +54,7 @@ def test_table_sets_isplib_against_dgl_native_per_size(bench, tmp_path):
     assert "- 64M sage dgl-native: oom: out of memory" in text
     assert "rendered from stored rows (`--render-only`) measured at commit unknown." in text
     measured = bench.render(rows, meta | {"load": (1.0, 1.5), "measured_at": ["0123456789ab", "fedcba987654-dirty"]})
-    assert "Load average at start 1.0, at end 1.5" in measured and "Measured at commit 0123456, fedcba9-dirty." in measured
+    assert "Load average at start 1.0, at end 1.5" in measured and "Measured at commits 0123456, fedcba9-dirty." in measured
     bench.figure(rows, tmp_path / "scaling.png")
     assert (tmp_path / "scaling.png").stat().st_size > 0
 
