@@ -3,11 +3,19 @@
 .. math::
     x_i' = W_r x_i + W_n \\,\\mathrm{mean}_{j \\in N(i)} x_j + b
 
-Aggregation is ``spmm(reduce=mean)`` over A at the narrower of the two
-widths: the mean is linear, so ``mean(x) W_n = mean(x W_n)``, and when the
-layer narrows (``out < in``) the neighbour transform runs first, as in DGL's
-``SAGEConv`` and this package's GCN; otherwise it aggregates first (PyG's
-``SAGEConv`` order). No normalisation of the output.
+Aggregation is ``spmm(reduce=mean)`` over A, in the cheaper order: the
+mean is linear, so ``mean(x) W_n = mean(x W_n)``. A hidden layer pays an
+SpMM forward and one backward at the width it aggregates, so when it
+narrows (``out < in``) the neighbour transform runs first, as in DGL's
+``SAGEConv`` and this package's GCN. The first layer's input, the features,
+needs no gradient: aggregating first costs one SpMM at ``in``, transforming
+first two at ``out``, so it aggregates first unless ``in > 2 out`` (PyG's
+``SAGEConv`` always aggregates first). On a sampled block this also runs the
+matmul on the destinations, not on the sources, about ten times as many:
+SAGE on ogbn-products' shape (100 features, hidden 64) took 0.34 s of
+backward an epoch this way against 0.58 s transforming first, one run each
+(results/sampled_products.md was measured before). No normalisation of the
+output.
 
 Defaults (common node-classification settings): 2 layers, hidden 64,
 dropout 0.5, lr 0.01, weight decay 5e-4.
@@ -32,7 +40,7 @@ class SAGE(GNN):
 
     def conv(self, index, in_dim, out_dim):
         def forward(F, p, graph, x):
-            if out_dim < in_dim:
+            if (in_dim > 2 * out_dim) if index == 0 else (out_dim < in_dim):  # the cheaper order (docstring)
                 neigh = F.spmm(graph, F.matmul(x, p["weight_neigh"]), None, reduce="mean")
             else:
                 neigh = F.matmul(F.spmm(graph, x, None, reduce="mean"), p["weight_neigh"])

@@ -13,7 +13,7 @@ from gnnbench.runtime.registry import load_system
 #: per model, the ops of one training forward's first layer (dropout, conv, activation), in call order
 FIRST_LAYER = {
     "gcn": ["dropout", "graph_tensor", "graph_tensor", "matmul", "mul", "spmm", "mul_add", "relu"],
-    "sage": ["dropout", "matmul", "spmm", "linear", "add", "relu"],  # in 6 > hidden 4: transform first
+    "sage": ["dropout", "spmm", "matmul", "linear", "add", "relu"],  # the features: in 6 <= 2 x hidden 4, aggregate first
     "gin": ["dropout", "spmm", "add", "linear", "relu", "linear", "relu"],  # GIN-0: no mul by 1.0
 }
 
