@@ -35,8 +35,9 @@ Note [one search per class of block]
     (``sp``, ``ds``, both balances), built and costed on their own rows, and
     are searched in full only when that layout does not fit them. A full
     graph is never a block, and is always searched. On Cora (SAGE, fanouts
-    10,5, batches of 32) block prepare went from 3.5 s to 0.06 s an epoch,
-    and the modeled aggregation rose 8 % forward and 14 % backward over the
+    10,5, batches of 32; one run each, load about 2) block prepare went from
+    3.5 s to 0.06 s an epoch, and the modeled aggregation (a cost model's,
+    not a timing) rose 8 % forward and 14 % backward over the
     best layout of every block: the class's layout is near, not at, each
     block's optimum. A PIM system could not search every batch's layouts
     either; PyGim tunes once per graph.
