@@ -477,7 +477,8 @@ class RunResult:
         "List of floats: optimizer time of every timed epoch in seconds.")
     cpu_model: str | None = measured("CPU model name.", comparable=1)
     machine: dict[str, Any] | None = measured("Object: hostname, platform, cpu count, GPU, library versions.")
-    git_commit: str | None = identity("gnnbench git commit the run was made from.")
+    git_commit: str | None = identity("The last gnnbench commit that changed the code the run executed, `-dirty` when "
+                                      "that code was modified (Note [code commit] in gnnbench/run/environment.py).")
     extra: Extra | None = measured(
         "Object of system-specific figures (tuned parameters, counters). A run with `--fallback` adds "
         "`fallback`: the lender's `system`, `system_version` and `system_hash`, the `operators` it ran (e.g. "

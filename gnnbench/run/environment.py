@@ -28,6 +28,20 @@ Note [peak memory]
     after ``reset_memory_stats``), method ``cuda_allocator``. It counts the
     tensors the framework allocated, which is every tensor of a run (the
     producer-only boundary): a system's private device memory would escape it.
+
+Note [code commit]
+    A row's ``git_commit`` is the last commit that changed the code a run
+    executes (:data:`CODE_PATHS`), not ``HEAD``. The commit is part of a run's
+    provenance (Note [provenance] in :mod:`gnnbench.run.sweep`), and results,
+    notes and README are committed while campaigns run: with ``HEAD``, a
+    commit of ``results/`` during a sweep gave the workers started after it
+    another commit, split one campaign's processes into two configurations
+    and made every stored row look stale to a resumed sweep. A commit that
+    changes only files outside :data:`CODE_PATHS` runs the same code, so it
+    keeps the commit; one that changes the code gives a new one, as it
+    should, whenever it lands. ``-dirty`` likewise looks only at the code.
+    Campaign files are outside: what a run reads from them is its
+    configuration, which the provenance holds field by field.
 """
 from __future__ import annotations
 
@@ -40,7 +54,11 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["machine_info", "cpu_model", "git_commit", "PeakMemory"]
+__all__ = ["machine_info", "cpu_model", "git_commit", "code_commit", "CODE_PATHS", "PeakMemory"]
+
+#: what a run executes, relative to the checkout's root (Note [code commit])
+CODE_PATHS = ("gnnbench", "systems", "dsl", "models", "datasets", "benchmarks", "pyproject.toml",
+              "constraints.txt")
 
 _LIBRARIES = ("torch", "numpy", "scipy", "numba", "torch_geometric", "dgl", "tensorflow-cpu", "tensorflow", "lark")
 
@@ -84,15 +102,21 @@ def machine_info(device: str = "cpu") -> dict:
 
 @lru_cache(maxsize=1)
 def git_commit() -> str:
-    """The gnnbench checkout's commit (with ``-dirty`` when modified), or ``unknown``."""
-    root = Path(__file__).resolve().parent.parent
+    """This checkout's :func:`code_commit` (Note [code commit])."""
+    return code_commit(Path(__file__).resolve().parent.parent)
+
+
+def code_commit(root: Path) -> str:
+    """The last commit under ``root`` that changed :data:`CODE_PATHS`, with ``-dirty`` when that code is
+    modified, or ``unknown`` outside a git checkout (Note [code commit])."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5).stdout.strip()
+
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=5).stdout.strip()
+        commit = git("log", "-1", "--format=%H", "HEAD", "--", *CODE_PATHS)
         if not commit:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -22,7 +22,8 @@ Note [provenance]
     :data:`PROVENANCE_FIELDS` agree: system, system_hash (spec + glue +
     kernels), model, dataset (canonical name), framework, device, seed,
     threads, allocator (as resolved on this machine), hyperparameters (resolved from the model's defaults, with warmup,
-    dtypes and system options), epochs and git_commit. :func:`provenance`
+    dtypes and system options), epochs and git_commit (the code's, Note [code commit] in
+    :mod:`gnnbench.run.environment`). :func:`provenance`
     hashes exactly those fields of a row, and :func:`identity` computes them
     for a task before it runs. The sweep stamps them on every row it stores,
     so the row of a crashed run has the provenance a successful run of the

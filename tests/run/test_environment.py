@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
 
 import numpy as np
 
-from gnnbench.run.environment import PeakMemory, cpu_model, git_commit, machine_info
+from gnnbench.run.environment import PeakMemory, code_commit, cpu_model, git_commit, machine_info
 
 
 def test_machine_info_names_the_cpu_and_the_libraries():
@@ -17,6 +19,34 @@ def test_machine_info_names_the_cpu_and_the_libraries():
 
 def test_git_commit_is_a_hash_possibly_dirty():
     assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?|unknown", git_commit())
+
+
+def test_the_commit_is_the_last_one_that_changed_code_so_committing_results_keeps_it(tmp_path: Path):
+    """Note [code commit]: a results commit during a campaign must not split its provenance."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    assert code_commit(tmp_path) == "unknown"
+    git("init", "-q")
+    (tmp_path / "gnnbench").mkdir()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "gnnbench" / "loop.py").write_text("x = 1\n")
+    (tmp_path / "results" / "table.md").write_text("| a |\n")
+    git("add", ".")
+    git("commit", "-qm", "code")
+    code = git("rev-parse", "HEAD")
+    assert code_commit(tmp_path) == code
+
+    (tmp_path / "results" / "table.md").write_text("| b |\n")
+    assert code_commit(tmp_path) == code  # a modified result is not modified code
+    git("commit", "-qam", "results")
+    assert code_commit(tmp_path) == code != git("rev-parse", "HEAD")
+
+    (tmp_path / "gnnbench" / "loop.py").write_text("x = 2\n")
+    assert code_commit(tmp_path) == code + "-dirty"
+    git("commit", "-qam", "faster")
+    assert code_commit(tmp_path) == git("rev-parse", "HEAD")
 
 
 def test_peak_memory_sees_an_allocation_made_after_start():
