@@ -103,7 +103,7 @@ def machine_info(device: str = "cpu") -> dict:
 @lru_cache(maxsize=1)
 def git_commit() -> str:
     """This checkout's :func:`code_commit` (Note [code commit])."""
-    return code_commit(Path(__file__).resolve().parent.parent)
+    return code_commit(Path(__file__).resolve().parents[2])  # gnnbench/run/environment.py -> the checkout
 
 
 def code_commit(root: Path) -> str:
