@@ -1,6 +1,6 @@
 """SpMM-sum micro-benchmark: isplib (auto-tuned numba) against PyTorch, PyG and DGL on the CPU.
 
-    python benchmarks/bench_spmm.py [--quick] [--rounds R] [--widths 32,64,128] [--allocator auto]
+    python benchmarks/bench_spmm.py [--quick] [--processes P] [--rounds R] [--widths 32,64,128] [--allocator auto]
 
 Graphs: R-MAT with 2^17 nodes and 4M directed edges (``gnnbench.datasets``
 ``rmat``, power law) and a uniform random graph with 200k nodes and ~4M
@@ -8,7 +8,24 @@ directed edges. For each graph and width ``F`` every system computes
 ``out = A x`` (``x`` float32 ``[N, F]``, unweighted sum over in-edges), is
 checked against a float64 SciPy reference, then all systems run ``--rounds``
 interleaved rounds (so machine drift and the neighbours' load are shared);
-the table shows median milliseconds.
+the table shows median milliseconds. Each process does all of that once, and
+``--processes`` of them run one after another (Note [a process per round]).
+
+Note [a process per round]
+    A kernel's time varies more between processes than between the rounds of
+    one: thread placement, memory layout, the neighbours' load, and here also
+    the variant the tuner picks, which each process tunes afresh
+    (Note [between-process statistics] in :mod:`gnnbench.core.statistics`).
+    So the script runs itself ``--processes`` times (default
+    ``MIN_PROCESSES``), one after another, each child timing every case over
+    ``--rounds`` interleaved rounds and writing its report to a temporary
+    file; the parent measures the bounds once and pools. A row's figure is
+    the median of its per-process medians, its IQR the median of theirs,
+    ``vs isplib`` the ratio of two figures with the two-level bootstrap
+    interval of :func:`~gnnbench.core.statistics.speedup`, and a figure that
+    :meth:`~gnnbench.core.statistics.Processes.note` calls unstable says why
+    in its row. ``--processes 1`` measures in this process, and the table
+    says that one process claims no interval.
 
 Note [effective bandwidth]
     bytes moved = indices + indptr + gathered rows + output rows
@@ -82,6 +99,7 @@ Results go to ``results/bench_spmm.json`` and ``results/bench_spmm.md``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -97,6 +115,8 @@ import torch
 from numba import njit, prange
 
 from gnnbench.core.measurement import Measurement
+from gnnbench.core.stability import MIN_PROCESSES
+from gnnbench.core.statistics import CONFIDENCE, ONE_PROCESS, Processes, speedup
 from gnnbench.run.bounds import measure_bounds, spmm_bytes
 from gnnbench.runtime.graph import Graph
 
@@ -415,6 +435,59 @@ def run_provenance(allocator: str, **settings) -> dict:
                       uptime_start=uptime(), **settings)
 
 
+def _processes(results: list[dict], name: str) -> Processes:
+    return Processes(tuple(Measurement(tuple(t / 1e3 for t in r[name]["samples_ms"]), label=name) for r in results))
+
+
+def pool_case(cases: list[dict]) -> dict:
+    """One case (graph, width) as every process measured it, pooled (Note [a process per round]).
+
+    Each result keeps ``median_ms`` (now the median of the per-process medians, which
+    ``bench_gather_reuse`` reads) and gains ``processes``, ``process_medians_ms``, ``vs_isplib``
+    (ratio, low, high: its time over tuned isplib's, low and high ``None`` with one process) and ``note``.
+    """
+    first = cases[0]
+    each = [c["results"] for c in cases]
+    tuned = _processes(each, "isplib (tuned)")
+    results = {}
+    for name, r in first["results"].items():
+        ps = _processes(each, name)
+        moved = r["GBps"] * r["median_ms"] * 1e6  # bytes: GB/s times seconds
+        results[name] = {"median_ms": ps.median * 1e3, "iqr_ms": ps.iqr * 1e3, "noise": r.get("noise", "")
+                         if len(ps) == 1 else "", "GBps": moved / ps.median / 1e9, "processes": len(ps),
+                         "process_medians_ms": [float(m) * 1e3 for m in ps.medians],
+                         "vs_isplib": [1.0, None, None] if name == "isplib (tuned)" else list(speedup(ps, tuned)),
+                         "note": ps.note()}
+    chosen = [c["tuning"]["chosen"] for c in cases]
+    tuning = dict(first["tuning"], chosen=max(set(chosen), key=chosen.count), chosen_by_process=chosen,
+                  wall_time_s=float(np.median([c["tuning"]["wall_time_s"] for c in cases])))
+    notes = list(dict.fromkeys(n for c in cases for n in c["notes"]))
+    return dict(first, results=results, tuning=tuning, notes=notes, processes=len(cases))
+
+
+def pool_orientations(cases: list[dict]) -> dict:
+    """One orientation case pooled over processes: the median of each path's per-process medians."""
+    paths = cases[0]["median_ms"]
+    return dict(cases[0], processes=len(cases), tune_s=float(np.median([c["tune_s"] for c in cases])),
+                median_ms={k: float(np.median([c["median_ms"][k] for c in cases])) for k in paths},
+                iqr_ms={k: float(np.median([c["iqr_ms"][k] for c in cases])) for k in paths})
+
+
+def pool(reports: list[dict]) -> dict:
+    """The processes' reports as one: every case and orientation pooled (Note [a process per round])."""
+    out = dict(reports[0], processes=len(reports))
+    out["cases"] = [pool_case([r["cases"][i] for r in reports]) for i in range(len(reports[0]["cases"]))]
+    if reports[0].get("orientations"):
+        out["orientations"] = [pool_orientations([r["orientations"][i] for r in reports])
+                               for i in range(len(reports[0]["orientations"]))]
+    return out
+
+
+def _vs_isplib(r: dict) -> str:
+    ratio, low, high = r["vs_isplib"]
+    return f"{ratio:.2f}x" + ("" if low is None else f" [{low:.2f}, {high:.2f}]")
+
+
 def markdown(report: dict) -> str:
     bw = report["bandwidth"]
     lines = ["# SpMM-sum benchmark (CPU, float32, unweighted)", "",
@@ -422,8 +495,9 @@ def markdown(report: dict) -> str:
              f"torch threads {report['threads']['torch']}; allocator "
              f"{report.get('allocator', 'system')} (every system allocates under it); commit {report['git_commit']}.",
              f"Load: start `{report['uptime_start']}`, end `{report['uptime_end']}` "
-             "(the cores are shared: absolute times were measured under that load; times are medians of "
-             f"interleaved rounds, so compare rows of one table). {NOISE_NOTE}.", "",
+             "(the cores are shared: absolute times were measured under that load; rounds were interleaved, "
+             f"so compare rows of one table). {NOISE_NOTE}.", "",
+             _processes_sentence(report), "",
              f"Bounds measured in this run: STREAM triad {bw['triad_GBps']:.1f} GB/s "
              f"({bw['triad_array_elements'] // 10**6}M float64, all threads; NumPy one thread, two passes: "
              f"{bw['triad_numpy_1thread_GBps']:.1f} GB/s); random 256-byte row gather from a "
@@ -432,21 +506,26 @@ def markdown(report: dict) -> str:
              + ", ".join(f"{mib} MiB {ns:.0f} ns" for mib, ns in bw.get("load_latency_ns", {}).items())
              + " (Note [gather bounds]). "
              "GB/s below = (indices + indptr + gathered rows + output) / median time.", ""]
+    interval = f"[{CONFIDENCE:.0%} interval]"
     for case in report["cases"]:
         res = case["results"]
         peers = {k: v for k, v in res.items() if k not in _NOT_PEERS}
         best_peer = min(peers, key=lambda k: peers[k]["median_ms"])
         tuned = res["isplib (tuned)"]["median_ms"]
         lines += [f"## {case['graph']} (E={case['edges']:,}), F={case['width']}", "",
-                  "| system | median ms | IQR ms | GB/s | vs isplib (tuned) |", "|---|---:|---:|---:|---:|"]
+                  f"| system | median ms | IQR ms | GB/s | vs isplib (tuned) {interval} | processes | stability |",
+                  "|---|---:|---:|---:|---:|---:|---|"]
         for name, r in sorted(res.items(), key=lambda kv: kv[1]["median_ms"]):
             lines.append(f"| {name} | {ms(r['median_ms'] / 1e3)} {r.get('noise', '')}".rstrip()
-                         + f" | {ms(r['iqr_ms'] / 1e3)} | {r['GBps']:.1f} | "
-                         f"{r['median_ms'] / tuned:.2f}x |")
+                         + f" | {ms(r['iqr_ms'] / 1e3)} | {r['GBps']:.1f} | {_vs_isplib(r)} | {r['processes']} | "
+                         f"{r['note'] or ''} |")
         t = case["tuning"]
         plain = res["numba plain CSR loop"]["median_ms"]
-        lines += ["", f"isplib (tuned, variant `{t['chosen']}`, tuning took {t['wall_time_s']:.1f} s) is "
-                  f"**{peers[best_peer]['median_ms'] / tuned:.2f}x** faster than the fastest peer ({best_peer}) "
+        picked = t.get("chosen_by_process", [t["chosen"]])
+        variant = f"variant `{t['chosen']}`" + (
+            f" in {picked.count(t['chosen'])} of {len(picked)} processes" if len(set(picked)) > 1 else "")
+        lines += ["", f"isplib (tuned, {variant}, tuning took {t['wall_time_s']:.1f} s) is "
+                  f"**{_vs_isplib(peers[best_peer])}** faster than the fastest peer ({best_peer}) "
                   f"and {plain / tuned:.2f}x faster than the plain numba loop."]
         if _GATHERS in res:
             alone = res[_GATHERS]["median_ms"]
@@ -466,31 +545,20 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small graphs, few rounds (a smoke test)")
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved timed rounds (default 15, quick 3)")
-    parser.add_argument("--widths", default="32,64,128", help="comma-separated feature widths")
-    parser.add_argument("--graphs", default="rmat,uniform", help="comma-separated: rmat, uniform")
-    parser.add_argument("--orientations", action="store_true",
-                        help="also time forward against transposed view for sum, mean and GCN's weights")
-    parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (orientations only)")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_spmm"),
-                        help="output path without suffix")
-    parser.add_argument("--allocator", default="auto",
-                        help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
-                             "every call, isplib writes into a given one, so glibc's page faults would tax the peers")
-    args = parser.parse_args(argv)
-    from gnnbench.run.allocator import run_under
+def _processes_sentence(report: dict) -> str:
+    n, rounds = report.get("processes", 1), report["rounds"]
+    if n == 1:
+        return (f"One process of {rounds} interleaved rounds: {ONE_PROCESS}, so no intervals "
+                "(Note [a process per round]).")
+    return (f"{n} processes, one after another, each timing every system over {rounds} interleaved rounds: a "
+            "time is the median of the per-process medians, `vs isplib` the ratio of two such figures with a "
+            "two-level bootstrap interval over processes, then rounds (Note [between-process statistics] in "
+            "gnnbench/core/statistics.py); `stability` says why a figure is unsteady (Note [a process per round]).")
 
-    allocator = run_under(args.allocator)
-    rounds = args.rounds or (3 if args.quick else 15)
-    widths = [int(w) for w in args.widths.split(",")]
-    from gnnbench.systems import isplib
 
-    isplib.warm_up(np.int64, np.float32)
-    report = run_provenance(allocator, rounds=rounds, quick=args.quick, widths=widths)
-    report.update(bandwidth=measure_bandwidth(args.quick), cases=[])
+def measure_cases(args, rounds: int, widths: list[int]) -> dict:
+    """Every case and orientation measured in this process, with its rounds (one process's report)."""
+    report: dict = {"cases": []}
     makers = {"rmat": rmat_graph, "uniform": uniform_graph}
     with tempfile.TemporaryDirectory() as tuning_dir:
         for gname in args.graphs.split(","):
@@ -508,6 +576,64 @@ def main(argv: list[str] | None = None) -> int:
                 best = min(case["results"].items(), key=lambda kv: kv[1]["median_ms"])
                 print(f"{name} F={width}: fastest {best[0]} {best[1]['median_ms']:.1f} ms; isplib tuned "
                       f"{case['results']['isplib (tuned)']['median_ms']:.1f} ms", file=sys.stderr)
+    return report
+
+
+def run_processes(argv: list[str], processes: int) -> list[dict]:
+    """This script run ``processes`` times, one after another, each measuring every case (Note [a process
+    per round]); their reports, in order."""
+    reports = []
+    with tempfile.TemporaryDirectory() as folder:
+        for k in range(processes):
+            path = Path(folder) / f"process-{k}.json"
+            print(f"bench_spmm: process {k + 1} of {processes}", file=sys.stderr)
+            subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv, "--one-process", str(path)],
+                           check=True)
+            reports.append(json.loads(path.read_text()))
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small graphs, few rounds (a smoke test)")
+    parser.add_argument("--processes", type=int, default=MIN_PROCESSES,
+                        help=f"processes, one after another, each timing every case (default {MIN_PROCESSES}; "
+                             "Note [a process per round])")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="interleaved timed rounds in each process (default 10, quick 3)")
+    parser.add_argument("--widths", default="32,64,128", help="comma-separated feature widths")
+    parser.add_argument("--graphs", default="rmat,uniform", help="comma-separated: rmat, uniform")
+    parser.add_argument("--orientations", action="store_true",
+                        help="also time forward against transposed view for sum, mean and GCN's weights")
+    parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (orientations only)")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_spmm"),
+                        help="output path without suffix")
+    parser.add_argument("--allocator", default="auto",
+                        help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
+                             "every call, isplib writes into a given one, so glibc's page faults would tax the peers")
+    parser.add_argument("--one-process", metavar="PATH", help=argparse.SUPPRESS)  # a child: its report to PATH
+    args = parser.parse_args(argv)
+    if args.processes < 1:
+        parser.error(f"--processes must be at least 1, got {args.processes}")
+    from gnnbench.run.allocator import run_under
+
+    allocator = run_under(args.allocator)
+    rounds = args.rounds or (3 if args.quick else 10)
+    widths = [int(w) for w in args.widths.split(",")]
+    from gnnbench.systems import isplib
+
+    if args.one_process:
+        isplib.warm_up(np.int64, np.float32)
+        Path(args.one_process).write_text(json.dumps(measure_cases(args, rounds, widths), default=float))
+        return 0
+    report = run_provenance(allocator, rounds=rounds, quick=args.quick, widths=widths)
+    report["bandwidth"] = measure_bandwidth(args.quick)
+    if args.processes == 1:
+        isplib.warm_up(np.int64, np.float32)
+        reports = [measure_cases(args, rounds, widths)]
+    else:
+        reports = run_processes(sys.argv[1:] if argv is None else list(argv), args.processes)
+    report.update(pool(reports))
     report["uptime_end"] = uptime()
     write_results(args.out, report, markdown(report))
     return 0

@@ -150,8 +150,9 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
         for g in graphs:
             src, dst = g.edges()
             edge_index = torch.from_numpy(np.stack([src, dst])).to(F.device)
+            # a copy: Graph's cached weights are read-only, which torch.from_numpy warns about on every block
             weight = (() if on_blocks.edge_weight is None else
-                      (torch.from_numpy(getattr(g, on_blocks.edge_weight)()).to(F.device, F.dtype),))
+                      (torch.tensor(getattr(g, on_blocks.edge_weight)(), dtype=F.dtype, device=F.device),))
             out.append((edge_index, (g.num_src, g.num_nodes), weight))
         return out
 

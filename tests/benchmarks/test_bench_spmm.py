@@ -9,8 +9,32 @@ def bench(load_benchmark):
     return load_benchmark("bench_spmm")
 
 
-def _result(ms, noise=""):
-    return {"median_ms": ms, "iqr_ms": ms / 10, "noise": noise, "GBps": 1.0, "min_ms": ms, "samples_ms": [ms]}
+def _result(samples_ms):
+    """One process's result as run_case writes it (median and IQR are recomputed when pooled)."""
+    return {"median_ms": sorted(samples_ms)[len(samples_ms) // 2], "iqr_ms": 0.0, "noise": "", "GBps": 1.0,
+            "min_ms": min(samples_ms), "samples_ms": samples_ms}
+
+
+def _process(bench, scale=1.0, torch_ms=(7.9, 8.0, 8.1), chosen="row"):
+    """One process's report: every system's samples times ``scale``."""
+    def r(*ms):
+        return _result([m * scale for m in ms])
+
+    results = {"isplib (tuned)": r(1.9, 2.0, 2.1), "isplib (default variant)": r(2.9, 3.0, 3.1),
+               "numba plain CSR loop": r(3.9, 4.0, 4.1), bench._GATHERS: r(1.4, 1.5, 1.6),
+               bench._IN_ORDER: r(5.9, 6.0, 6.1), "torch.sparse.mm": r(*torch_ms)}
+    return {"cases": [{"graph": "uniform", "edges": 1000, "width": 32, "results": results, "notes": ["a note"],
+                       "tuning": {"chosen": chosen, "wall_time_s": 1.5}}]}
+
+
+def _report(bench, processes):
+    report = bench.run_provenance("tcmalloc", rounds=3)
+    report.update(uptime_end="later", bandwidth={"triad_GBps": 10.0, "triad_numpy_1thread_GBps": 5.0,
+                                                 "triad_array_elements": 10**7, "gather256_GBps": 4.0,
+                                                 "gather_table_MiB": 256.0,
+                                                 "load_latency_ns": {1: 7.0, 32: 180.4}})
+    report.update(bench.pool(processes))
+    return report
 
 
 def test_provenance_names_commit_machine_versions_allocator_and_threads(bench):
@@ -20,21 +44,13 @@ def test_provenance_names_commit_machine_versions_allocator_and_threads(bench):
     assert set(report["threads"]) == {"numba", "torch"} and "numba" in report["versions"]
 
 
-def test_markdown_ranks_systems_against_tuned_isplib_and_flags_noise(bench):
-    report = bench.run_provenance("tcmalloc", rounds=3)
-    report.update(uptime_end="later", bandwidth={"triad_GBps": 10.0, "triad_numpy_1thread_GBps": 5.0,
-                                                 "triad_array_elements": 10**7, "gather256_GBps": 4.0,
-                                                 "gather_table_MiB": 256.0,
-                                                 "load_latency_ns": {1: 7.0, 32: 180.4}})
-    results = {"isplib (tuned)": _result(2.0), "isplib (default variant)": _result(3.0),
-               "numba plain CSR loop": _result(4.0), bench._GATHERS: _result(1.5),
-               bench._IN_ORDER: _result(6.0),
-               "torch.sparse.mm": _result(8.0, "(! 30%)")}
-    report["cases"] = [{"graph": "uniform", "edges": 1000, "width": 32, "results": results, "notes": [],
-                        "tuning": {"chosen": "row", "wall_time_s": 1.5}}]
-    text = bench.markdown(report)
-    assert "absolute times were measured under that load" in text and report["git_commit"] in text
-    assert "| torch.sparse.mm | 8.0 (! 30%) | 0.8 | 1.0 | 4.00x |" in text
+def test_one_process_ranks_systems_against_tuned_isplib_and_claims_no_interval(bench):
+    text = bench.markdown(_report(bench, [_process(bench, torch_ms=(5.0, 8.0, 11.0))]))
+    assert "absolute times were measured under that load" in text
+    assert ("One process of 3 interleaved rounds: 1 process: no significance claimed, so no intervals "
+            "(Note [a process per round]).") in text
+    assert ("| torch.sparse.mm | 8.0 | 3.0 | 1.0 | 4.00x | 1 | 1 process: no significance claimed; unstable: "
+            "epoch spread 37% within the process |") in text
     assert "**4.00x** faster than the fastest peer (torch.sparse.mm)" in text
     assert "2.00x faster than the plain numba loop" in text
     assert "Its gathers alone take 1.5 ms, 75% of the SpMM; 1.5x the fastest peer would be 5.3 ms." in text
@@ -42,6 +58,31 @@ def test_markdown_ranks_systems_against_tuned_isplib_and_flags_noise(bench):
             "(Note [gather bounds])." in text)
     assert "at random over a table of 1 MiB 7 ns, 32 MiB 180 ns (Note [gather bounds])" in text
     assert "| the same gathers reading x's rows in sequence (not an SpMM) | 6.0 |" in text  # a bound, not a peer
+    assert text.count("- a note") == 1
+
+
+def test_five_processes_pool_medians_of_medians_with_an_interval_over_processes(bench):
+    """Note [a process per round]: the figure is the median of the process medians; the interval is two-level."""
+    scales = (1.0, 1.02, 0.98, 1.01, 0.99)
+    processes = [_process(bench, s, chosen="row" if i else "tiled") for i, s in enumerate(scales)]
+    report = _report(bench, processes)
+    torch_row = report["cases"][0]["results"]["torch.sparse.mm"]
+    assert torch_row["processes"] == 5 and torch_row["median_ms"] == pytest.approx(8.0)
+    assert torch_row["process_medians_ms"] == pytest.approx([8.0 * s for s in scales])
+    ratio, low, high = torch_row["vs_isplib"]
+    assert ratio == pytest.approx(4.0) and low < ratio < high and high - low < 0.5  # every process agrees on about 4x
+    text = bench.markdown(report)
+    assert "5 processes, one after another, each timing every system over 3 interleaved rounds" in text
+    assert f"| torch.sparse.mm | 8.0 | 0.1 | 1.0 | 4.00x [{low:.2f}, {high:.2f}] | 5 |  |" in text
+    assert "| vs isplib (tuned) [95% interval] | processes | stability |" in text
+    assert "variant `row` in 4 of 5 processes" in text
+    assert f"**4.00x [{low:.2f}, {high:.2f}]** faster than the fastest peer (torch.sparse.mm)" in text
+
+
+def test_processes_below_one_are_refused_before_anything_runs(bench, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--processes", "0"])
+    assert exit_.value.code == 2 and "--processes must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_the_bounds_come_from_the_one_module_that_measures_them(bench, monkeypatch):
