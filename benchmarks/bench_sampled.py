@@ -14,7 +14,7 @@ edges per second, peak memory, and the ratios against ``pyg-native`` and
 ``dgl-native`` measured in the same run (native epoch / system epoch: above 1,
 the system is faster); and it draws each phase's share of the epoch as
 stacked bars (:func:`gnnbench.results.phases_figure.phases_figure`) to
-``results/figures/sampled_phases.{svg,png}``.
+``results/figures/<--out's name>/sampled_phases.{svg,png}``.
 
 Writes results/sampled.{md,json}; ``--dry-run`` prints the plan and runs
 nothing; ``--render-only`` renders what the campaign's store holds, at
@@ -35,7 +35,7 @@ from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, me
 NATIVES = ("pyg-native", "dgl-native")
 #: the sampled campaigns, named in every table's first paragraph
 CAMPAIGNS = ("Reddit's shape: `sampled_small` (SAGE) and `sampled_models` (GCN, GAT); ogbn-products' shape: "
-             "`sampled` (SAGE, sampled and full-graph)")
+             "`sampled` (SAGE, GCN and GAT sampled, SAGE full-graph too)")
 #: the system issue 43 asks to be ahead of every other in the sampled regime
 AHEAD = "isplib"
 FIGURE = ROOT / "results" / "figures"
@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                         "benchmarks/_common.py)")
     parser.add_argument("--results", default=None, help="results database (default: the campaign's)")
     parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "sampled"))
-    parser.add_argument("--figures", default=str(FIGURE), help="folder of the phases figure (results/figures)")
+    parser.add_argument("--figures", default=None, help="folder of the phases figure (default: results/figures/ and "
+                        "--out's name, so that two campaigns' tables never share one figure)")
     return run_script("bench_sampled", parser, _run, argv)
 
 
@@ -240,7 +241,8 @@ def _run(args) -> int:
     shares = {}
     figure = None
     if any(ok(r) and (_hyper(r).get("batching") == "sampled") for r in rows):
-        paths, shares = phases_figure(frame_from_rows(rows), args.figures, systems=systems)
+        folder = args.figures or FIGURE / Path(args.out).name
+        paths, shares = phases_figure(frame_from_rows(rows), folder, systems=systems)
         figure = os.path.relpath(paths[1], Path(args.out).parent)
     config = the_campaign.matrices[0].configs[0]
     meta = provenance(campaign=args.campaign, epochs=config.epochs, warmup=config.warmup, threads=config.threads,
