@@ -49,8 +49,8 @@ Warming up once per process (commit "isplib's prepare warms its kernels up once 
 prepare to 0.20 s an epoch, 10 % of a 1.97 s epoch. What was left of a block's preparation was mostly the
 transposed view's parallel counting sort (`csr_transpose`), whose numba `prange` launches cost ~20 ms each on
 the loaded machine even for 10k-edge blocks. The sampler alone (benchmarks/bench_sampler.py,
-[results/sampler.md](sampler.md)): 16.9 M edges/s against DGL's 3.3 at one thread on the same graph; PyG's
-sampler needs pyg-lib or torch-sparse, neither installable here.
+[results/sampler.md](sampler.md)): 16.9 M edges/s against DGL's 3.3 at one thread on the same graph, then; PyG's
+sampler has its row there since torch-sparse was built from source (not in CI).
 """
 
 

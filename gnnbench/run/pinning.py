@@ -5,9 +5,11 @@ Note [pinned runs]
     ``0,2``) pins the worker to those CPUs before it imports any framework, so
     every thread it starts (the framework's pools, numba's) inherits the set.
     Unpinned, Linux moves a run between CPUs as other work wakes, and each
-    move costs the run its warm caches; on this project's 2-vCPU machine a
-    pinned one-thread run was faster and steadier, both across processes and
-    within one (figures in ``results/pinning.md``, from
+    move costs the run its warm caches. On this project's 2-vCPU machine, with
+    nothing else running, a pinned one-thread run was faster and steadier,
+    both across processes and within one; beside a process that kept the
+    other CPU busy, pinning changed nothing, as if the scheduler then had
+    nowhere to move the run (figures in ``results/pinning.md``, from
     ``benchmarks/bench_pinning.py``).
 
     Unpinned stays the default: two runs pinned to the same CPU at once would
