@@ -121,7 +121,7 @@ from gnnbench.run.bounds import measure_bounds, spmm_bytes
 from gnnbench.runtime.graph import Graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import NOISE_NOTE, ROOT, ms, out_path, provenance, versions, write_results  # noqa: E402
+from _common import NOISE_NOTE, ROOT, Parser, count, ms, out_path, provenance, run_script, versions, write_results  # noqa: E402
 
 
 # ------------------------------------------------------------------ graphs
@@ -594,12 +594,12 @@ def run_processes(argv: list[str], processes: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small graphs, few rounds (a smoke test)")
-    parser.add_argument("--processes", type=int, default=MIN_PROCESSES,
+    parser.add_argument("--processes", type=count, default=MIN_PROCESSES,
                         help=f"processes, one after another, each timing every case (default {MIN_PROCESSES}; "
                              "Note [a process per round])")
-    parser.add_argument("--rounds", type=int, default=None,
+    parser.add_argument("--rounds", type=count, default=None,
                         help="interleaved timed rounds in each process (default 10, quick 3)")
     parser.add_argument("--widths", default="32,64,128", help="comma-separated feature widths")
     parser.add_argument("--graphs", default="rmat,uniform", help="comma-separated: rmat, uniform")
@@ -612,9 +612,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
                              "every call, isplib writes into a given one, so glibc's page faults would tax the peers")
     parser.add_argument("--one-process", metavar="PATH", help=argparse.SUPPRESS)  # a child: its report to PATH
-    args = parser.parse_args(argv)
-    if args.processes < 1:
-        parser.error(f"--processes must be at least 1, got {args.processes}")
+    return run_script("bench_spmm", parser, lambda args: measure_and_write(args, argv), argv)
+
+
+def measure_and_write(args: argparse.Namespace, argv: list[str] | None) -> int:
     from gnnbench.run.allocator import run_under
 
     allocator = run_under(args.allocator)
