@@ -14,13 +14,27 @@ Note [self loops in one pass]
     only when it was not sorted (a sampled block's rows come in draw order).
     The result is ``from_edges``'s exactly: the same rows, each sorted by
     source, duplicates kept.
+
+    An unsorted row is sorted in place: by insertion up to
+    :data:`INSERTION_LIMIT` entries (a sampled row is a fanout long), by
+    ``ndarray.sort`` above it. ``np.sort`` copied every row it sorted, and
+    ogbn-products' shape has outer blocks of tens of thousands of short
+    rows. Timed alone (20 calls each, one process), a block of 25,000 rows
+    of up to 10 sources took 2.4 ms against 7.5, one of 1,024 rows of up to
+    25 took 0.26 against 0.47, and 200 rows of up to 500 took the same
+    1.8 ms either way. In isplib's sampled GCN epoch on that shape (one run
+    each, 3 timed epochs: a diagnostic, not a campaign) block preparation
+    went from 520 to 448 ms.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-__all__ = ["add_self_loops"]
+__all__ = ["add_self_loops", "INSERTION_LIMIT"]
+
+#: longest unsorted row sorted by insertion; longer ones use ``ndarray.sort`` (Note [self loops in one pass])
+INSERTION_LIMIT = 32
 
 
 @numba.njit(cache=True)
@@ -41,8 +55,15 @@ def _fill(indptr, indices, missing, out_indptr, out_indices):
                     p -= 1
             out_indices[p] = i
             end += 1
-        if not ordered:
-            out_indices[o:end] = np.sort(out_indices[o:end])
+        if not ordered and end - o <= INSERTION_LIMIT:
+            for k in range(o + 1, end):
+                value, j = out_indices[k], k - 1
+                while j >= o and out_indices[j] > value:
+                    out_indices[j + 1] = out_indices[j]
+                    j -= 1
+                out_indices[j + 1] = value
+        elif not ordered:
+            out_indices[o:end].sort()  # in place: np.sort would copy the row
 
 
 def add_self_loops(indptr: np.ndarray, indices: np.ndarray, num_dst: int) -> tuple[np.ndarray, np.ndarray]:

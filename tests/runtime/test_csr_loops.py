@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gnnbench.runtime.csr_loops import add_self_loops
+from gnnbench.runtime.csr_loops import INSERTION_LIMIT, add_self_loops
 from gnnbench.runtime.graph import Graph
 
 
@@ -40,6 +40,19 @@ def test_one_pass_equals_sorting_every_edge(shuffled, dtype):
         np.testing.assert_array_equal(indptr, want_indptr)
         np.testing.assert_array_equal(out, want_indices)
         assert out.dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("length", [INSERTION_LIMIT - 1, INSERTION_LIMIT, INSERTION_LIMIT + 1, 4 * INSERTION_LIMIT])
+def test_unsorted_rows_on_both_sides_of_the_insertion_limit_come_out_sorted(length):
+    """Note [self loops in one pass]: short rows are sorted by insertion, long ones by ndarray.sort."""
+    rng = np.random.default_rng(length)
+    num_dst, num_src = 3, 50
+    indptr = np.arange(num_dst + 1) * length
+    indices = rng.integers(0, num_src, num_dst * length)  # draw order, repeats and maybe a loop
+    want_indptr, want_indices = _by_sorting(indptr, indices, num_dst, num_src)
+    got_indptr, got_indices = add_self_loops(indptr, indices, num_dst)
+    np.testing.assert_array_equal(got_indptr, want_indptr)
+    np.testing.assert_array_equal(got_indices, want_indices)
 
 
 def test_a_block_from_the_sampler_gets_one_loop_per_destination():
