@@ -547,10 +547,11 @@ def markdown(report: dict) -> str:
 
 def _processes_sentence(report: dict) -> str:
     n, rounds = report.get("processes", 1), report["rounds"]
+    failed = f" {report['failure'][0].upper()}{report['failure'][1:]}." if report.get("failure") else ""
     if n == 1:
         return (f"One process of {rounds} interleaved rounds: {ONE_PROCESS}, so no intervals "
-                "(Note [a process per round]).")
-    return (f"{n} processes, one after another, each timing every system over {rounds} interleaved rounds: a "
+                "(Note [a process per round])." + failed)
+    return failed.lstrip() + (" " if failed else "") + (f"{n} processes, one after another, each timing every system over {rounds} interleaved rounds: a "
             "time is the median of the per-process medians, `vs isplib` the ratio of two such figures with a "
             "two-level bootstrap interval over processes, then rounds (Note [between-process statistics] in "
             "gnnbench/core/statistics.py); `stability` says why a figure is unsteady (Note [a process per round]).")
@@ -561,7 +562,7 @@ def measure_cases(args, rounds: int, widths: list[int]) -> dict:
     report: dict = {"cases": []}
     makers = {"rmat": rmat_graph, "uniform": uniform_graph}
     with tempfile.TemporaryDirectory() as tuning_dir:
-        for gname in args.graphs.split(","):
+        for gname in args.graphs:
             name, graph = makers[gname](args.quick)
             for width in widths if args.orientations else ():
                 o = run_orientations(graph, width, rounds, tuning_dir)
@@ -579,18 +580,38 @@ def measure_cases(args, rounds: int, widths: list[int]) -> dict:
     return report
 
 
-def run_processes(argv: list[str], processes: int) -> list[dict]:
+def run_processes(argv: list[str], processes: int) -> tuple[list[dict], str | None]:
     """This script run ``processes`` times, one after another, each measuring every case (Note [a process
-    per round]); their reports, in order."""
-    reports = []
+    per round]): the reports of those that finished, in order, and why the first that failed did, if one did.
+    A failed process ends the series (a wrong SpMM or a missing library fails the same way again), and the
+    finished ones are kept."""
+    reports: list[dict] = []
     with tempfile.TemporaryDirectory() as folder:
         for k in range(processes):
             path = Path(folder) / f"process-{k}.json"
             print(f"bench_spmm: process {k + 1} of {processes}", file=sys.stderr)
-            subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv, "--one-process", str(path)],
-                           check=True)
+            done = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv, "--one-process", str(path)])
+            if done.returncode != 0 or not path.is_file():
+                return reports, f"process {k + 1} of {processes} failed (exit status {done.returncode})"
             reports.append(json.loads(path.read_text()))
-    return reports
+    return reports, None
+
+
+def _widths(text: str) -> list[int]:
+    """An argparse type for ``--widths``: comma-separated feature widths, each a whole number of at least 1."""
+    try:
+        return [count(w) for w in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated whole numbers of at least 1 (got {text!r})")
+
+
+def _graphs(text: str) -> list[str]:
+    """An argparse type for ``--graphs``: comma-separated names among rmat and uniform."""
+    names = text.split(",")
+    unknown = [n for n in names if n not in ("rmat", "uniform")]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"knows rmat and uniform, not {', '.join(map(repr, unknown))}")
+    return names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -601,8 +622,8 @@ def main(argv: list[str] | None = None) -> int:
                              "Note [a process per round])")
     parser.add_argument("--rounds", type=count, default=None,
                         help="interleaved timed rounds in each process (default 10, quick 3)")
-    parser.add_argument("--widths", default="32,64,128", help="comma-separated feature widths")
-    parser.add_argument("--graphs", default="rmat,uniform", help="comma-separated: rmat, uniform")
+    parser.add_argument("--widths", type=_widths, default=[32, 64, 128], help="comma-separated feature widths")
+    parser.add_argument("--graphs", type=_graphs, default=["rmat", "uniform"], help="comma-separated: rmat, uniform")
     parser.add_argument("--orientations", action="store_true",
                         help="also time forward against transposed view for sum, mean and GCN's weights")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (orientations only)")
@@ -616,11 +637,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure_and_write(args: argparse.Namespace, argv: list[str] | None) -> int:
+    from gnnbench.errors import UserError
     from gnnbench.run.allocator import run_under
 
     allocator = run_under(args.allocator)
     rounds = args.rounds or (3 if args.quick else 10)
-    widths = [int(w) for w in args.widths.split(",")]
+    widths = args.widths
     from gnnbench.systems import isplib
 
     if args.one_process:
@@ -633,7 +655,12 @@ def measure_and_write(args: argparse.Namespace, argv: list[str] | None) -> int:
         isplib.warm_up(np.int64, np.float32)
         reports = [measure_cases(args, rounds, widths)]
     else:
-        reports = run_processes(sys.argv[1:] if argv is None else list(argv), args.processes)
+        reports, failure = run_processes(sys.argv[1:] if argv is None else list(argv), args.processes)
+        if not reports:
+            raise UserError(f"{failure}; nothing was measured, its error is above")
+        if failure:
+            report["failure"] = f"{failure}: the tables pool the {len(reports)} that finished"
+            print(f"bench_spmm: {report['failure']}", file=sys.stderr)
     report.update(pool(reports))
     report["uptime_end"] = uptime()
     write_results(args.out, report, markdown(report))

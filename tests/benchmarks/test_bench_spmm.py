@@ -1,6 +1,8 @@
 """benchmarks/bench_spmm.py: its rows carry provenance and its tables read statistics from Measurement."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -101,3 +103,31 @@ def test_the_bounds_come_from_the_one_module_that_measures_them(bench, monkeypat
     assert sizes == [(10_000_000, 1 << 20, 5)]
     assert bw == {"triad_GBps": 12.0, "triad_numpy_1thread_GBps": pytest.approx(6.0), "triad_array_elements": 10**7,
                   "gather256_GBps": 3.0, "gather_table_MiB": 256.0, "load_latency_ns": {1: 1.0, 4: 4.0, 32: 32.0}}
+
+
+def test_a_failed_process_ends_the_series_and_keeps_the_finished_ones(bench, monkeypatch):
+    """No finished measurement is thrown away: the processes before the failure are pooled, and the table says so."""
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    calls, real_run = [], subprocess.run
+
+    def fake_run(command, **kwargs):
+        if "--one-process" not in command:  # uptime and git keep running for real
+            return real_run(command, **kwargs)
+        calls.append(command)
+        if len(calls) == 2:
+            return SimpleNamespace(returncode=1)
+        Path(command[-1]).write_text(json.dumps(_process(bench)))
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    reports, failure = bench.run_processes(["--quick"], 3)
+    assert len(calls) == 2 and calls[0][-3:-1] == ["--quick", "--one-process"]
+    assert failure == "process 2 of 3 failed (exit status 1)" and len(reports) == 1
+    report = _report(bench, reports)
+    report["failure"] = f"{failure}: the tables pool the 1 that finished"
+    assert ("One process of 3 interleaved rounds: 1 process: no significance claimed, so no intervals "
+            "(Note [a process per round]). Process 2 of 3 failed (exit status 1): the tables pool the 1 that "
+            "finished.") in bench.markdown(report)
