@@ -163,7 +163,7 @@ def epoch_ms(row: Mapping[str, Any] | None, digits: int = 1) -> str:
         return str(row.get("status"))
     lists = row.get("process_epoch_times")
     if isinstance(lists, list) and len(lists) > 1:  # Note [rounds pool]: the figure over processes
-        p = _processes(lists)
+        p = processes_of(lists)
         unsteady = [r for r in p.instability() if not r.endswith("needed")]
         return f"{ms(p.median, digits)}" + (f" (! {unsteady[0]})" if unsteady else "")
     m = Measurement.from_row(row)
@@ -379,9 +379,9 @@ def pool_rounds(frame):
                 lists = [lst for lst in good[samples] if isinstance(lst, list) and lst]
                 row[samples] = [v for lst in lists for v in lst] or None
                 if lists:
-                    row[median] = _processes(lists).median
+                    row[median] = processes_of(lists).median
             epochs = [lst for lst in good["epoch_times"] if isinstance(lst, list) and lst]
-            row["epoch_time_iqr_s"] = _processes(epochs).iqr if epochs else None
+            row["epoch_time_iqr_s"] = processes_of(epochs).iqr if epochs else None
             for name in _PER_RUN:
                 values = good[name].dropna()
                 row[name] = float(values.median()) if len(values) else None
@@ -396,11 +396,46 @@ def pool_rounds(frame):
     return pd.DataFrame(pooled, columns=columns) if pooled else frame.assign(rounds=0, process_epoch_times=None)
 
 
-def _processes(lists):
-    """The per-process samples ``lists`` as :class:`~gnnbench.core.statistics.Processes`."""
+def processes_of(lists):
+    """The per-process samples ``lists`` (seconds) as :class:`~gnnbench.core.statistics.Processes`."""
     from gnnbench.core.statistics import Processes
 
     return Processes(tuple(Measurement(tuple(float(v) for v in lst)) for lst in lists))
+
+
+def row_processes(row: Mapping[str, Any]):
+    """A pooled row's processes (its ``process_epoch_times``, Note [rounds pool]), else its own epochs as one
+    process; None for a row without epoch times."""
+    lists = row.get("process_epoch_times")
+    if isinstance(lists, list) and lists:
+        return processes_of(lists)
+    times = row.get("epoch_times")
+    return processes_of([times]) if isinstance(times, list) and times else None
+
+
+def ratio_cell(over: Mapping[str, Any], under: Mapping[str, Any]) -> str:
+    """``over``'s epoch figure / ``under``'s, as ``1.09x [1.01, 1.17]``: the two-level bootstrap interval over
+    their processes (:func:`gnnbench.core.statistics.speedup`); no interval where either side has one process,
+    the bare ratio of the stored medians where either has no epoch times."""
+    from gnnbench.core.statistics import speedup
+
+    a, b = row_processes(over), row_processes(under)
+    if a is None or b is None:
+        return f"{over['epoch_time_median_s'] / under['epoch_time_median_s']:.2f}x"
+    ratio, low, high = speedup(a, b)
+    return f"{ratio:.2f}x" + ("" if low is None else f" [{low:.2f}, {high:.2f}]")
+
+
+def processes_cell(row: Mapping[str, Any]) -> str:
+    """How many processes stand behind a row's figure."""
+    p = row_processes(row)
+    return str(len(p) if p is not None else row.get("rounds") or 1)
+
+
+def stability_cell(row: Mapping[str, Any]) -> str:
+    """Why a row's figure is unstable (:meth:`~gnnbench.core.statistics.Processes.note`), empty when stable."""
+    p = row_processes(row)
+    return (p.note() or "") if p is not None else ""
 
 
 if __name__ == "__main__":

@@ -121,7 +121,8 @@ from gnnbench.run.bounds import measure_bounds, spmm_bytes
 from gnnbench.runtime.graph import Graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import NOISE_NOTE, ROOT, Parser, count, ms, out_path, provenance, run_script, versions, write_results  # noqa: E402
+from _common import (NOISE_NOTE, ROOT, Parser, count, ms, out_path, processes_of, provenance, run_script,  # noqa: E402
+                     versions, write_results)
 
 
 # ------------------------------------------------------------------ graphs
@@ -436,7 +437,8 @@ def run_provenance(allocator: str, **settings) -> dict:
 
 
 def _processes(results: list[dict], name: str) -> Processes:
-    return Processes(tuple(Measurement(tuple(t / 1e3 for t in r[name]["samples_ms"]), label=name) for r in results))
+    """``name``'s samples in every process's results, in seconds."""
+    return processes_of([[t / 1e3 for t in r[name]["samples_ms"]] for r in results])
 
 
 def pool_case(cases: list[dict]) -> dict:
