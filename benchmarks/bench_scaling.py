@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (NOISE_NOTE, ROOT, Parser, Table, campaign, count, cpu_model, epoch_ms,  # noqa: E402
-                     measured_note, mib, ok, out_path, provenance, rounds_pooled, run_campaign,
-                     stored_rows, versions, write_results)
+                     measured_note, mib, ok, out_path, processes_cell, provenance, ratio_cell, rounds_pooled,
+                     rows_load, run_campaign, stability_cell, stored_rows, versions, write_results)
 
 try:
     import tomllib
@@ -101,9 +101,11 @@ def render(rows: list[dict], meta: dict) -> str:
         f"its epochs (one-time start-up of the libraries, optimizer state; Note [peak memory] in "
         f"gnnbench/run/environment.py), so peak - held is what the epochs needed. Each run is its own process; "
         f"{NOISE_NOTE}.",
-        f"`{SUBJECT} vs {BASELINE}` is {BASELINE}'s epoch over {SUBJECT}'s (above 1: {SUBJECT} is faster); "
-        f"prepare and memory ratios are {SUBJECT}'s over {BASELINE}'s.",
-        measured_note(meta.get("load"), meta.get("measured_at")),
+        f"`vs {BASELINE}` is {BASELINE}'s epoch over {SUBJECT}'s (above 1: {SUBJECT} is faster) with a 95 % "
+        f"interval from the two-level bootstrap over processes, then epochs (Note [between-process statistics] in "
+        f"gnnbench/core/statistics.py); prepare and memory ratios are {SUBJECT}'s over {BASELINE}'s. `stability` "
+        f"says why a figure is unsteady; an interval beside an unsteady figure claims nothing.",
+        *_measured_lines(meta),
         "",
     ]
     by_key = {(r["model"], r["dataset"], r["system"]): r for r in rows}
@@ -119,7 +121,7 @@ def render(rows: list[dict], meta: dict) -> str:
                     continue
                 ratio = prep = mem = "-"
                 if system == SUBJECT and ok(r) and ok(base):
-                    ratio = f"{base['epoch_time_median_s'] / r['epoch_time_median_s']:.2f}x"
+                    ratio = ratio_cell(base, r)
                     if base.get("prepare_time_s"):
                         prep = f"{r['prepare_time_s'] / base['prepare_time_s']:.2f}"
                     if base.get("peak_memory_bytes"):
@@ -128,10 +130,11 @@ def render(rows: list[dict], meta: dict) -> str:
                               _seconds(r.get("prepare_time_s")) if ok(r) else "-",
                               _seconds(r.get("tune_time_s")) if ok(r) else "-",
                               mib(r.get("peak_memory_bytes")) if ok(r) else "-",
-                              mib(held(r)) if ok(r) else "-", ratio, prep, mem])
+                              mib(held(r)) if ok(r) else "-", ratio, prep, mem,
+                              processes_cell(r) if ok(r) else "-", stability_cell(r) if ok(r) else ""])
         header = ["edges", "system", "epoch ms", "prepare s", "tune s", "peak MiB", "held MiB",
-                  f"vs {BASELINE}", "prepare ratio", "memory ratio"]
-        lines.append(Table(header, cells, [False, False] + [True] * 8).render("markdown").rstrip("\n"))
+                  f"vs {BASELINE} [95% interval]", "prepare ratio", "memory ratio", "processes", "stability"]
+        lines.append(Table(header, cells, [False, False] + [True] * 9 + [False]).render("markdown").rstrip("\n"))
         lines.append("")
     failures = [r for r in rows if r["status"] != "ok"]
     if failures:
@@ -139,6 +142,39 @@ def render(rows: list[dict], meta: dict) -> str:
         lines += [f"- {size_label(_edges(r['dataset']))} {r['model']} {r['system']}: {r['status']}: {r['error']}"
                   for r in failures]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _measured_lines(meta: dict) -> list[str]:
+    """Where the rows come from: one sentence for the table, or one per graph size when the sizes were measured
+    apart (``meta["measured"]``: size label -> the load its runs recorded and the commits they ran at)."""
+    by_size = meta.get("measured")
+    if not by_size:
+        return [measured_note(meta.get("load"), meta.get("measured_at"))]
+    if len({(tuple(v["load"] or ()), tuple(v["commits"])) for v in by_size.values()}) == 1:
+        only = next(iter(by_size.values()))
+        return [measured_note(only["load"], only["commits"])]
+    return [""] + [f"- {size}: {measured_note(v['load'], v['commits'])}" for size, v in by_size.items()]
+
+
+def measured_by_size(rows: list[dict], runs: list[dict]) -> dict[str, dict]:
+    """For each graph size of ``rows`` (smallest first): the load its runs recorded (:func:`rows_load`, None for
+    runs from before rows kept the machine's state) and the commits they ran at. ``runs`` are every stored
+    process; those of a shown row's commit count."""
+    out = {}
+    for edges in sorted({_edges(r["dataset"]) for r in rows}):
+        commits = sorted({r["git_commit"] for r in rows if _edges(r["dataset"]) == edges and r.get("git_commit")})
+        mine = [r for r in runs if r.get("dataset", "").startswith("rmat:") and _edges(r["dataset"]) == edges
+                and r.get("git_commit") in commits]
+        out[size_label(edges)] = {"load": rows_load(mine), "commits": commits}
+    return out
+
+
+def latest(rows: list[dict]) -> list[dict]:
+    """The latest stored row of each (model, graph, system): a store holds every campaign it ever ran."""
+    chosen: dict[tuple, dict] = {}
+    for r in sorted(rows, key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
+        chosen[(r.get("model"), r.get("dataset"), r.get("system"))] = r
+    return list(chosen.values())
 
 
 def figure(rows: list[dict], path: Path) -> None:
@@ -221,7 +257,8 @@ def _run(args) -> int:
     start_load = os.getloadavg()[0]
     if args.render_only:
         sizes = {_edges(d) for b in blocks for d in b["datasets"]}
-        rows = [r for r in stored_rows(results) if r["dataset"].startswith("rmat:") and _edges(r["dataset"]) in sizes]
+        rows = latest([r for r in stored_rows(results)
+                       if r["dataset"].startswith("rmat:") and _edges(r["dataset"]) in sizes])
     else:
         rows = frame_records(run_campaign(the_campaign, results))
     if not rows:
@@ -234,6 +271,10 @@ def _run(args) -> int:
                       versions=versions("torch", "dgl", "torch_geometric", "numba"),
                       load=None if args.render_only else (start_load, os.getloadavg()[0]),
                       measured_at=sorted({r["git_commit"] for r in rows if r.get("git_commit")}))
+    if args.render_only:  # each size's own load and commits, from the processes its rows pooled
+        from gnnbench.results.frame import load_results
+
+        meta["measured"] = measured_by_size(rows, frame_records(load_results(results)))
     figure(rows, Path(args.out).parent / "figures" / f"{Path(args.out).name}.png")  # scaling.png by default
     write_results(args.out, {"meta": meta, "runs": [{**{k: r.get(k) for k in KEEP}, "held_bytes": held(r)}
                                                      for r in rows]},

@@ -37,7 +37,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, measured_note, ms, ok, out_path,  # noqa: E402
-                     provenance, rounds_pooled, run_campaign, stored_rows, versions, write_results)
+                     processes_cell, provenance, ratio_cell, rounds_pooled, run_campaign, stability_cell,
+                     stored_rows, versions, write_results)
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("isplib", "dgl-native", "pyg-native", "mkl", "reference", "floor")
@@ -122,7 +123,8 @@ def floor_bounds(rows: list[dict], models: list[str]) -> dict[str, dict[str, Any
 
 
 def _system_cells(row: dict, base: dict | None) -> list[str]:
-    """One row of the main table: times, the kernels' and the framework's share, ratio to isplib, costs."""
+    """One row of the main table: times, the kernels' and the framework's share, ratio to isplib with its
+    interval over processes, the processes behind it, costs, and why the figure is unstable."""
     tune = "-" if row.get("tune_time_s") is None else f"{row['tune_time_s']:.1f}"
     prepare = "-" if row.get("prepare_time_s") is None else f"{row['prepare_time_s']:.2f}"
     peak = "-" if row.get("peak_memory_bytes") is None else f"{row['peak_memory_bytes'] / 2**20:.0f}"
@@ -130,13 +132,14 @@ def _system_cells(row: dict, base: dict | None) -> list[str]:
     if modeled:  # Note [inference mode]: a simulation's wall time is never a pass time
         ratio = f"{modeled['pass_time_s'] / base['epoch_time_median_s']:.2f}x" if base else "-"
         return [f"{row['system']} (modeled: host measured + PIM aggregation modeled)", _ms(modeled["pass_time_s"]),
-                "-", "-", _ms(modeled["aggregation_modeled_s"]), _ms(modeled["host_measured_s"]), ratio, prepare,
-                tune, peak, "modeled"]
+                "-", "-", _ms(modeled["aggregation_modeled_s"]), _ms(modeled["host_measured_s"]), ratio, "-",
+                prepare, tune, peak, "modeled", ""]
     kernel = row.get("kernel_median_s")
     rest = None if kernel is None else row["epoch_time_median_s"] - kernel
-    ratio = f"{row['epoch_time_median_s'] / base['epoch_time_median_s']:.2f}x" if base else "-"
+    ratio = "1.00x" if row is base else ratio_cell(row, base) if base else "-"
     return [row["system"], _ms(row["epoch_time_median_s"]), _ms(row.get("forward_median_s")),
-            _ms(row.get("backward_median_s")), _ms(kernel), _ms(rest), ratio, prepare, tune, peak, "ok"]
+            _ms(row.get("backward_median_s")), _ms(kernel), _ms(rest), ratio, processes_cell(row), prepare, tune,
+            peak, "ok", stability_cell(row)]
 
 
 def _load_sentence(meta: Mapping[str, Any]) -> str:
@@ -159,18 +162,22 @@ def render(rows: list[dict], meta: Mapping[str, Any]) -> str:
              "Kernel ms: time inside the system's kernels per epoch (Note [kernel time]); rest = epoch - kernels, "
              "the framework's share. `floor` is a bound, not a system (see below). "
              f"Rounds: {meta.get('rounds') or 1} interleaved process(es) per configuration; a time is the median of "
-             f"the per-process medians of their timed {units}, `(! ...)` when unstable across them "
-             "(Note [rounds pool] in benchmarks/_common.py); prepare, tune and peak are medians over rounds.", "",
+             f"the per-process medians of their timed {units} (Note [rounds pool] in benchmarks/_common.py); "
+             "prepare, tune and peak are medians over rounds. `vs isplib` is the row's time over isplib's (above 1: "
+             "isplib is faster) with a 95 % interval from the two-level bootstrap over processes, then their "
+             f"{units} (Note [between-process statistics] in gnnbench/core/statistics.py); `stability` says why a "
+             "figure is unsteady, and an interval beside an unsteady figure claims nothing.", "",
              meta["tuning"], ""]
     cells = []
     for model in models:
         base = find(rows, model, "isplib")
         for r in (r for r in rows if r.get("model") == model and requested_allocator(r) != "system"):
             cells.append([model] + (_system_cells(r, base) if ok(r) else
-                                    [r["system"]] + ["-"] * 9 + [f"{r['status']}: {r.get('error')}"]))
-    header = ["model", "system", f"{unit} ms", "forward ms", "backward ms", "kernel ms", "rest ms", "vs isplib",
-              "prepare s", "tune s", "peak MiB", "status"]
-    lines.append(Table(header, cells, [False, False] + [True] * 9 + [False]).render("markdown").rstrip("\n"))
+                                    [r["system"]] + ["-"] * 10 + [f"{r['status']}: {r.get('error')}", ""]))
+    header = ["model", "system", f"{unit} ms", "forward ms", "backward ms", "kernel ms", "rest ms",
+              "vs isplib [95% interval]", "processes", "prepare s", "tune s", "peak MiB", "status", "stability"]
+    lines.append(Table(header, cells, [False, False] + [True] * 10 + [False, False])
+                 .render("markdown").rstrip("\n"))
     bounds = floor_bounds(rows, models) if not inference else {}
     if bounds:
         lines += ["", "## What bounds the epoch targets", "",

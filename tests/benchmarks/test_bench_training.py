@@ -61,6 +61,27 @@ def test_render_states_load_and_shows_every_block(bench):
     assert "karate, 4 passes (2 warm-up)" in passes and "per-process medians of their timed passes" in passes
 
 
+def test_vs_isplib_carries_its_interval_over_processes_and_the_stability_column_says_why(bench):
+    meta = {"mode": "train", "dataset": "karate", "epochs": 7, "warmup": 2, "threads": 2, "tuning": "tuned",
+            "rounds": 5}
+    steady = [[1.00, 1.01, 0.99, 1.00, 1.02]] * 3 + [[1.01, 1.02, 1.00, 1.01, 1.01]] * 2
+    isplib = _row("isplib", "gcn", 1.0, kernel=0.4) | {"process_epoch_times": steady}
+    dgl = _row("dgl-native", "gcn", 1.2) | {"process_epoch_times": [[1.2 * v for v in p] for p in steady]}
+    lone = _row("pyg-native", "gcn", 6.0) | {"process_epoch_times": [[6.0] * 5]}
+    text = bench.render([isplib, dgl, lone], meta)
+
+    def cells(system):
+        line = next(line for line in text.splitlines() if line.startswith("| gcn") and f" {system} " in line)
+        return [cell.strip() for cell in line.split("|")[1:-1]]
+
+    header = next(line for line in text.splitlines() if line.startswith("| model"))
+    assert [c.strip() for c in header.split("|")[1:-1]][7:9] == ["vs isplib [95% interval]", "processes"]
+    assert cells("isplib")[7:9] == ["1.00x", "5"] and cells("isplib")[-1] == ""
+    assert cells("dgl-native")[7].startswith("1.20x [1.1") and cells("dgl-native")[8] == "5"
+    assert cells("pyg-native")[7:9] == ["6.00x", "1"]  # one process: no interval claimed
+    assert cells("pyg-native")[-1] == "1 process: no significance claimed"
+
+
 def test_dry_run_plans_the_quick_campaign_and_runs_nothing(bench, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", "")  # main() prepends benchmarks/bound_systems for `floor`
     results = tmp_path / "bench.sqlite"
