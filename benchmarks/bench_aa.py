@@ -51,6 +51,10 @@ SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
 BASELINE, TWIN, SLOW = "aa_one", "aa_two", "aa_slow"
 CONDITIONS = {"quiet": "nothing else started", "loaded": "beside a load generator keeping one core busy "
                                                         "(memory-bound copy loop)"}
+#: campaigns/aa_length.toml's store: ``aa_one`` with short and long processes (Note [process length])
+LENGTH_STORE = ROOT / "results" / "aa_length.sqlite"
+
+
 def store_of(condition: str) -> Path:
     return ROOT / "results" / f"aa_{condition}.sqlite"
 
@@ -151,6 +155,54 @@ def baseline_noise(rows: Sequence[Mapping[str, Any]]) -> dict[str, float] | None
             "high_s": float(p.medians.max()), "between_spread": p.between_spread, "within_spread": p.within_spread}
 
 
+def process_lengths(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``aa_one``'s processes grouped by their epochs, shortest first: how many, the timed seconds of one, and
+    the spreads across and within them.
+
+    Note [process length]
+        Is the spread across processes slow swings of a shared host, which
+        a longer process would average away, or something each process keeps
+        for its whole life (where its memory landed, which host core it
+        shares)? ``campaigns/aa_length.toml`` answers it for the A/A
+        configuration: 40 processes of 20 timed epochs and 40 of 200,
+        interleaved. The answer decides whether precision is bought with
+        longer processes or only with more of them.
+    """
+    from gnnbench.core.statistics import Processes
+
+    by_epochs: dict[int, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        if r.get("system") == BASELINE and ok(r):
+            by_epochs.setdefault(int(r["epochs"]), []).append(r)
+    out = []
+    for epochs, group in sorted(by_epochs.items()):
+        p = Processes.from_rows(group)
+        timed = epochs - int(group[0].get("warmup") or 0)
+        out.append({"epochs": timed, "processes": len(p), "median_s": p.median, "seconds": p.median * timed,
+                    "between_spread": p.between_spread, "within_spread": p.within_spread})
+    return out
+
+
+def _lengths_section(lengths: Sequence[Mapping[str, Any]], measured: str | None) -> list[str]:
+    if len(lengths) < 2:
+        return []
+    short, long = lengths[0], lengths[-1]
+    verdict = (f"{long['epochs'] // short['epochs']}x the epochs leave the spread across processes where it was "
+               f"({short['between_spread']:.1%}, then {long['between_spread']:.1%}): each process keeps its speed "
+               "for its whole life, so precision is bought with more processes, not longer ones"
+               if long["between_spread"] >= 0.8 * short["between_spread"] else
+               f"{long['epochs'] // short['epochs']}x the epochs narrow the spread across processes from "
+               f"{short['between_spread']:.1%} to {long['between_spread']:.1%}")
+    cells = [[str(x["epochs"]), str(x["processes"]), f"{x['seconds']:.2f}", f"{x['median_s'] * 1e3:.1f}",
+              f"{x['between_spread']:.1%}", f"{x['within_spread']:.1%}"] for x in lengths]
+    return ["## Longer processes", "",
+            "`aa_one` alone, the same configuration, processes of two lengths interleaved round by round "
+            "(`campaigns/aa_length.toml`, Note [process length] in benchmarks/bench_aa.py):", "",
+            Table(["timed epochs", "processes", "timed s a process", "epoch ms", "spread across processes",
+                   "within a process"], cells, [True] * 6).render("markdown").rstrip("\n"), "",
+            verdict + "." + (f" {measured}" if measured else ""), ""]
+
+
 def _share(k: int, n: int) -> str:
     return f"{k} of {n} ({k / n:.0%})" if n else "-"
 
@@ -202,6 +254,7 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
                          f"within a process {noise['within_spread']:.0%} (median IQR / median)."
                          + _power_note(noise["between_spread"], s["true_slowdown"]))
     lines.append("")
+    lines += _lengths_section(meta.get("lengths") or [], meta.get("lengths_note"))
     for condition in dict.fromkeys(s["condition"] for s in summaries):
         measured = [s for s in summaries if s["condition"] == condition and s["trials"]]
         lines.append(f"{condition}: " + (measured_note(measured[0].get("load"),
@@ -255,8 +308,17 @@ def _run(args) -> int:
             summary["load"] = rows_load(rows) if load[0] is None else load
             summary["measured_at"] = measured_at
             summaries.append(summary)
+    lengths, lengths_note = [], None
+    if LENGTH_STORE.exists():  # Note [process length]
+        from gnnbench.results.frame import frame_records, load_results
+
+        length_rows = frame_records(load_results(LENGTH_STORE))
+        lengths = process_lengths(length_rows)
+        lengths_note = measured_note(rows_load(length_rows),
+                                     sorted({r["git_commit"] for r in length_rows if r.get("git_commit")}))
     meta = provenance(campaign=CAMPAIGN, dataset=config.dataset, epochs=config.epochs, warmup=config.warmup,
-                      threads=config.threads, cpus=config.cpus, processes=MIN_PROCESSES, measured_at=sorted(commits))
+                      threads=config.threads, cpus=config.cpus, processes=MIN_PROCESSES, measured_at=sorted(commits),
+                      lengths=lengths, lengths_note=lengths_note)
     write_results(args.out, {"meta": meta, "conditions": summaries}, render(summaries, meta))
     return 0
 

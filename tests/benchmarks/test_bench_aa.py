@@ -63,6 +63,23 @@ def test_render_states_the_rates_and_the_targets(bench):
     assert "quiet: `aa_one` over all 10 of its processes: 10.0 ms" in text
 
 
+def test_process_lengths_group_by_epochs_and_the_section_says_what_they_show(bench):
+    def processes(epochs):  # each process its own centre, the same ten whatever the length
+        return [_row("aa_one", i, centre * np.ones(epochs - 2) / 100) | {"epochs": epochs, "warmup": 2}
+                for i, centre in enumerate(np.linspace(0.9, 1.1, 10))]
+
+    lengths = bench.process_lengths(processes(22) + processes(202) + [_row("aa_two", 0, [0.5] * 20)])
+    assert [(x["epochs"], x["processes"]) for x in lengths] == [(20, 10), (200, 10)]
+    assert lengths[1]["seconds"] == pytest.approx(200 * lengths[1]["median_s"])
+    section = "\n".join(bench._lengths_section(lengths, "Measured at commit abc1234."))
+    assert section.startswith("## Longer processes")
+    assert [c.strip() for c in section.splitlines()[7].strip("|").split("|")][:3] == ["200", "10", "2.00"]
+    assert "each process keeps its speed for its whole life" in section and "Measured at commit abc1234." in section
+    narrower = [lengths[0], {**lengths[1], "between_spread": lengths[0]["between_spread"] / 4}]
+    assert "narrow the spread across processes from" in "\n".join(bench._lengths_section(narrower, None))
+    assert bench._lengths_section(lengths[:1], None) == []  # one length says nothing
+
+
 def test_unmarked_comparisons_count_their_instability_reasons(bench):
     summary = bench.summarise("quiet", _store(10, 1.05, spread=0.2), 5)
     assert summary["slow_marked"] < summary["trials"]
