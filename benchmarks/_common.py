@@ -113,7 +113,8 @@ def measure_or_render(the_campaign, results: str | Path, render_only: bool, late
 
     Runs (or resumes) ``the_campaign``; under ``render_only`` runs nothing and returns, of the stored rows,
     the latest for each ``latest_key(row)`` that is not None (whatever commit it was measured at), with the load
-    its rows recorded (:func:`rows_load`), ``(None, None)`` for rows from before they recorded it."""
+    recorded by the processes of those rows' commits (:func:`rows_load`), ``(None, None)`` for rows from before
+    they recorded it."""
     from gnnbench.errors import UserError
     from gnnbench.results.frame import frame_records
 
@@ -130,7 +131,9 @@ def measure_or_render(the_campaign, results: str | Path, render_only: bool, late
         raise UserError(f"no stored runs of campaign {the_campaign.name} in {results} to render")
     from gnnbench.results.frame import load_results
 
-    runs = [r for r in frame_records(load_results(results)) if latest_key(r) is not None]  # every process
+    commits = {r.get("git_commit") for r in latest.values()}
+    runs = [r for r in frame_records(load_results(results))  # every process of the commits rendered
+            if latest_key(r) is not None and r.get("git_commit") in commits]
     return list(latest.values()), rows_load(runs) or (None, None)
 
 

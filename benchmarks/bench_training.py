@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, measured_note, ms, ok, out_path,  # noqa: E402
-                     processes_cell, provenance, ratio_cell, rounds_pooled, run_campaign, stability_cell,
+from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, measured_note, ms, ok,  # noqa: E402
+                     out_path, processes_cell, provenance, ratio_cell, rounds_pooled, run_campaign, stability_cell,
                      stored_rows, versions, write_results)
 
 HERE = Path(__file__).resolve().parent
@@ -277,13 +277,16 @@ def _run(args) -> int:
         return 0
     first = the_campaign.matrices[0]
     config = first.configs[0]
-    if args.render_only:
-        rows = [r for r in stored_rows(args.results or ROOT / "results" / "benchmarks.sqlite")
-                if r.get("dataset") == config.dataset
-                and ((r.get("hyperparameters") or {}).get("mode") or "train") == args.mode]
-        if not rows:
+    if args.render_only:  # the latest row of each configuration, with the load its processes recorded
+        def key(r):
+            mode = (r.get("hyperparameters") or {}).get("mode") or "train"
+            return ((r.get("model"), r.get("system"), requested_allocator(r))
+                    if r.get("dataset") == config.dataset and mode == args.mode else None)
+
+        results = args.results or ROOT / "results" / "benchmarks.sqlite"
+        if not any(key(r) is not None for r in stored_rows(results)):
             raise UserError(f"no stored runs of {config.dataset} ({args.mode}) to render")
-        load = (None, None)
+        rows, load = measure_or_render(the_campaign, results, True, key)
     else:
         # an empty tuning cache: what a user meets on a new machine (Note [tune on first use])
         os.environ["GNNBENCH_CACHE"] = tempfile.mkdtemp(prefix="gnnbench-tuning-")

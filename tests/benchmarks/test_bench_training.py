@@ -138,6 +138,28 @@ def test_render_only_renders_stored_rows_and_runs_nothing(bench, monkeypatch, tm
     assert "1.71x" in text  # dgl-native's best possible: 1.2 / ((1.0 - 0.4) + 0.1)
 
 
+def test_render_only_states_the_load_of_the_rendered_rows_and_keeps_the_latest(bench, monkeypatch, tmp_path):
+    from gnnbench.results.store import ResultsStore
+
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", "")
+    args = type("Args", (), dict(systems=None, models=None, malloc=False, dataset=None, quick=True, epochs=None,
+                                 rounds=None, timeout=None, mode="train", no_tune=False))()
+    dataset = bench.training_campaign(args).matrices[0].configs[0].dataset
+    with ResultsStore(tmp_path / "b.sqlite") as store:
+        for commit, stamp, epoch, load in (("0ld0000000", "2026-01-01T00:00:00", 3.0, 9.0),
+                                           ("abcdef0123", "2026-02-01T00:00:00", 1.0, 0.5)):
+            for system in ("isplib", "dgl-native"):
+                store.insert(_row(system, "gcn", epoch * (1.2 if system == "dgl-native" else 1)) | {
+                    "dataset": dataset, "git_commit": commit, "timestamp": stamp, "epoch_times": [epoch] * 3,
+                    "hyperparameters": {"hidden": 64}, "framework": "torch", "seed": 0, "threads": 2,
+                    "machine_state": {"load_before": [load, 0, 0], "load_after": [load + 1, 0, 0]}})
+    out = tmp_path / "t"
+    assert bench.main(["--quick", "--render-only", "--results", str(tmp_path / "b.sqlite"), "--out", str(out)]) == 0
+    text = out.with_suffix(".md").read_text()
+    assert "Load average at start 0.5, at end 1.5" in text and "Measured at commit abcdef0." in text
+    assert "3000" not in text  # the older commit's rows are not rendered
+
+
 def test_render_only_without_a_database_is_one_line_and_exit_status_2(bench, tmp_path, capsys):
     missing = tmp_path / "none.sqlite"
     assert bench.main(["--quick", "--render-only", "--results", str(missing), "--out", str(tmp_path / "t")]) == 2
