@@ -117,13 +117,18 @@ def test_bad_flags_are_one_line_and_exit_status_2(bench, tmp_path, capsys, argv,
     assert capsys.readouterr().err == message and not list(tmp_path.iterdir())
 
 
-def test_render_only_renders_stored_rows_and_runs_nothing(bench, monkeypatch, tmp_path):
-    from gnnbench.results.store import ResultsStore
-
+def _quick_dataset(bench, monkeypatch) -> str:
+    """The graph ``--quick`` runs on, as the campaign names it (what ``--render-only`` selects rows by)."""
     monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", "")
     args = type("Args", (), dict(systems=None, models=None, malloc=False, dataset=None, quick=True, epochs=None,
                                  rounds=None, timeout=None, mode="train", no_tune=False))()
-    dataset = bench.training_campaign(args).matrices[0].configs[0].dataset
+    return bench.training_campaign(args).matrices[0].configs[0].dataset
+
+
+def test_render_only_renders_stored_rows_and_runs_nothing(bench, monkeypatch, tmp_path):
+    from gnnbench.results.store import ResultsStore
+
+    dataset = _quick_dataset(bench, monkeypatch)
     with ResultsStore(tmp_path / "b.sqlite") as store:
         for system, epoch, kernel in (("isplib", 1.0, 0.4), ("floor", 0.8, 0.1), ("dgl-native", 1.2, None)):
             store.insert(_row(system, "gcn", epoch, kernel) | {
@@ -141,10 +146,7 @@ def test_render_only_renders_stored_rows_and_runs_nothing(bench, monkeypatch, tm
 def test_render_only_states_the_load_of_the_rendered_rows_and_keeps_the_latest(bench, monkeypatch, tmp_path):
     from gnnbench.results.store import ResultsStore
 
-    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", "")
-    args = type("Args", (), dict(systems=None, models=None, malloc=False, dataset=None, quick=True, epochs=None,
-                                 rounds=None, timeout=None, mode="train", no_tune=False))()
-    dataset = bench.training_campaign(args).matrices[0].configs[0].dataset
+    dataset = _quick_dataset(bench, monkeypatch)
     with ResultsStore(tmp_path / "b.sqlite") as store:
         for commit, stamp, epoch, load in (("0ld0000000", "2026-01-01T00:00:00", 3.0, 9.0),
                                            ("abcdef0123", "2026-02-01T00:00:00", 1.0, 0.5)):
