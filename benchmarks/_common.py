@@ -122,19 +122,26 @@ def measure_or_render(the_campaign, results: str | Path, render_only: bool, late
         start = os.getloadavg()[0]
         rows = frame_records(run_campaign(the_campaign, results))
         return rows, (start, os.getloadavg()[0])
-    latest: dict[Any, dict] = {}
-    for r in sorted(stored_rows(results), key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
-        key = latest_key(r)
-        if key is not None:
-            latest[key] = r
+    latest = latest_rows(stored_rows(results), latest_key)
     if not latest:
         raise UserError(f"no stored runs of campaign {the_campaign.name} in {results} to render")
     from gnnbench.results.frame import load_results
 
-    commits = {r.get("git_commit") for r in latest.values()}
+    commits = {r.get("git_commit") for r in latest}
     runs = [r for r in frame_records(load_results(results))  # every process of the commits rendered
             if latest_key(r) is not None and r.get("git_commit") in commits]
-    return list(latest.values()), rows_load(runs) or (None, None)
+    return latest, rows_load(runs) or (None, None)
+
+
+def latest_rows(rows: Iterable[Mapping[str, Any]], key) -> list:
+    """The latest row (by timestamp, then id) for each ``key(row)`` that is not None: a store keeps every
+    campaign it ever ran, and a table shows the newest measurement of each configuration."""
+    latest: dict[Any, Any] = {}
+    for r in sorted(rows, key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
+        k = key(r)
+        if k is not None:
+            latest[k] = r
+    return list(latest.values())
 
 
 def rounds_pooled(rows: list[Mapping[str, Any]]) -> int | str:

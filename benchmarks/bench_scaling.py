@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import (NOISE_NOTE, ROOT, Parser, Table, campaign, count, cpu_model, epoch_ms,  # noqa: E402
-                     measured_note, mib, ok, out_path, processes_cell, provenance, ratio_cell, rounds_pooled,
-                     rows_load, run_campaign, stability_cell, stored_rows, versions, write_results)
+                     latest_rows, measured_note, mib, ok, out_path, processes_cell, provenance, ratio_cell,
+                     rounds_pooled, rows_load, run_campaign, stability_cell, stored_rows, versions, write_results)
 
 try:
     import tomllib
@@ -170,11 +170,8 @@ def measured_by_size(rows: list[dict], runs: list[dict]) -> dict[str, dict]:
 
 
 def latest(rows: list[dict]) -> list[dict]:
-    """The latest stored row of each (model, graph, system): a store holds every campaign it ever ran."""
-    chosen: dict[tuple, dict] = {}
-    for r in sorted(rows, key=lambda r: (str(r.get("timestamp")), r.get("id") or 0)):
-        chosen[(r.get("model"), r.get("dataset"), r.get("system"))] = r
-    return list(chosen.values())
+    """The latest stored row of each (model, graph, system) (:func:`_common.latest_rows`)."""
+    return latest_rows(rows, lambda r: (r.get("model"), r.get("dataset"), r.get("system")))
 
 
 def figure(rows: list[dict], path: Path) -> None:
