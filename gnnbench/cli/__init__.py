@@ -18,6 +18,7 @@ __all__ = ["main", "COMMANDS"]
 #: command name -> module under gnnbench.cli
 COMMANDS = {
     "run": "run",
+    "ab": "ab",
     "systems": "systems",
     "datasets": "datasets",
     "results": "results",
