@@ -205,7 +205,7 @@ def run(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRES
                 if refused is not None:
                     raise UserError(refused)
                 row = stamp(row, session=session, round=index, position=position, role=role,
-                            system=result.system, baseline=result.baseline)
+                            system=result.system, baseline=result.baseline, threshold=threshold)
                 if db is not None:
                     _store(db, row)
                 result.rows.append(row)

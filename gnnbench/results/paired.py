@@ -7,7 +7,7 @@ Note [paired rows]
     [configurations] in :mod:`gnnbench.results.configurations`). What pairs it
     is ``extra.ab``: the ``session`` (one comparison), its ``round`` (from 0),
     its ``position`` in the round's run order, its ``role`` (``baseline`` or
-    ``system``) and the two systems' names. :func:`paired_rounds` rebuilds each
+    ``system``), the two systems' names and the test's ``threshold``. :func:`paired_rounds` rebuilds each
     session's round values (Note [paired rounds] in
     :mod:`gnnbench.core.sequential`) from rows in any order, so the verdict
     can be recomputed from the store alone.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gnnbench.core.measurement import Measurement
-from gnnbench.core.sequential import BASELINE, SYSTEM, round_value
+from gnnbench.core.sequential import BASELINE, SYSTEM, THRESHOLD, Verdict, decide, round_value
 
 __all__ = ["AB_KEY", "stamp", "pairing", "Session", "paired_rounds"]
 
@@ -28,11 +28,11 @@ AB_KEY = "ab"
 
 
 def stamp(row: Mapping[str, Any], *, session: str, round: int, position: int, role: str, system: str,
-          baseline: str) -> dict[str, Any]:
+          baseline: str, threshold: float) -> dict[str, Any]:
     """``row`` with its place in a paired comparison under ``extra.ab`` (Note [paired rows])."""
     extra = dict(row.get("extra") or {})
     extra[AB_KEY] = {"session": session, "round": round, "position": position, "role": role, "system": system,
-                     "baseline": baseline}
+                     "baseline": baseline, "threshold": threshold}
     return {**row, "extra": extra}
 
 
@@ -50,6 +50,7 @@ class Session:
     Args:
         session (str): its id.
         system, baseline (str): the systems compared.
+        threshold (float): the test's threshold.
         values (tuple of float): the round values of its complete rounds, in round order (a round with a
             process that did not succeed, or missing one, has none and ends the sequence).
         processes (int): its stored rows.
@@ -58,14 +59,19 @@ class Session:
     session: str
     system: str
     baseline: str
+    threshold: float
     values: tuple[float, ...]
     processes: int
+
+    def verdict(self) -> Verdict:
+        """The sequential test's verdict on the stored rounds (Note [sequential test])."""
+        return decide(self.values, self.threshold)
 
 
 def paired_rounds(rows: Iterable[Mapping[str, Any]]) -> dict[str, Session]:
     """Every session among ``rows``, by id (Note [paired rows])."""
     by_session: dict[str, dict[int, list[tuple[str, Mapping[str, Any]]]]] = {}
-    names: dict[str, tuple[str, str]] = {}
+    names: dict[str, tuple[str, str, float]] = {}
     counts: dict[str, int] = {}
     for row in rows:
         ab = pairing(row)
@@ -73,7 +79,7 @@ def paired_rounds(rows: Iterable[Mapping[str, Any]]) -> dict[str, Session]:
             continue
         sid = str(ab["session"])
         by_session.setdefault(sid, {}).setdefault(int(ab["round"]), []).append((ab.get("role"), row))
-        names[sid] = (str(ab.get("system")), str(ab.get("baseline")))
+        names[sid] = (str(ab.get("system")), str(ab.get("baseline")), float(ab.get("threshold") or THRESHOLD))
         counts[sid] = counts.get(sid, 0) + 1
     out = {}
     for sid, rounds in by_session.items():

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from gnnbench.cli import ab, main
-from gnnbench.core.sequential import Verdict, decide
+from gnnbench.core.sequential import Verdict
 from gnnbench.results.paired import paired_rounds
 from gnnbench.results.store import ResultsStore
 from gnnbench.run import runner
@@ -62,11 +62,11 @@ def test_a_faster_system_is_decided_in_abba_rounds_and_every_process_stored(monk
     rows = _stored(db)
     assert len(rows) == 40
     first = rows[0]["extra"]["ab"]
-    assert {k: first[k] for k in ("round", "position", "role", "system", "baseline")} == {
-        "round": 0, "position": 0, "role": "baseline", "system": "mkl", "baseline": "reference"}
+    assert {k: first[k] for k in ("round", "position", "role", "system", "baseline", "threshold")} == {
+        "round": 0, "position": 0, "role": "baseline", "system": "mkl", "baseline": "reference", "threshold": 0.05}
     (session,) = paired_rounds(rows).values()  # the pairing and the verdict, rebuilt from the store alone
     assert session.processes == 40 and session.system == "mkl"
-    assert decide(session.values).word == "faster" and len(session.values) == 10
+    assert session.verdict().word == "faster" and len(session.values) == 10 and session.threshold == 0.05
 
 
 def test_json_is_the_verdict_as_one_object(monkeypatch, capsys, tmp_path):
