@@ -1,6 +1,7 @@
 """The A/A benchmark: does ``compare`` claim differences that are not there, and see the one that is? (issue 42)
 
     python benchmarks/bench_aa.py [--condition quiet|loaded] [--trials N] [--dry-run] [--render-only]
+    python benchmarks/bench_aa.py --decide [--condition quiet|loaded] [--trials N] [--budget 10m] [--processes warm]
 
 The runs are the campaign ``campaigns/aa.toml``: GCN on one small R-MAT graph
 with three systems of ``benchmarks/aa_systems`` (Note [A/A trials]), each run
@@ -29,6 +30,18 @@ Note [A/A trials]
     three systems compute ``mkl``'s results bit for bit, so the comparison
     includes them unverified (``include_unverified``): the point here is the
     statistics, not the kernels.
+
+Note [A/A with the stopping rule]
+    ``--decide`` judges the same three systems as ``gnnbench ab`` does
+    (issue 54): a trial is two paired comparisons against ``aa_one``, one of
+    ``aa_two`` and one of ``aa_slow``, each run in ABBA rounds until the
+    sequential test decides or ``--budget`` is spent (Note [sequential test]
+    in gnnbench/core/sequential.py), through :func:`gnnbench.cli.ab.run`, into
+    ``results/aa_decide_{condition}.sqlite``. ``aa_two`` called faster or
+    slower is a false positive; ``aa_slow`` called slower is a detection. The
+    table gives the share of each, and the median and 90th percentile of the
+    processes and minutes a comparison took, from its stored rows alone
+    (Note [paired rows] in gnnbench/results/paired.py).
 
 Writes results/aa.{md,json}, both conditions in one table (a condition not
 measured yet shows as such).
@@ -263,6 +276,96 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
     return "\n".join(lines) + "\n"
 
 
+def decide_store_of(condition: str) -> Path:
+    return ROOT / "results" / f"aa_decide_{condition}.sqlite"
+
+
+def _minutes(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """A comparison's minutes from its rows' start times: their span, plus one process's mean share of it."""
+    from datetime import datetime
+
+    stamps = sorted(datetime.fromisoformat(r["timestamp"]) for r in rows if r.get("timestamp"))
+    if len(stamps) < 2:
+        return None
+    span = (stamps[-1] - stamps[0]).total_seconds()
+    return span * len(stamps) / (len(stamps) - 1) / 60
+
+
+def summarise_decided(condition: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The stopping rule's trials of one condition (Note [A/A with the stopping rule])."""
+    import numpy as np
+
+    from gnnbench.results.paired import pairing, paired_rounds
+
+    sessions = paired_rounds(rows)
+    by_session: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        ab = pairing(row)
+        if ab is not None:
+            by_session.setdefault(str(ab["session"]), []).append(row)
+    out: dict[str, Any] = {"condition": condition}
+    for system in (TWIN, SLOW):
+        mine = [s for s in sessions.values() if s.system == system]
+        words = [s.verdict().word for s in mine]
+        processes = [s.processes for s in mine]
+        minutes = [m for m in (_minutes(by_session[s.session]) for s in mine) if m is not None]
+        quantile = lambda xs, q: float(np.percentile(xs, q)) if xs else None  # noqa: E731
+        out[system] = {"trials": len(mine), **{w: words.count(w) for w in ("faster", "slower", "same", "undecided")},
+                       "processes_median": quantile(processes, 50), "processes_p90": quantile(processes, 90),
+                       "minutes_median": quantile(minutes, 50), "minutes_p90": quantile(minutes, 90),
+                       "threshold": mine[0].threshold if mine else None}
+    return out
+
+
+def _decided_section(decided: Sequence[Mapping[str, Any]]) -> list[str]:
+    measured = [d for d in decided if d[TWIN]["trials"] or d[SLOW]["trials"]]
+    if not measured:
+        return []
+    number = lambda x, digits=0: "-" if x is None else f"{x:.{digits}f}"  # noqa: E731
+    cells = []
+    for d in measured:
+        for system, what in ((TWIN, "called faster or slower"), (SLOW, "called slower")):
+            s = d[system]
+            hit = s["faster"] + s["slower"] if system == TWIN else s["slower"]
+            cells.append([d["condition"], f"`{system}`", str(s["trials"]), f"{what}: {_share(hit, s['trials'])}",
+                          str(s["same"]), str(s["undecided"]),
+                          f"{number(s['processes_median'])} / {number(s['processes_p90'])}",
+                          f"{number(s['minutes_median'], 1)} / {number(s['minutes_p90'], 1)}"])
+    threshold = next(d[s]["threshold"] for d in measured for s in (TWIN, SLOW) if d[s]["threshold"])
+    return ["## With the stopping rule", "",
+            f"Each trial two paired comparisons against `aa_one`, in ABBA rounds until the sequential test "
+            f"decides at a {threshold:.0%} threshold (alpha = beta = 0.05) or the budget is spent "
+            "(`python benchmarks/bench_aa.py --decide`, Note [A/A with the stopping rule]):", "",
+            Table(["condition", "system", "trials", "verdict", "same", "undecided",
+                   "processes (median / 90th pct)", "minutes (median / 90th pct)"], cells,
+                  [False, False, True, False, True, True, True, True]).render("markdown").rstrip("\n"), "",
+            "Targets (issue 54): `aa_two` called different in at most 5 % of at least 40 trials; `aa_slow` "
+            "called slower in at least 90 %.", ""]
+
+
+def _measure_decided(args, the_campaign, condition: str) -> None:
+    """``args.trials`` trials with the stopping rule, stored in :func:`decide_store_of` (Note [A/A with the
+    stopping rule])."""
+    from dataclasses import replace
+
+    from gnnbench.cli import ab
+
+    config = the_campaign.matrices[0].configs[0]
+    budget_s = ab.parse_budget(args.budget)
+    generator = load_generator(avoid=config.cpus) if condition == "loaded" else None
+    try:
+        for trial in range(args.trials or 40):
+            for system in (TWIN, SLOW):
+                result = ab.run(replace(config, system=system), replace(config, system=BASELINE),
+                                budget_s=budget_s, runner=ab.ROUND_RUNNERS[args.processes],
+                                store_path=str(decide_store_of(condition)))
+                print(f"trial {trial + 1}: {ab.verdict_line(result)}", file=sys.stderr, flush=True)
+    finally:
+        if generator is not None:
+            generator.kill()
+            generator.wait()
+
+
 def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
     from gnnbench.results.frame import frame_records, load_results
     from _common import run_campaign
@@ -283,6 +386,12 @@ def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
     return frame_records(load_results(store_of(condition))), load
 
 
+def _stored(path: Path) -> list[dict]:
+    from gnnbench.results.frame import frame_records, load_results
+
+    return frame_records(load_results(path))
+
+
 def _run(args) -> int:
     from gnnbench.core.stability import MIN_PROCESSES
 
@@ -291,9 +400,11 @@ def _run(args) -> int:
     if args.dry_run:
         return print_plan("bench_aa", the_campaign, store_of(args.condition))
     config = the_campaign.matrices[0].configs[0]
+    if args.decide and not args.render_only:
+        _measure_decided(args, the_campaign, args.condition)
     summaries, commits = [], set()
     for condition in CONDITIONS:
-        if condition == args.condition or args.render_only:
+        if (condition == args.condition and not args.decide) or args.render_only:
             rows, load = _measure(args, the_campaign, condition)
         else:
             rows, load = ([], (None, None))
@@ -316,10 +427,12 @@ def _run(args) -> int:
         lengths = process_lengths(length_rows)
         lengths_note = measured_note(rows_load(length_rows),
                                      sorted({r["git_commit"] for r in length_rows if r.get("git_commit")}))
+    decided = [summarise_decided(c, _stored(decide_store_of(c))) for c in CONDITIONS if decide_store_of(c).exists()]
     meta = provenance(campaign=CAMPAIGN, dataset=config.dataset, epochs=config.epochs, warmup=config.warmup,
                       threads=config.threads, cpus=config.cpus, processes=MIN_PROCESSES, measured_at=sorted(commits),
                       lengths=lengths, lengths_note=lengths_note)
-    write_results(args.out, {"meta": meta, "conditions": summaries}, render(summaries, meta))
+    write_results(args.out, {"meta": meta, "conditions": summaries, "decided": decided},
+                  render(summaries, meta) + "\n".join(_decided_section(decided)))
     return 0
 
 
@@ -331,6 +444,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="trials to run (default: the campaign's rounds / processes per trial)")
     parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
     parser.add_argument("--render-only", action="store_true", help="run nothing; render what the stores hold")
+    parser.add_argument("--decide", action="store_true",
+                        help="run trials of paired comparisons with the stopping rule instead (Note [A/A with the "
+                             "stopping rule]); --trials defaults to 40")
+    parser.add_argument("--budget", default="10m", help="--decide: each comparison's time budget (default: 10m)")
+    parser.add_argument("--processes", choices=("fresh", "warm"), default="fresh",
+                        help="--decide: fresh worker processes, or forked from a warm parent each round")
     parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "aa"))
     return run_script("bench_aa", parser, _run, argv)
 

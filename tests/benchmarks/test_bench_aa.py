@@ -1,6 +1,7 @@
 """benchmarks/bench_aa.py and benchmarks/aa_systems: trials, verdicts, the rendered table, and twins that are twins."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -117,3 +118,35 @@ def test_the_three_systems_compute_mkls_results_bit_for_bit(monkeypatch):
     losses = {s: train(RunConfig(system=s, model="gcn", dataset=TINY, epochs=3, warmup=1))["final_loss"]
               for s in ("mkl", "aa_one", "aa_two", "aa_slow")}
     assert len(set(losses.values())) == 1, losses
+
+
+def _session_rows(session, system, rounds, slow_factor, seed, start_minute=0):
+    """One paired comparison's rows as ``gnnbench ab`` stores them (Note [paired rows]), a process every 6 s."""
+    from gnnbench.core.sequential import BASELINE, round_order
+    from gnnbench.results.paired import stamp
+
+    rng = np.random.default_rng(seed)
+    rows, k = [], 0
+    for r in range(rounds):
+        for position, role in enumerate(round_order(r)):
+            name = "aa_one" if role == BASELINE else system
+            centre = (1.0 if role == BASELINE else slow_factor) * (1 + 0.01 * rng.standard_normal())
+            seconds = start_minute * 60 + 6 * k
+            row = {**_row(name, r, centre * (1 + 0.01 * rng.standard_normal(20)) / 100),
+                   "timestamp": f"2026-12-06T10:{seconds // 60:02d}:{seconds % 60:02d}+00:00"}
+            rows.append(stamp(row, session=session, round=r, position=position, role=role, system=system,
+                              baseline="aa_one", threshold=0.05))
+            k += 1
+    return rows
+
+
+def test_decided_trials_count_verdicts_processes_and_minutes(bench):
+    rows = (_session_rows("t1", "aa_two", 12, 1.0, 1) + _session_rows("s1", "aa_slow", 10, 1.1, 2)
+            + _session_rows("t2", "aa_two", 12, 1.0, 3) + _session_rows("s2", "aa_slow", 10, 1.1, 4))
+    d = bench.summarise_decided("quiet", rows)
+    assert d["aa_slow"]["trials"] == 2 and d["aa_slow"]["slower"] == 2 and d["aa_slow"]["processes_median"] == 40
+    assert d["aa_slow"]["minutes_median"] == pytest.approx(4.0)  # 40 processes 6 s apart
+    assert d["aa_two"]["faster"] + d["aa_two"]["slower"] == 0 and d["aa_two"]["same"] == 2
+    text = re.sub(r" +", " ", "\n".join(bench._decided_section([d])))
+    assert "## With the stopping rule" in text and "decides at a 5% threshold" in text
+    assert "| quiet | `aa_slow` | 2 | called slower: 2 of 2 (100%) | 0 | 0 | 40 / 40 | 4.0 / 4.0 |" in text
