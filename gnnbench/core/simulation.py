@@ -21,7 +21,7 @@ Note [what pairing buys]
     (90 % power at a 10 % effect: about 15 pairs against 25 processes a side).
     ABBA rounds cancel also the drift's linear part across the round, and the
     sequential test stops as soon as the rounds decide: on :data:`QUIET`
-    noise a 10 % slowdown is called slower after a median of 10 ABBA rounds
+    noise a 10 % slowdown is called slower after a median of 12 ABBA rounds
     (90th percentile 15) at the default 5 % threshold (results/sequential.md has the
     figures, with the 90th percentile and ASLR off beside them). With ASLR off
     the paired sd fell to 8.4 %; that is layout luck the cheap processes must

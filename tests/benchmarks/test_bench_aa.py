@@ -141,12 +141,13 @@ def _session_rows(session, system, rounds, slow_factor, seed, start_minute=0):
 
 
 def test_decided_trials_count_verdicts_processes_and_minutes(bench):
-    rows = (_session_rows("t1", "aa_two", 12, 1.0, 1) + _session_rows("s1", "aa_slow", 10, 1.1, 2)
-            + _session_rows("t2", "aa_two", 12, 1.0, 3) + _session_rows("s2", "aa_slow", 10, 1.1, 4))
+    rows = (_session_rows("t1", "aa_two", 14, 1.0, 1) + _session_rows("s1", "aa_slow", 10, 1.1, 2)
+            + _session_rows("t2", "aa_two", 14, 1.0, 3) + _session_rows("s2", "aa_slow", 10, 1.1, 4))
     d = bench.summarise_decided("quiet", rows)
-    assert d["aa_slow"]["trials"] == 2 and d["aa_slow"]["slower"] == 2 and d["aa_slow"]["processes_median"] == 40
+    assert d["aa_slow"]["trials"] == 2 and d["aa_slow"]["undecided"] == 2  # 10 rounds: too few to look
+    assert d["aa_slow"]["processes_median"] == 40
     assert d["aa_slow"]["minutes_median"] == pytest.approx(4.0)  # 40 processes 6 s apart
     assert d["aa_two"]["faster"] + d["aa_two"]["slower"] == 0 and d["aa_two"]["same"] == 2
     text = re.sub(r" +", " ", "\n".join(bench._decided_section([d])))
     assert "## With the stopping rule" in text and "decides at a 5% threshold" in text
-    assert "| quiet | `aa_slow` | 2 | called slower: 2 of 2 (100%) | 0 | 0 | 40 / 40 | 4.0 / 4.0 |" in text
+    assert "| quiet | `aa_slow` | 2 | called slower: 0 of 2 (0%) | 0 | 2 | 40 / 40 | 4.0 / 4.0 |" in text

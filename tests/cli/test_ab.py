@@ -56,17 +56,17 @@ def test_a_faster_system_is_decided_in_abba_rounds_and_every_process_stored(monk
     db = tmp_path / "r.sqlite"
     started = _fake_workers(monkeypatch, _faster)
     assert main(AB + ["--results", str(db)]) == 0
-    assert capsys.readouterr().out == ("mkl 1.12x faster than reference [1.11, 1.13], decided after 10 rounds "
-                                       "(40 processes, 3 min 40 s)\n")
+    assert capsys.readouterr().out == ("mkl 1.12x faster than reference [1.11, 1.13], decided after 12 rounds "
+                                       "(48 processes, 4 min 24 s)\n")
     assert "".join(s[0] for s in started[:8]) == "rmmrmrrm"  # ABBA, then BAAB
     rows = _stored(db)
-    assert len(rows) == 40
+    assert len(rows) == 48
     first = rows[0]["extra"]["ab"]
     assert {k: first[k] for k in ("round", "position", "role", "system", "baseline", "threshold")} == {
         "round": 0, "position": 0, "role": "baseline", "system": "mkl", "baseline": "reference", "threshold": 0.05}
     (session,) = paired_rounds(rows).values()  # the pairing and the verdict, rebuilt from the store alone
-    assert session.processes == 40 and session.system == "mkl"
-    assert session.verdict().word == "faster" and len(session.values) == 10 and session.threshold == 0.05
+    assert session.processes == 48 and session.system == "mkl"
+    assert session.verdict().word == "faster" and len(session.values) == 12 and session.threshold == 0.05
 
 
 def test_json_is_the_verdict_as_one_object(monkeypatch, capsys, tmp_path):
@@ -75,11 +75,11 @@ def test_json_is_the_verdict_as_one_object(monkeypatch, capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert len(out.pop("session")) == 12
     assert out == {
-        "system": "mkl", "baseline": "reference", "verdict": "faster", "speedup": pytest.approx(1.12311, abs=1e-5),
-        "ci_low": pytest.approx(1.11208, abs=1e-5), "ci_high": pytest.approx(1.13425, abs=1e-5), "rounds": 10,
-        "threshold": 0.1, "alpha": 0.05, "beta": 0.05, "processes": 40, "elapsed_s": 220.0, "budget_s": 600.0,
+        "system": "mkl", "baseline": "reference", "verdict": "faster", "speedup": pytest.approx(1.12374, abs=1e-5),
+        "ci_low": pytest.approx(1.11446, abs=1e-5), "ci_high": pytest.approx(1.13309, abs=1e-5), "rounds": 12,
+        "threshold": 0.1, "alpha": 0.05, "beta": 0.05, "processes": 48, "elapsed_s": 264.0, "budget_s": 600.0,
         "stopped": "decided",
-        "line": "mkl 1.12x faster than reference [1.11, 1.13], decided after 10 rounds (40 processes, 3 min 40 s)"}
+        "line": "mkl 1.12x faster than reference [1.11, 1.13], decided after 12 rounds (48 processes, 4 min 24 s)"}
 
 
 def test_out_of_budget_is_undecided_with_its_interval(monkeypatch, capsys, tmp_path):
@@ -118,7 +118,7 @@ def test_ab_rows_pool_in_compare(monkeypatch, tmp_path):
     assert main(AB + ["--results", str(db)]) == 0
     result = compare(str(db), baseline="reference", include_unverified=True)
     mkl = next(r for r in result.results if r.system == "mkl")
-    assert mkl.processes == 20 and mkl.speedup == pytest.approx(10 / 8.8)
+    assert mkl.processes == 24 and mkl.speedup == pytest.approx(10 / 8.8)
 
 
 @pytest.mark.parametrize("extra, message", [
