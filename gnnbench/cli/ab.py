@@ -111,16 +111,27 @@ def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
     """Each process forked from one warm parent, started for this round (issue 54; Note [round runners]).
 
     THE PLACE WHERE THE WARM PARENT PLUGS IN: ``gnnbench.run.warm.WarmParent`` is a context manager started
-    from the round's RunConfigs whose ``.run(spec)`` returns the same row as ``run_task``.
+    from the round's RunConfigs whose ``.run(spec)`` returns the same row as ``run_task`` (Note [cheap
+    processes] there). A parent that cannot fork safely (``ForkUnsafe``: it started a thread pool) leaves
+    the round to fresh processes.
     """
     try:
-        from gnnbench.run.warm import WarmParent
+        from gnnbench.run.warm import ForkUnsafe, WarmParent
     except ModuleNotFoundError as err:
         if err.name != "gnnbench.run.warm":
             raise
         raise UserError("--processes warm needs gnnbench.run.warm (issue 54's warm parent), which this "
                         "installation lacks; use --processes fresh") from None
-    with WarmParent(list(specs)) as parent:  # a parent per round: its layout is sampled, not kept
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        try:
+            parent = stack.enter_context(WarmParent(list(specs)))  # a parent per round: its layout is sampled
+        except ForkUnsafe:
+            parent = None
+        if parent is None:
+            yield from fresh_round(specs)
+            return
         for spec in specs:
             yield parent.run(spec)
 

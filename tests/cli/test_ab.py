@@ -138,3 +138,39 @@ def test_bad_input_is_one_line_and_status_2_before_any_worker(extra, message, mo
 def test_budgets_read_as_seconds():
     assert [ab.parse_budget(t) for t in ("90s", "10m", "1.5h", "45", "2 min")] == [90, 600, 5400, 45, 120]
     assert [ab.parse_threshold(t) for t in ("5%", "0.05", " 12.5% ")] == pytest.approx([0.05, 0.05, 0.125])
+
+
+def test_warm_rounds_fork_from_a_parent_started_each_round(monkeypatch):
+    """The warm round runner against a stand-in of gnnbench.run.warm (its API: WarmParent(configs) as a context
+    manager, .run(spec) -> row), and fresh processes when the parent cannot fork safely."""
+    import sys
+    import types
+
+    parents: list = []
+
+    class ForkUnsafe(RuntimeError):
+        pass
+
+    class WarmParent:
+        def __init__(self, configs):
+            self.configs, self.ran, self.closed = configs, [], False
+            if len(parents) == 1:
+                raise ForkUnsafe("a thread pool started")
+            parents.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            self.closed = True
+
+        def run(self, spec):
+            self.ran.append(spec)
+            return {"system": spec, "extra": {"process_start": "fork"}}
+
+    monkeypatch.setitem(sys.modules, "gnnbench.run.warm", types.SimpleNamespace(WarmParent=WarmParent,
+                                                                                 ForkUnsafe=ForkUnsafe))
+    monkeypatch.setattr(runner, "run_task", lambda spec: {"system": spec, "extra": {}})
+    assert [r["extra"] for r in ab.warm_round(["a", "b"])] == [{"process_start": "fork"}] * 2
+    assert parents[0].ran == ["a", "b"] and parents[0].closed
+    assert [r["extra"] for r in ab.warm_round(["a", "b"])] == [{}, {}]  # ForkUnsafe: fresh processes
