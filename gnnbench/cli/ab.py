@@ -7,29 +7,16 @@ faster, slower or the same (Note [sequential test]) or the budget is spent
 (Note [paired rows] in :mod:`gnnbench.results.paired`), so ``compare`` pools
 them and the verdict can be rebuilt from the store.
 
-Note [round runners]
-    A round runner takes the :class:`~gnnbench.run.config.RunConfig`\\ s of one
-    round, in run order, and yields their rows in that order as each finishes
-    (the same rows :func:`gnnbench.run.runner.run_task` returns).
-    :func:`fresh_round` starts a fresh worker process for each;
-    :func:`warm_round` forks each from a warm parent that has imported
-    everything once (issue 54), a new parent every round so that what a
-    parent fixes (its memory layout) is sampled round by round rather than
-    kept for the whole comparison. Tests pass a runner of canned rows.
+The rounds run in :func:`gnnbench.run.ab.run_paired`; this command renders them.
 """
 from __future__ import annotations
 
 import math
-import re
 import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
-from gnnbench.core.sequential import (BASELINE, PER_ROUND, SYSTEM, THRESHOLD, Verdict, decide, round_order,
-                                      round_value)
+from gnnbench.core.sequential import THRESHOLD, Verdict
 from gnnbench.errors import UserError
+from gnnbench.run.ab import BUDGET, ROUND_RUNNERS, AbResult, parse_budget, parse_threshold
 
 from ._common import add_results_option, open_store, print_json
 
@@ -42,12 +29,6 @@ exit status:
   1  a process did not succeed; the rounds before it are judged and every row is stored
   2  bad input"""
 
-#: the time budget when --budget is not given
-BUDGET = "10m"
-_UNITS = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}
-RoundRunner = Callable[[Sequence[Any]], Iterable[dict]]
-#: the clock a comparison's time is read from (a module attribute, so that tests can stand in a fake one)
-CLOCK = time.monotonic
 
 
 def add_arguments(p) -> None:
@@ -62,190 +43,28 @@ def add_arguments(p) -> None:
                    help="the smallest change called faster or slower, as 5%% or 0.05 (default: %(default)s)")
     p.add_argument("--processes", choices=("fresh", "warm"), default="fresh",
                    help="fresh: a worker process started for each measurement; warm: forked from a parent "
-                        "started once a round (Note [round runners]) (default: fresh)")
+                        "started once a round (Note [round runners] in gnnbench/run/ab.py) (default: fresh)")
     p.add_argument("--no-store", action="store_true", help="do not write the rows to the results store")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     add_results_option(p)
 
 
-def parse_budget(text: str) -> float:
-    """``90s``, ``10m``, ``1.5h`` or a number of seconds, as seconds above 0.
-
-    Raises:
-        UserError: anything else, or no time at all.
-    """
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-z]*)\s*", str(text).lower())
-    seconds = float(match.group(1)) * _UNITS[match.group(2)] if match and match.group(2) in _UNITS else 0.0
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise UserError(f"--budget must be a time above 0 such as 90s, 10m or 1h (got {text!r})")
-    return seconds
-
-
-def parse_threshold(text: str) -> float:
-    """``5%`` or ``0.05`` as a fraction in (0, 1).
-
-    Raises:
-        UserError: anything else.
-    """
-    raw = str(text).strip()
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
-        raise UserError(f"--threshold must be a fraction in (0, 1) such as 5% or 0.05 (got {text!r})")
-    return value
-
-
-# ---------------------------------------------------------------- round runners (Note [round runners])
-
-def fresh_round(specs: Sequence[Any]) -> Iterable[dict]:
-    """Each process a fresh worker (:func:`gnnbench.run.runner.run_task`), one after another."""
-    from gnnbench.run import runner
-
-    for spec in specs:
-        yield runner.run_task(spec)
-
-
-def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
-    """Each process forked from one warm parent, started for this round (issue 54; Note [round runners]).
-
-    THE PLACE WHERE THE WARM PARENT PLUGS IN: ``gnnbench.run.warm.WarmParent`` is a context manager started
-    from the round's RunConfigs whose ``.run(spec)`` returns the same row as ``run_task`` (Note [cheap
-    processes] there). A parent that cannot fork safely (``ForkUnsafe``: it started a thread pool) leaves
-    the round to fresh processes.
-    """
-    try:
-        from gnnbench.run.warm import ForkUnsafe, WarmParent
-    except ModuleNotFoundError as err:
-        if err.name != "gnnbench.run.warm":
-            raise
-        raise UserError("--processes warm needs gnnbench.run.warm (issue 54's warm parent), which this "
-                        "installation lacks; use --processes fresh") from None
-    from contextlib import ExitStack
-
-    with ExitStack() as stack:
-        try:
-            parent = stack.enter_context(WarmParent(list(specs)))  # a parent per round: its layout is sampled
-        except ForkUnsafe:
-            parent = None
-        if parent is None:
-            yield from fresh_round(specs)
-            return
-        for spec in specs:
-            yield parent.run(spec)
-
-
-ROUND_RUNNERS: dict[str, RoundRunner] = {"fresh": fresh_round, "warm": warm_round}
-
-
-# ---------------------------------------------------------------- the comparison
-
-@dataclass
-class AbResult:
-    """What ``gnnbench ab`` found.
-
-    Args:
-        system, baseline (str): the systems (``system`` is the one judged).
-        verdict (Verdict): the test's.
-        budget_s (float): the time budget.
-        elapsed_s (float): time the rounds took.
-        session (str): the id in the rows' ``extra.ab``.
-        rows (list of dict): every process's row, in run order.
-        stopped (str): ``decided``, ``budget`` or ``failed`` (a process did not succeed).
-    """
-
-    system: str
-    baseline: str
-    verdict: Verdict
-    budget_s: float
-    elapsed_s: float
-    session: str
-    rows: list[dict] = field(default_factory=list)
-    stopped: str = "decided"
-
-    @property
-    def failed(self) -> list[dict]:
-        return [row for row in self.rows if row.get("status") != "ok"]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"system": self.system, "baseline": self.baseline, **self.verdict.as_dict(),
-                "processes": len(self.rows), "elapsed_s": self.elapsed_s, "budget_s": self.budget_s,
-                "stopped": self.stopped, "session": self.session, "line": verdict_line(self)}
-
-
-def run(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRESHOLD,
-        runner: RoundRunner = fresh_round, per_round: int = PER_ROUND, store_path: str | None = None,
-        store: bool = True, session: str | None = None, clock: Callable[[], float] | None = None,
-        on_round: Callable[[int, AbResult], None] | None = None) -> AbResult:
-    """Run paired rounds of ``system_spec`` and ``baseline_spec`` until decided or out of budget.
-
-    Each row is stored as it arrives (Note [store first]); a round is judged once all its processes are in.
-    A round that would start past ``budget_s`` (judged by the last round's time) is not started.
-
-    Args:
-        runner (callable): the round runner (Note [round runners]; default: :func:`fresh_round`).
-        session (str, optional): the id stamped on the rows (default: a new random one).
-        clock (callable): monotonic seconds (default: :data:`CLOCK`).
-        on_round (callable, optional): ``on_round(round_index, result_so_far)`` after each judged round.
-
-    Raises:
-        UserError: bad input found by a worker (Note [bad input in a worker]); earlier rows stay stored.
-    """
-    import uuid
-
-    from gnnbench.results.paired import stamp
-    from gnnbench.run.record import bad_input_error
+def run(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRESHOLD, runner=None,
+        store_path: str | None = None, store: bool = True, on_round=None) -> AbResult:
+    """:func:`~gnnbench.run.ab.run_paired` with each row stored as it arrives (Note [store first]); the
+    result's rows carry their store ids."""
+    from gnnbench.run.ab import fresh_round, run_paired
 
     from .run import _store
 
-    session = session or uuid.uuid4().hex[:12]
-    clock = clock or CLOCK
-    result = AbResult(system_spec.system, baseline_spec.system, decide([], threshold), budget_s, 0.0, session)
     db = open_store(store_path, create=True) if store else None
-    values: list[float] = []
-    started = clock()
     try:
-        for index in range(sys.maxsize):
-            order = round_order(index, per_round)
-            specs = [baseline_spec if role == BASELINE else system_spec for role in order]
-            round_started = clock()
-            medians: dict[str, list[float]] = {}
-            for position, (role, row) in enumerate(zip(order, runner(specs))):
-                refused = bad_input_error(row)
-                if refused is not None:
-                    raise UserError(refused)
-                row = stamp(row, session=session, round=index, position=position, role=role,
-                            system=result.system, baseline=result.baseline, threshold=threshold)
-                if db is not None:
-                    _store(db, row)
-                result.rows.append(row)
-                if row.get("status") != "ok":
-                    break
-                medians.setdefault(role, []).append(_median(row))
-            result.elapsed_s = clock() - started
-            if any(len(medians.get(r, ())) != per_round for r in (BASELINE, SYSTEM)):  # a process failed
-                result.stopped = "failed"
-                break
-            values.append(round_value(medians[BASELINE], medians[SYSTEM]))
-            result.verdict = decide(values, threshold)
-            if on_round is not None:
-                on_round(index, result)
-            if result.verdict.decided:
-                break
-            if result.elapsed_s + (clock() - round_started) > budget_s:
-                result.stopped = "budget"
-                break
+        return run_paired(system_spec, baseline_spec, budget_s=budget_s, threshold=threshold,
+                          runner=runner or fresh_round, on_row=None if db is None else lambda row: _store(db, row),
+                          on_round=on_round)
     finally:
         if db is not None:
             db.close()
-    return result
-
-
-def _median(row: dict) -> float:
-    from gnnbench.core.measurement import Measurement
-
-    return Measurement.from_row(row).median
 
 
 # ---------------------------------------------------------------- rendering
@@ -320,7 +139,7 @@ def main(args) -> int:
                      runner=ROUND_RUNNERS[args.processes], store_path=args.results, store=not args.no_store,
                      on_round=on_round)
     if args.json:
-        print_json(result.as_dict())
+        print_json({**result.as_dict(), "line": verdict_line(result)})
     else:
         print(verdict_line(result))
     for row in result.failed:

@@ -14,6 +14,7 @@ from gnnbench.cli import ab, main
 from gnnbench.core.sequential import Verdict
 from gnnbench.results.paired import paired_rounds
 from gnnbench.results.store import ResultsStore
+from gnnbench.run import ab as paired_runs
 from gnnbench.run import runner
 from gnnbench.run.runner import failure_row
 from gnnbench.run.sweep import identity
@@ -39,7 +40,7 @@ def _fake_workers(monkeypatch, median_ms) -> list:
         return {**identity(spec), "status": "ok", "epoch_times": times, "epoch_time_median_s": ms / 1e3}
 
     monkeypatch.setattr(runner, "run_task", run_task)
-    monkeypatch.setattr(ab, "CLOCK", lambda: now[0])
+    monkeypatch.setattr(paired_runs, "CLOCK", lambda: now[0])
     return started
 
 
@@ -102,8 +103,8 @@ def test_a_failed_process_stops_the_comparison_keeps_its_rows_and_exits_1(monkey
 
 
 def test_the_same_and_slower_lines():
-    same = ab.AbResult("isplib", "dgl-native", Verdict("same", 1.0123, 0.978, 1.041, 19), 600, 190.0, "s")
-    slow = ab.AbResult("isplib", "dgl-native", Verdict("slower", 1 / 1.12, 1 / 1.19, 1 / 1.06, 14), 600, 190.0, "s")
+    same = paired_runs.AbResult("isplib", "dgl-native", Verdict("same", 1.0123, 0.978, 1.041, 19), 600, 190.0, "s")
+    slow = paired_runs.AbResult("isplib", "dgl-native", Verdict("slower", 1 / 1.12, 1 / 1.19, 1 / 1.06, 14), 600, 190.0, "s")
     assert ab.verdict_line(same) == ("isplib the same as dgl-native within 5% (1.01x faster "
                                      "[0.98, 1.04]), decided after 19 rounds (0 processes, 3 min 10 s)")
     assert ab.verdict_line(slow) == ("isplib 1.12x slower than dgl-native [1.06, 1.19], decided after 14 rounds "
@@ -136,8 +137,8 @@ def test_bad_input_is_one_line_and_status_2_before_any_worker(extra, message, mo
 
 
 def test_budgets_read_as_seconds():
-    assert [ab.parse_budget(t) for t in ("90s", "10m", "1.5h", "45", "2 min")] == [90, 600, 5400, 45, 120]
-    assert [ab.parse_threshold(t) for t in ("5%", "0.05", " 12.5% ")] == pytest.approx([0.05, 0.05, 0.125])
+    assert [paired_runs.parse_budget(t) for t in ("90s", "10m", "1.5h", "45", "2 min")] == [90, 600, 5400, 45, 120]
+    assert [paired_runs.parse_threshold(t) for t in ("5%", "0.05", " 12.5% ")] == pytest.approx([0.05, 0.05, 0.125])
 
 
 def test_warm_rounds_fork_from_a_parent_started_each_round(monkeypatch):
@@ -171,6 +172,6 @@ def test_warm_rounds_fork_from_a_parent_started_each_round(monkeypatch):
     monkeypatch.setitem(sys.modules, "gnnbench.run.warm", types.SimpleNamespace(WarmParent=WarmParent,
                                                                                  ForkUnsafe=ForkUnsafe))
     monkeypatch.setattr(runner, "run_task", lambda spec: {"system": spec, "extra": {}})
-    assert [r["extra"] for r in ab.warm_round(["a", "b"])] == [{"process_start": "fork"}] * 2
+    assert [r["extra"] for r in paired_runs.warm_round(["a", "b"])] == [{"process_start": "fork"}] * 2
     assert parents[0].ran == ["a", "b"] and parents[0].closed
-    assert [r["extra"] for r in ab.warm_round(["a", "b"])] == [{}, {}]  # ForkUnsafe: fresh processes
+    assert [r["extra"] for r in paired_runs.warm_round(["a", "b"])] == [{}, {}]  # ForkUnsafe: fresh processes

@@ -1,0 +1,223 @@
+"""Paired comparisons that run until decided: rounds of two systems' processes, judged after each round.
+
+:func:`run_paired` runs ABBA rounds (Note [paired rounds] in
+:mod:`gnnbench.core.sequential`) of a system and a baseline through a round
+runner until the sequential test decides (Note [sequential test]) or the
+budget is spent, handing every row, stamped with its place (Note [paired
+rows] in :mod:`gnnbench.results.paired`), to the caller as it arrives.
+``gnnbench ab`` runs one; a campaign with ``baseline`` and ``decide = true``
+runs one per configuration (:func:`gnnbench.run.sweep.decide_campaign`).
+
+Note [round runners]
+    A round runner takes the :class:`~gnnbench.run.config.RunConfig`\\ s of one
+    round, in run order, and yields their rows in that order as each finishes
+    (the same rows :func:`gnnbench.run.runner.run_task` returns).
+    :func:`fresh_round` starts a fresh worker process for each;
+    :func:`warm_round` forks each from a warm parent that has imported
+    everything once (issue 54), a new parent every round so that what a
+    parent fixes (its memory layout) is sampled round by round rather than
+    kept for the whole comparison. Tests pass a runner of canned rows.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gnnbench.core.sequential import (BASELINE, PER_ROUND, SYSTEM, THRESHOLD, Verdict, decide, round_order,
+                                      round_value)
+from gnnbench.errors import UserError
+
+__all__ = ["BUDGET", "CLOCK", "RoundRunner", "parse_budget", "parse_threshold", "fresh_round", "warm_round",
+           "ROUND_RUNNERS", "AbResult", "run_paired"]
+
+#: the time budget of a comparison when none is given
+BUDGET = "10m"
+_UNITS = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}
+RoundRunner = Callable[[Sequence[Any]], Iterable[dict]]
+#: the clock a comparison's time is read from (a module attribute, so that tests can stand in a fake one)
+CLOCK = time.monotonic
+
+
+def parse_budget(text: Any, name: str = "--budget") -> float:
+    """``90s``, ``10m``, ``1.5h`` or a number of seconds, as seconds above 0; ``name`` is how the user wrote it.
+
+    Raises:
+        UserError: anything else, or no time at all.
+    """
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-z]*)\s*", str(text).lower())
+    seconds = float(match.group(1)) * _UNITS[match.group(2)] if match and match.group(2) in _UNITS else 0.0
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise UserError(f"{name} must be a time above 0 such as 90s, 10m or 1h (got {text!r})")
+    return seconds
+
+
+def parse_threshold(text: Any, name: str = "--threshold") -> float:
+    """``5%`` or ``0.05`` (text or a number) as a fraction in (0, 1); ``name`` is how the user wrote it.
+
+    Raises:
+        UserError: anything else.
+    """
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise UserError(f"{name} must be a fraction in (0, 1) such as 5% or 0.05 (got {text!r})")
+    return value
+
+
+# ---------------------------------------------------------------- round runners (Note [round runners])
+
+def fresh_round(specs: Sequence[Any]) -> Iterable[dict]:
+    """Each process a fresh worker (:func:`gnnbench.run.runner.run_task`), one after another."""
+    from gnnbench.run import runner
+
+    for spec in specs:
+        yield runner.run_task(spec)
+
+
+def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
+    """Each process forked from one warm parent, started for this round (issue 54; Note [round runners]).
+
+    THE PLACE WHERE THE WARM PARENT PLUGS IN: ``gnnbench.run.warm.WarmParent`` is a context manager started
+    from the round's RunConfigs whose ``.run(spec)`` returns the same row as ``run_task`` (Note [cheap
+    processes] there). A parent that cannot fork safely (``ForkUnsafe``: it started a thread pool) leaves
+    the round to fresh processes.
+    """
+    try:
+        from gnnbench.run.warm import ForkUnsafe, WarmParent
+    except ModuleNotFoundError as err:
+        if err.name != "gnnbench.run.warm":
+            raise
+        raise UserError("--processes warm needs gnnbench.run.warm (issue 54's warm parent), which this "
+                        "installation lacks; use --processes fresh") from None
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        try:
+            parent = stack.enter_context(WarmParent(list(specs)))  # a parent per round: its layout is sampled
+        except ForkUnsafe:
+            parent = None
+        if parent is None:
+            yield from fresh_round(specs)
+            return
+        for spec in specs:
+            yield parent.run(spec)
+
+
+ROUND_RUNNERS: dict[str, RoundRunner] = {"fresh": fresh_round, "warm": warm_round}
+
+
+# ---------------------------------------------------------------- the comparison
+
+@dataclass
+class AbResult:
+    """What a paired comparison found.
+
+    Args:
+        system, baseline (str): the systems (``system`` is the one judged).
+        verdict (Verdict): the test's.
+        budget_s (float): the time budget.
+        elapsed_s (float): time the rounds took.
+        session (str): the id in the rows' ``extra.ab``.
+        rows (list of dict): every process's row, in run order.
+        stopped (str): ``decided``, ``budget`` or ``failed`` (a process did not succeed).
+    """
+
+    system: str
+    baseline: str
+    verdict: Verdict
+    budget_s: float
+    elapsed_s: float
+    session: str
+    rows: list[dict] = field(default_factory=list)
+    stopped: str = "decided"
+
+    @property
+    def failed(self) -> list[dict]:
+        return [row for row in self.rows if row.get("status") != "ok"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"system": self.system, "baseline": self.baseline, **self.verdict.as_dict(),
+                "processes": len(self.rows), "elapsed_s": self.elapsed_s, "budget_s": self.budget_s,
+                "stopped": self.stopped, "session": self.session}
+
+
+def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRESHOLD,
+               runner: RoundRunner = fresh_round, per_round: int = PER_ROUND,
+               on_row: Callable[[dict], None] | None = None, session: str | None = None,
+               clock: Callable[[], float] | None = None,
+               on_round: Callable[[int, AbResult], None] | None = None) -> AbResult:
+    """Run paired rounds of ``system_spec`` and ``baseline_spec`` until decided or out of budget.
+
+    Each row goes to ``on_row`` as it arrives (the caller stores it: Note [store first]); a round is judged
+    once all its processes are in. A round that would start past ``budget_s`` (judged by the last round's
+    time) is not started.
+
+    Args:
+        runner (callable): the round runner (Note [round runners]; default: :func:`fresh_round`).
+        on_row (callable, optional): ``on_row(row)`` for each row, stamped (Note [paired rows]).
+        session (str, optional): the id stamped on the rows (default: a new random one).
+        clock (callable): monotonic seconds (default: :data:`CLOCK`).
+        on_round (callable, optional): ``on_round(round_index, result_so_far)`` after each judged round.
+
+    Raises:
+        UserError: bad input found by a worker (Note [bad input in a worker]); earlier rows went to ``on_row``.
+    """
+    import uuid
+
+    from gnnbench.results.paired import stamp
+    from gnnbench.run.record import bad_input_error
+
+    session = session or uuid.uuid4().hex[:12]
+    clock = clock or CLOCK
+    result = AbResult(system_spec.system, baseline_spec.system, decide([], threshold), budget_s, 0.0, session)
+    values: list[float] = []
+    started = clock()
+    for index in range(sys.maxsize):
+        order = round_order(index, per_round)
+        specs = [baseline_spec if role == BASELINE else system_spec for role in order]
+        round_started = clock()
+        medians: dict[str, list[float]] = {}
+        rows = runner(specs)
+        for position, (role, row) in enumerate(zip(order, rows)):
+            refused = bad_input_error(row)
+            if refused is not None:
+                raise UserError(refused)
+            row = stamp(row, session=session, round=index, position=position, role=role,
+                        system=result.system, baseline=result.baseline, threshold=threshold)
+            if on_row is not None:
+                on_row(row)
+            result.rows.append(row)
+            if row.get("status") != "ok":
+                break
+            medians.setdefault(role, []).append(_median(row))
+        getattr(rows, "close", lambda: None)()  # a runner's generator ends now, its warm parent with it
+        result.elapsed_s = clock() - started
+        if any(len(medians.get(r, ())) != per_round for r in (BASELINE, SYSTEM)):  # a process failed
+            result.stopped = "failed"
+            break
+        values.append(round_value(medians[BASELINE], medians[SYSTEM]))
+        result.verdict = decide(values, threshold)
+        if on_round is not None:
+            on_round(index, result)
+        if result.verdict.decided:
+            break
+        if result.elapsed_s + (clock() - round_started) > budget_s:
+            result.stopped = "budget"
+            break
+    return result
+
+
+def _median(row: dict) -> float:
+    from gnnbench.core.measurement import Measurement
+
+    return Measurement.from_row(row).median
+
+
