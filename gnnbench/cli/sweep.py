@@ -1,6 +1,7 @@
 """``gnnbench sweep``: run a matrix of configurations, each in its own process, and store every outcome."""
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
 from gnnbench.errors import UserError
@@ -26,6 +27,14 @@ def add_arguments(p) -> None:
     p.add_argument("--executor", choices=("local", "ray"), help="where runs go (default: local)")
     p.add_argument("--ray-address", metavar="ADDR", help="Ray cluster for --executor ray (default: $RAY_ADDRESS)")
     p.add_argument("--name", help="campaign name stored with each row (default: the TOML file's stem, or 'sweep')")
+    p.add_argument("--baseline", metavar="SYSTEM", help="with --decide: the system every configuration is decided "
+                   "against (campaign key 'baseline')")
+    p.add_argument("--decide", action="store_true", default=None,
+                   help="run each configuration in paired rounds against --baseline until a sequential test "
+                        "decides, as `gnnbench ab` (Note [deciding campaigns] in gnnbench/run/ab.py)")
+    p.add_argument("--budget", metavar="TIME", help="with --decide: each comparison's time budget (default: 10m)")
+    p.add_argument("--threshold", metavar="FRACTION", help="with --decide: the smallest change called faster or "
+                   "slower (default: 5%%)")
     p.add_argument("--dry-run", action="store_true", help="print what would run; run and store nothing")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -50,8 +59,19 @@ def campaign_from_args(args):
         campaign = campaign_from_mapping({**given, **count}, "command line", flags=True)
     overrides = {k: v for k, v in (("name", args.name), ("results", args.results), ("executor", args.executor),
                                    ("ray_address", args.ray_address), ("rerun", args.rerun),
-                                   ("retry_failed", args.retry_failed)) if v is not None}
-    return replace(campaign, **overrides)
+                                   ("retry_failed", args.retry_failed), ("baseline", args.baseline),
+                                   ("decide", args.decide)) if v is not None}
+    if args.budget is not None or args.threshold is not None:
+        from gnnbench.run.ab import parse_budget, parse_threshold
+
+        if args.budget is not None:
+            overrides["budget"] = parse_budget(args.budget)
+        if args.threshold is not None:
+            overrides["threshold"] = parse_threshold(args.threshold)
+    campaign = replace(campaign, **overrides)
+    if campaign.decide and not campaign.baseline:
+        raise UserError("--decide needs --baseline SYSTEM (or 'baseline' in the campaign) to decide against")
+    return campaign
 
 
 def _duration(seconds: float | None) -> str:
@@ -159,10 +179,54 @@ def summary(report, results_path: str) -> str:
     return "\n".join(lines)
 
 
+def _main_decided(args, campaign) -> int:
+    """``decide = true``: a verdict line per configuration as it is decided (Note [deciding campaigns])."""
+    from gnnbench.progress import progress
+    from gnnbench.run.ab import ROUND_RUNNERS, comparisons, decide_campaign
+
+    from ._common import open_store
+    from .ab import verdict_line
+    from .run import _store, failure_lines
+
+    pairs = comparisons(campaign)
+    if args.dry_run:
+        for system_spec, baseline_spec in pairs:
+            print(f"would decide {system_spec.system} against {baseline_spec.system}: {system_spec.model} on "
+                  f"{system_spec.dataset} {system_spec.framework} seed={system_spec.seed}")
+        return 0
+    if campaign.executor != "local":
+        raise UserError("decide = true runs its paired rounds on this machine; drop --executor ray")
+    results = []
+    with open_store(campaign.results, create=True) as db, \
+            progress(len(pairs), f"sweep '{campaign.name}'", plain_steps=not args.no_progress) as bar:
+        def on_result(result) -> None:
+            results.append(result)
+            bar.advance(description=f"{result.system} against {result.baseline}: {result.verdict.word}")
+            if args.json:
+                return
+            if bar.live:  # above the bar
+                bar.log(verdict_line(result))
+            else:
+                print(verdict_line(result), flush=True)
+
+        decide_campaign(campaign, runner=ROUND_RUNNERS["fresh"], on_row=lambda row: _store(db, row),
+                        on_result=on_result,
+                        on_round=lambda i, r: bar.describe(f"{r.system} against {r.baseline}: round {i + 1}"))
+    if args.json:
+        print_json([{**r.as_dict(), "line": verdict_line(r)} for r in results])
+    for result in results:
+        for row in result.failed:
+            for line in failure_lines(row, campaign.results):
+                print(line, file=sys.stderr)
+    return 1 if any(r.stopped == "failed" for r in results) else 0
+
+
 def main(args) -> int:
     from gnnbench.results.store import default_results_path
 
     campaign = campaign_from_args(args)
+    if campaign.decide:
+        return _main_decided(args, campaign)
     report = run(campaign, progress=not args.no_progress and not args.json, dry_run=args.dry_run)
     if args.json:
         print_json(report.as_dict())

@@ -6,7 +6,19 @@ runner until the sequential test decides (Note [sequential test]) or the
 budget is spent, handing every row, stamped with its place (Note [paired
 rows] in :mod:`gnnbench.results.paired`), to the caller as it arrives.
 ``gnnbench ab`` runs one; a campaign with ``baseline`` and ``decide = true``
-runs one per configuration (:func:`gnnbench.run.sweep.decide_campaign`).
+runs one per configuration (:func:`decide_campaign`).
+
+Note [deciding campaigns]
+    A campaign (or ``gnnbench sweep``) with ``baseline = "dgl-native"`` and
+    ``decide = true`` answers ``gnnbench ab``'s question for every
+    configuration of its matrices whose system is not the baseline: each is
+    run in paired rounds against the same configuration on the baseline
+    system until decided or out of ``budget`` (each comparison's, default
+    :data:`BUDGET`), at ``threshold`` (default
+    :data:`~gnnbench.core.sequential.THRESHOLD`). ``rounds`` does not apply:
+    the test decides how many. Comparisons run one after another, each
+    paired within itself, and every process is stored with ``extra.ab`` and
+    ``extra.sweep``'s campaign name, so ``compare`` pools them.
 
 Note [round runners]
     A round runner takes the :class:`~gnnbench.run.config.RunConfig`\\ s of one
@@ -20,11 +32,12 @@ Note [round runners]
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +46,7 @@ from gnnbench.core.sequential import (BASELINE, PER_ROUND, SYSTEM, THRESHOLD, Ve
 from gnnbench.errors import UserError
 
 __all__ = ["BUDGET", "CLOCK", "RoundRunner", "parse_budget", "parse_threshold", "fresh_round", "warm_round",
-           "ROUND_RUNNERS", "AbResult", "run_paired"]
+           "ROUND_RUNNERS", "AbResult", "run_paired", "deciding", "comparisons", "decide_campaign"]
 
 #: the time budget of a comparison when none is given
 BUDGET = "10m"
@@ -221,3 +234,60 @@ def _median(row: dict) -> float:
     return Measurement.from_row(row).median
 
 
+
+
+# ---------------------------------------------------------------- campaigns (Note [deciding campaigns])
+
+def deciding(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A campaign's ``baseline``, ``decide``, ``budget`` and ``threshold``, checked, as :class:`Campaign` fields.
+
+    Raises:
+        UserError: ``decide`` not true or false, or true without a ``baseline``; a bad budget or threshold.
+    """
+    decide_ = data.get("decide", False)
+    if not isinstance(decide_, bool):
+        raise UserError(f"{where}: 'decide' must be true or false (got {decide_!r})")
+    if decide_ and not data.get("baseline"):
+        raise UserError(f"{where}: 'decide = true' needs a 'baseline' system to decide against")
+    budget = data.get("budget")
+    threshold = data.get("threshold")
+    return {"baseline": data.get("baseline"), "decide": decide_,
+            "budget": None if budget is None else parse_budget(budget, f"{where}: 'budget'"),
+            "threshold": None if threshold is None else parse_threshold(threshold, f"{where}: 'threshold'")}
+
+
+def comparisons(campaign) -> list[tuple[Any, Any]]:
+    """``(system config, baseline config)`` for each configuration of ``campaign`` not on its baseline, in the
+    campaign's order, each once."""
+    from dataclasses import replace
+
+    out, seen = [], set()
+    for matrix in campaign.matrices:
+        for config in matrix.configs:
+            key = json.dumps(config.as_dict(), sort_keys=True, default=str)
+            if config.system == campaign.baseline or key in seen:
+                continue
+            seen.add(key)
+            out.append((config, replace(config, system=campaign.baseline)))
+    return out
+
+
+def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Callable[[dict], None] | None = None,
+                    on_result: Callable[[AbResult], None] | None = None,
+                    on_round: Callable[[int, AbResult], None] | None = None) -> list[AbResult]:
+    """Every comparison of ``campaign`` (Note [deciding campaigns]), one after another; their results."""
+    budget_s = campaign.budget or parse_budget(BUDGET)
+    threshold = campaign.threshold or THRESHOLD
+    results = []
+    for system_spec, baseline_spec in comparisons(campaign):
+        def stamped(row: dict) -> None:  # the campaign's name, as a sweep's rows carry it
+            row["extra"] = {**row["extra"], "sweep": {"campaign": campaign.name}}
+            if on_row is not None:
+                on_row(row)
+
+        result = run_paired(system_spec, baseline_spec, budget_s=budget_s, threshold=threshold, runner=runner,
+                            on_row=stamped, on_round=on_round)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results

@@ -133,6 +133,12 @@ class Campaign:
     #: set by ``gnnbench history`` (Note [history rows] in :mod:`gnnbench.run.history`): stamped on every row
     #: as ``extra.history``; only rows of the same ``commit`` count as stored
     history: tuple[tuple[str, Any], ...] = ()
+    #: ``decide = true``: each configuration in paired rounds against ``baseline`` until decided or out of
+    #: ``budget`` (seconds, each), at ``threshold`` (Note [deciding campaigns] in :mod:`gnnbench.run.ab`)
+    baseline: str | None = None
+    decide: bool = False
+    budget: float | None = None
+    threshold: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,7 +285,8 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-_SWEEP_KEYS = ("name", "results", "executor", "ray_address", "rerun", "retry_failed", "matrix")
+_SWEEP_KEYS = ("name", "results", "executor", "ray_address", "rerun", "retry_failed", "matrix", "baseline", "decide",
+               "budget", "threshold")
 
 
 def matrix_keys() -> tuple[str, ...]:
@@ -410,12 +417,14 @@ def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flag
     for key in ("rerun", "retry_failed"):
         if not isinstance(data.get(key, False), bool):
             raise UserError(f"{where}: '{key}' must be true or false (got {data[key]!r})")
-    for key in ("name", "results", "ray_address"):
+    for key in ("name", "results", "ray_address", "baseline"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise UserError(f"{where}: '{key}' must be text (got {data[key]!r})")
+    from gnnbench.run.ab import deciding
+
     return Campaign(matrices=matrices, name=str(data.get("name", "sweep")), results=data.get("results"),
                     executor=executor, ray_address=data.get("ray_address"), rerun=data.get("rerun", False),
-                    retry_failed=data.get("retry_failed", False))
+                    retry_failed=data.get("retry_failed", False), **deciding(data, where))
 
 
 def with_rounds(campaign: Campaign, data: Mapping[str, Any], where: str = "command line",

@@ -175,3 +175,60 @@ def test_warm_rounds_fork_from_a_parent_started_each_round(monkeypatch):
     assert [r["extra"] for r in paired_runs.warm_round(["a", "b"])] == [{"process_start": "fork"}] * 2
     assert parents[0].ran == ["a", "b"] and parents[0].closed
     assert [r["extra"] for r in paired_runs.warm_round(["a", "b"])] == [{}, {}]  # ForkUnsafe: fresh processes
+
+
+# ---------------------------------------------------------------- campaigns that decide (Note [deciding campaigns])
+
+SWEEP = ["sweep", "--systems", "mkl,reference", "--models", "gcn", "--datasets", TINY, "--epochs", "6",
+         "--no-progress"]
+
+
+def test_a_deciding_sweep_prints_a_verdict_per_configuration_and_stores_its_rows(monkeypatch, capsys, tmp_path):
+    db = tmp_path / "r.sqlite"
+    _fake_workers(monkeypatch, _faster)
+    assert main(SWEEP + ["--baseline", "reference", "--decide", "--results", str(db), "--name", "c"]) == 0
+    assert capsys.readouterr().out == ("mkl 1.12x faster than reference [1.11, 1.13], decided after 12 rounds "
+                                       "(48 processes, 4 min 24 s)\n")
+    rows = _stored(db)
+    assert len(rows) == 48 and {r["extra"]["sweep"]["campaign"] for r in rows} == {"c"}
+    assert main(SWEEP + ["--baseline", "reference", "--decide", "--dry-run"]) == 0
+    assert capsys.readouterr().out == ("would decide mkl against reference: gcn on "
+                                       "sbm:classes=2,degree=4,features=8,nodes=200,p_in=0.8,seed=0 torch seed=0\n")
+
+
+def test_a_campaign_file_decides_against_its_baseline(tmp_path):
+    from gnnbench.run.ab import comparisons
+    from gnnbench.run.sweep import load_campaign
+
+    path = tmp_path / "c.toml"
+    path.write_text(f'systems = ["mkl", "pyg", "reference"]\nmodels = ["gcn"]\ndatasets = ["{TINY}"]\n'
+                    'baseline = "reference"\ndecide = true\nbudget = "5m"\nthreshold = "10%"\n')
+    campaign = load_campaign(path)
+    assert (campaign.baseline, campaign.decide, campaign.budget, campaign.threshold) == ("reference", True, 300, 0.1)
+    assert [(a.system, b.system) for a, b in comparisons(campaign)] == [("mkl", "reference"), ("pyg", "reference")]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--decide"], "--decide needs --baseline SYSTEM (or 'baseline' in the campaign) to decide against"),
+    (["--decide", "--baseline", "reference", "--budget", "0s"],
+     "--budget must be a time above 0 such as 90s, 10m or 1h (got '0s')"),
+])
+def test_a_deciding_sweeps_bad_input_is_one_line(extra, message, monkeypatch, capsys):
+    started = _fake_workers(monkeypatch, _faster)
+    assert main(SWEEP + extra) == 2
+    assert capsys.readouterr().err == f"gnnbench sweep: {message}\n" and started == []
+
+
+def test_a_campaign_files_bad_decide_keys_are_one_line(tmp_path):
+    from gnnbench.errors import UserError
+    from gnnbench.run.sweep import load_campaign
+
+    path = tmp_path / "c.toml"
+    for keys, message in (('decide = "yes"', "'decide' must be true or false (got 'yes')"),
+                          ("decide = true", "'decide = true' needs a 'baseline' system to decide against"),
+                          ('baseline = "reference"\nthreshold = 2', "'threshold' must be a fraction in (0, 1) such as "
+                                                                    "5% or 0.05 (got 2)")):
+        path.write_text(f'systems = ["mkl"]\nmodels = ["gcn"]\ndatasets = ["{TINY}"]\n{keys}\n')
+        with pytest.raises(UserError) as err:
+            load_campaign(path)
+        assert str(err.value) == f"{path}: {message}"
