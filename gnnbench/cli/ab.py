@@ -145,4 +145,18 @@ def main(args) -> int:
     for row in result.failed:
         for line in failure_lines(row, args.results):
             print(line, file=sys.stderr)
+    warning = unverified_warning(result)
+    if warning:
+        print(warning, file=sys.stderr)
     return 1 if result.stopped == "failed" else 0
+
+
+def unverified_warning(result: AbResult) -> str | None:
+    """A line when the judged system's stored rows say it did not pass ``gnnbench verify`` (correct before
+    fast: a verdict on a wrong kernel is no result), as ``gnnbench run`` warns; None otherwise."""
+    status = next((row.get("verified") for row in result.rows
+                   if row.get("system") == result.system and row.get("verified")), None)
+    if status is None or status == "passed":
+        return None
+    return (f"warning: {result.system} is {status}: run `gnnbench verify --system {result.system}` before "
+            "trusting this verdict")

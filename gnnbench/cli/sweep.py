@@ -185,7 +185,7 @@ def _main_decided(args, campaign) -> int:
     from gnnbench.run.ab import ROUND_RUNNERS, comparisons, decide_campaign
 
     from ._common import open_store
-    from .ab import verdict_line
+    from .ab import unverified_warning, verdict_line
     from .run import _store, failure_lines
 
     pairs = comparisons(campaign)
@@ -218,6 +218,8 @@ def _main_decided(args, campaign) -> int:
         for row in result.failed:
             for line in failure_lines(row, campaign.results):
                 print(line, file=sys.stderr)
+        if unverified_warning(result):
+            print(unverified_warning(result), file=sys.stderr)
     return 1 if any(r.stopped == "failed" for r in results) else 0
 
 

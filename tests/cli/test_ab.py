@@ -57,8 +57,11 @@ def test_a_faster_system_is_decided_in_abba_rounds_and_every_process_stored(monk
     db = tmp_path / "r.sqlite"
     started = _fake_workers(monkeypatch, _faster)
     assert main(AB + ["--results", str(db)]) == 0
-    assert capsys.readouterr().out == ("mkl 1.12x faster than reference [1.11, 1.13], decided after 12 rounds "
-                                       "(48 processes, 4 min 24 s)\n")
+    captured = capsys.readouterr()
+    assert captured.out == ("mkl 1.12x faster than reference [1.11, 1.13], decided after 12 rounds "
+                            "(48 processes, 4 min 24 s)\n")
+    assert captured.err.endswith("warning: mkl is unverified: run `gnnbench verify --system mkl` before trusting "
+                                 "this verdict\n")
     assert "".join(s[0] for s in started[:8]) == "rmmrmrrm"  # ABBA, then BAAB
     rows = _stored(db)
     assert len(rows) == 48
