@@ -37,7 +37,10 @@ import numpy as np
 from gnnbench.core.sequential import (ALPHA, BETA, BASELINE, MIN_ROUNDS, PER_ROUND, THRESHOLD, WORDS, decisions,
                                       round_order)
 
-__all__ = ["ProcessNoise", "QUIET", "ASLR_OFF", "Simulation", "simulate", "round_values"]
+__all__ = ["ProcessNoise", "QUIET", "ASLR_OFF", "OUTLIER", "Simulation", "simulate", "round_values"]
+
+#: how much slower an outlier process runs (:attr:`ProcessNoise.outliers`)
+OUTLIER = 0.3
 
 
 @dataclass(frozen=True)
@@ -49,12 +52,15 @@ class ProcessNoise:
         lag1, lag2 (float): their autocorrelation at lags 1 and 2; the drift's coefficient is ``lag2 / lag1``
             and its share of the variance ``lag1^2 / lag2``.
         trend (float): a steady change of the log median per process (default: none).
+        outliers (float): the share of processes that run :data:`OUTLIER` slower besides (default: none):
+            a process that landed badly, as the A/A runs' slowest (16.9 ms against a median of 12.7).
     """
 
     spread: float
     lag1: float
     lag2: float
     trend: float = 0.0
+    outliers: float = 0.0
 
     def __post_init__(self) -> None:
         if not (0 < self.lag2 <= self.lag1 < 1 and self.lag1 ** 2 / self.lag2 <= 1):
@@ -70,7 +76,8 @@ class ProcessNoise:
         drift[:, 0] = rng.normal(0, drift_sd, trials)
         for k in range(1, processes):
             drift[:, k] = phi * drift[:, k - 1] + steps[:, k]
-        return drift + rng.normal(0, own_sd, (trials, processes)) + self.trend * np.arange(processes)
+        slow = (rng.random((trials, processes)) < self.outliers) * math.log(1 + OUTLIER)
+        return drift + rng.normal(0, own_sd, (trials, processes)) + self.trend * np.arange(processes) + slow
 
     def paired_sd(self) -> float:
         """The sd of the log-ratio of two neighbouring processes: ``spread * sqrt(2 (1 - lag1))``."""

@@ -97,6 +97,13 @@ def test_simulated_error_rates_at_a_modest_size():
     assert slow.rounds_quantile(0.5) <= 20 and slow.processes_quantile(0.9) <= 4 * 30
 
 
+def test_outlier_processes_run_slower_by_their_share():
+    from dataclasses import replace
+
+    y = replace(QUIET, spread=1e-9, outliers=0.25).draw(np.random.default_rng(0), 10, 400)
+    assert np.mean(y > 0.2) == pytest.approx(0.25, abs=0.02) and y.max() == pytest.approx(math.log(1.3))
+
+
 def test_abba_cancels_a_linear_drift():
     drifting = ProcessNoise(1e-9, 0.54, 0.36, trend=0.01)  # 1 % slower every process, nothing else
     values = round_values(drifting, 0.0, rounds=6, trials=1)
