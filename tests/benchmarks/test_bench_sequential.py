@@ -13,7 +13,7 @@ def test_the_table_states_the_rates_and_the_rounds(bench, tmp_path, capsys):
     assert bench.main(["--trials", "300", "--max-rounds", "40", "--out", str(tmp_path / "seq")]) == 0
     text = (tmp_path / "seq.md").read_text()
     assert text.startswith("# The sequential test's error rates, by simulation (issue 54)")
-    assert "looking from round 12" in text and "| ASLR off |" in text
+    assert "looking from round 12" in text and "| ASLR off " in text and "3 % of processes 30% slower" in text
     rows = [line for line in text.splitlines() if line.startswith("|") and line.split("|")[1].strip() == "quiet"]
     assert [r.split("|")[3].strip() for r in rows] == ["identical", "5% slower", "10% slower"]
 
