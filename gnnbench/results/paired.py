@@ -99,6 +99,6 @@ def _value(members: list[tuple[str, Mapping[str, Any]]]) -> float | None:
         return None
     medians = {role: [Measurement.from_row(row).median for r, row in members if r == role]
                for role in (BASELINE, SYSTEM)}
-    if not (medians[BASELINE] and medians[SYSTEM]):
+    if not (medians[BASELINE] and medians[SYSTEM]) or not all(m > 0 for ms in medians.values() for m in ms):
         return None
     return round_value(medians[BASELINE], medians[SYSTEM])

@@ -208,9 +208,10 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
             if on_row is not None:
                 on_row(row)
             result.rows.append(row)
-            if row.get("status") != "ok":
+            median = _median(row)
+            if row.get("status") != "ok" or not median > 0:  # a failure, or an ok row without epoch times
                 break
-            medians.setdefault(role, []).append(_median(row))
+            medians.setdefault(role, []).append(median)
         getattr(rows, "close", lambda: None)()  # a runner's generator ends now, its warm parent with it
         result.elapsed_s = clock() - started
         if any(len(medians.get(r, ())) != per_round for r in (BASELINE, SYSTEM)):  # a process failed
