@@ -29,8 +29,9 @@ def measure(trials: int, max_rounds: int, seed: int = 0) -> list[dict]:
     from gnnbench.core.simulation import ASLR_OFF, OUTLIER, QUIET, simulate
 
     out = []
-    for name, noise in (("quiet", QUIET), (f"quiet, 3 % of processes {OUTLIER:.0%} slower", replace(QUIET, outliers=0.03)),
-                        ("ASLR off", ASLR_OFF)):
+    noises = (("quiet", QUIET), (f"quiet, 3 % of processes {OUTLIER:.0%} slower", replace(QUIET, outliers=0.03)),
+              ("ASLR off", ASLR_OFF))
+    for name, noise in noises:
         for i, effect in enumerate(EFFECTS):
             s = simulate(noise, effect, trials=trials, max_rounds=max_rounds, seed=seed + i)
             out.append({"noise": name, "spread": noise.spread, "paired_sd": noise.paired_sd(), "effect": effect,
