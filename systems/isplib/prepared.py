@@ -195,8 +195,10 @@ import numba
 import numpy as np
 
 from gnnbench.runtime.graph import GraphView
+from gnnbench.systems.isplib import tuning_cache
 from gnnbench.systems.isplib.factorised import GcnFactors
 from gnnbench.systems.isplib.variant import Dummies, Variant, default_variant
+from gnnbench.systems.isplib.warm import warm_up_fixed
 
 __all__ = ["IsplibGraph", "prepare", "describe_tuning", "balanced_bounds", "row_bounds"]
 
@@ -360,12 +362,10 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
         cache_path: tuning cache file (default: ``$GNNBENCH_CACHE`` or
             ``~/.cache/gnnbench``, ``isplib-tuning.json``).
     """
-    from gnnbench.systems.isplib import tuning
-
     orientation = "transposed" if view.transposed else "forward"
-    signature = tuning.graph_key(view.graph)  # a sampled block: its class (Note [block classes])
-    path = tuning.cache_file(cache_path)
-    entries = tuning.lookup(signature, orientation, path)
+    signature = tuning_cache.graph_key(view.graph)  # a sampled block: its class (Note [block classes])
+    path = tuning_cache.cache_file(cache_path)
+    entries = tuning_cache.lookup(signature, orientation, path)
     prepared = IsplibGraph(orientation, signature, view.num_rows, resident(np.asarray(view.indptr)),
                            variants=entries, tuned=bool(entries), cache_path=str(path),
                            row_degree=np.asarray(view.row_degree), col_degree=np.asarray(view.col_degree),
@@ -376,8 +376,6 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     for (_weighting, _reduce, width, _dtype), v in entries.items():
         prepared.bounds_for(v)
         if v.kernel == "fixed":
-            from gnnbench.systems.isplib.kernels import warm_up_fixed
-
             warm_up_fixed(view.index_dtype, np.dtype(_dtype), width)
     return prepared
 
