@@ -35,7 +35,7 @@ def _warms_numba(config) -> bool:
 
 def pytest_configure(config):
     """Fill numba's disk cache in parallel shares before any worker starts (Note [numba compiled once per
-    test run]); the header says how long it took."""
+    test run]); the terminal summary says how long it took."""
     if not _warms_numba(config):
         return
     from tests.numba_cache import WARM
@@ -56,8 +56,10 @@ def pytest_configure(config):
                              + (f"; FAILED, the tests compile what they need: {'; '.join(failed)}" if failed else ""))
 
 
-def pytest_report_header(config):
-    return config.stash.get(_WARMED, None)
+def pytest_terminal_summary(terminalreporter, config):
+    """The warm-up's line at the end, beside the slowest tests (the header is hidden under ``-q``)."""
+    if _WARMED in config.stash:
+        terminalreporter.write_line(config.stash[_WARMED])
 
 
 @pytest.fixture(autouse=True, scope="session")
