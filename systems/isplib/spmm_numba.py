@@ -18,15 +18,11 @@ Note [variant knobs]
       4 gathered rows before touching ``out`` quarters the load/store traffic
       on the output row and gives the core 4 independent gathers to overlap.
     * ``dist``: software prefetch distance in edges (Note [software prefetch]),
-      for every edge, a row's last ``< unroll`` edges included. Until
-      commit 5ae7ac4 those edges did not prefetch, so with ``unroll`` 1 no
-      edge did and ``u1/pf16`` ran as ``u1/pf0`` under a label that said
-      otherwise. Prefetching them changed no cell of
-      ``benchmarks/bench_spmm.py`` beyond its run-to-run spread (tuned
-      isplib against DGL 1.52x / 1.59x / 1.08x on R-MAT and 1.32x / 1.49x /
-      1.24x on the uniform graph, against 1.58x / 1.64x / 1.08x and 1.35x /
-      1.49x / 1.27x the run before); it is kept so that every label means
-      what it says.
+      for every edge, a row's last ``< unroll`` edges included, so that
+      every label means what it says (once those edges did not prefetch, and
+      ``u1/pf16`` ran as ``u1/pf0``; prefetching them changed no cell of
+      ``benchmarks/bench_spmm.py`` beyond its spread:
+      ``results/studies/isplib-variants.md``).
     * ``bounds``: the row blocks that ``prange`` distributes, equal rows or
       equal nonzeros (see :mod:`~gnnbench.systems.isplib.prepared`).
     * ``stream``: the fixed kernel writes its output rows past the caches
