@@ -116,7 +116,7 @@ def test_cache_merges_graphs_and_ignores_other_machines(cache_dir, monkeypatch):
     assert tuning_cache.lookup(b.signature(), "forward", threads=2) == {(*key, "float64"): Variant(unroll=8)}
     assert tuning_cache.lookup(b.signature(), "transposed", threads=2) == {}
     assert not list(cache_dir.glob("*.tmp"))  # atomic replace left no temp file
-    monkeypatch.setattr(tuning, "cpu_fingerprint", lambda: "another cpu|64 cores|numba 0")
+    monkeypatch.setattr(tuning_cache, "cpu_fingerprint", lambda: "another cpu|64 cores|numba 0")
     assert tuning_cache.lookup(a.signature(), "forward", threads=2) == {}
 
 
