@@ -119,27 +119,22 @@ def default_variant(nnz: int = 0, width: int = 0) -> Variant:
 
     Note [untuned default]
         Width-generic, 4-edge unroll, prefetch 16 edges ahead, nonzero-balanced,
-        all threads: from the tuner's timings in ``benchmarks/bench_spmm.py``
-        (2-core Sapphire Rapids, R-MAT and uniform graphs, F = 32/64/128), the
-        4-edge unroll is 1.3-1.9x faster than one edge at a time on every case,
-        and prefetching 16 edges ahead gains 10-20 % on 5 of 6 cases.
+        all threads: in the tuner's timings (``benchmarks/bench_spmm.py``) the
+        4-edge unroll beat one edge at a time on every case, and prefetching 16
+        edges ahead gained on nearly every one.
 
         On a view of at least :data:`FIXED_DEFAULT_MIN_NNZ` nonzeros the
         default is the same loop width-specialised (``fixed``): its row
         accumulator lives on the stack and its inner loops have a constant
-        trip count. On the 4M-edge R-MAT graph, 30 rounds interleaved in one
-        process (``benchmarks/bench_default_variant.py``, after Note [explicit
-        row vectors]), it took 9.3 ms against the generic kernel's 19.4 ms at
-        F = 8 (DGL's ``copy_u_sum`` 9.8 ms), 14.3 against 23.0 at 16 (DGL
-        15.6), 17.2 against 31.2 at 32 (DGL 18.6), 19.6 against 32.6 at 64
-        (DGL 26.1) and 44.6 against 61.1 at 128 (DGL 56.8). It costs a
-        compilation per width and machine, 10-15 s here, on the first
-        call (a warm-up epoch: Note [fair timing]); numba's disk cache keeps
-        it for every later run. Below the threshold a call takes a few
-        milliseconds and cannot repay that, so small graphs (every test's)
-        stay generic. Before this, first-use tuning could not reach the
-        specialised kernel at all: under a budget it is a candidate only once
-        compiled (Note [tuning budget]), so runs kept the generic default.
+        trip count, and it ran up to twice as fast as the generic kernel
+        (``benchmarks/bench_default_variant.py``). It costs a compilation per
+        width and machine, seconds, on the first call (a warm-up epoch: Note
+        [fair timing]); numba's disk cache keeps it for every later run. Below
+        the threshold a call takes a few milliseconds and cannot repay that, so
+        small graphs (every test's) stay generic. Before this, first-use tuning
+        could not reach the specialised kernel at all: under a budget it is a
+        candidate only once compiled (Note [tuning budget]), so runs kept the
+        generic default. The figures: ``results/studies/isplib-variants.md``.
     """
     if nnz >= FIXED_DEFAULT_MIN_NNZ and 0 < width <= FIXED_DEFAULT_MAX_WIDTH:
         return Variant(kernel="fixed")
