@@ -41,6 +41,8 @@ def pytest_configure(config):
     from tests.numba_cache import WARM
 
     shares = max(1, min(os.cpu_count() or 1, 2, len(WARM)))
+    print(f"numba: filling the kernel cache in {shares} processes before the tests start "
+          f"(minutes on a fresh clone, seconds after)", file=sys.stderr, flush=True)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gnnbench-numba-warm-") as folder:
         env = {**os.environ, "GNNBENCH_CACHE": str(Path(folder) / "cache"), "GNNBENCH_OFFLINE": "1"}
@@ -53,7 +55,9 @@ def pytest_configure(config):
               for i, (p, out) in enumerate(zip(processes, outputs)) if p.returncode]
     config.stash[_WARMED] = (f"numba cache: {len(WARM)} kernel sets compiled or loaded in "
                              f"{time.perf_counter() - start:.0f} s by {shares} processes (tests/numba_cache.py)"
-                             + (f"; FAILED, the tests compile what they need: {'; '.join(failed)}" if failed else ""))
+                             + (f"; FAILED, the tests compile what they need: {'; '.join(failed)}" if failed else "")
+                             + "".join(f"\n  share {i}: " + "; ".join(out.strip().splitlines()[-len(WARM):])
+                                       for i, out in enumerate(outputs) if not failed))
 
 
 def pytest_terminal_summary(terminalreporter, config):
