@@ -277,7 +277,7 @@ def put_on_systems_path(folder: Path) -> None:
 
     Idempotent: a script's ``main`` may run more than once in one process (its tests).
     """
-    from gnnbench.runtime.discovery import systems_path_folders
+    from gnnbench.places import systems_path_folders
 
     folders = [folder.resolve(), *systems_path_folders()]
     os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(str(f) for f in dict.fromkeys(folders))

@@ -428,7 +428,7 @@ def run_provenance(allocator: str, **settings) -> dict:
     """Where and how this run measured, like a stored row's provenance (:func:`_common.provenance`), plus
     what a kernel timing depends on: the CPU fingerprint the tuning cache keys on, both thread pools, the
     allocator and the load at the start."""
-    from gnnbench.systems.isplib.tuning import cpu_fingerprint
+    from gnnbench.systems.isplib.tuning_cache import cpu_fingerprint
 
     return provenance(cpu=cpu_fingerprint(), allocator=allocator,
                       threads={"numba": numba.get_num_threads(), "torch": torch.get_num_threads()},

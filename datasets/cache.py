@@ -42,12 +42,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gnnbench.errors import UserError
+from gnnbench.places import cache_root
 from gnnbench.runtime.graph import Graph, GraphError
 
 from .csr import add_self_loops, attach_transpose, link_self_loops, reverse_edge_ids
 from .dataset import Dataset
 
-__all__ = ["Converted", "cache_root", "cache_path", "load_cached", "store_cached", "verify_cached", "read_manifest",
+__all__ = ["Converted", "cache_path", "load_cached", "store_cached", "verify_cached", "read_manifest",
            "FORMAT"]
 
 #: Layout of the folder; bump when the stored arrays change.
@@ -62,12 +63,6 @@ class Converted(NamedTuple):
     dataset: Dataset
     sources: dict[str, dict[str, Any]]  # raw file -> {"sha256", "bytes"}
     seconds: float
-
-
-def cache_root() -> Path:
-    """``$GNNBENCH_CACHE`` or ``~/.cache/gnnbench``: where downloads and converted data go."""
-    root = os.environ.get("GNNBENCH_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "gnnbench"
 
 
 def cache_path(name: str) -> Path:

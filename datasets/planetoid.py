@@ -37,8 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from gnnbench.errors import UserError
+from gnnbench.places import cache_root
 
-from .cache import cache_root
 from .dataset import Dataset, build_dataset, index_mask, symmetric_graph
 
 __all__ = ["PLANETOID_NAMES", "SHA256", "load_planetoid", "find_planetoid_dir", "read_pickle"]

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gnnbench.errors import UserError
-
-from .cache import cache_root
+from gnnbench.places import cache_root
 
 __all__ = ["Source", "SOURCES", "data_root", "find_raw_folder", "missing_files_message", "sha256_of_files",
            "file_sha256"]

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import jinja2
 
+from gnnbench.places import systems_path_folders, systems_root
+
+from .hooks import hook_problem
 from .parse import load_spec
 from .spec import KernelSpec, Param, SpecError, SystemSpec
 
@@ -39,8 +42,6 @@ def system_folders() -> list[Path]:
         with ``FOLDER`` on ``GNNBENCH_SYSTEMS_PATH``; its kernels module is
         imported with ``FOLDER`` on ``sys.path`` (e.g. ``kernels <name>.kernels``).
     """
-    from gnnbench.runtime.discovery import systems_path_folders, systems_root
-
     return list(dict.fromkeys([systems_root().resolve(), *systems_path_folders()]))
 
 
@@ -154,8 +155,6 @@ def _environment() -> jinja2.Environment:
 
 def generate(spec: SystemSpec) -> dict[Path, str]:
     """The glue files of one spec: ``{path: text}`` beside the spec."""
-    from gnnbench.runtime.discovery import systems_root
-
     folder = Path(spec.path).resolve().parent
     try:  # stable across checkouts: relative to the repository, else just <name>/<name>.gnn
         shown = str(Path(spec.path).resolve().relative_to(systems_root().parent))
@@ -238,8 +237,6 @@ class GlueWriter:
 def regenerate(targets: list[Path] | None = None, check: bool = False, dry_run: bool = False) -> GlueWriter:
     """Regenerate (or check) the glue of the given specs, default all of ``systems/``."""
     writer = GlueWriter(check=check, dry_run=dry_run)
-    from gnnbench.runtime.hooks import hook_problem
-
     for path in targets or spec_paths():
         spec = load_spec(path)
         problem = hook_problem(spec, Path(path))  # Note [hook check]

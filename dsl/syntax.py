@@ -23,6 +23,8 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, v_args
 from lark.exceptions import LarkError, VisitError
 
+from gnnbench.places import cache_root
+
 from .check import check_api, did_you_mean
 from .spec import ROLES, ApiSpec, Attr, Call, CallArg, GradRule, KernelSpec, Location, OperatorSpec, Param, SpecError
 
@@ -48,8 +50,6 @@ def _cache_file() -> str | bool:
     since the file is unpickled; Lark checks it against the grammar's hash and rebuilds a stale or broken one.
     False (no cache) when the folder cannot be made."""
     import lark
-
-    from gnnbench.datasets.cache import cache_root
 
     folder = cache_root() / "lark"
     try:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
+
+from gnnbench.places import api_spec_path
 
 from .check import did_you_mean
 from .spec import ApiSpec, KernelSpec, Location, SpecError
@@ -19,20 +20,13 @@ __all__ = ["system_api", "standard_kernels", "standard_kernel"]
 
 
 
-def _api_path() -> Path:
-    """``gnnbench/api.gnn`` of the installed package (the checkout's in an editable install)."""
-    import gnnbench
-
-    return Path(gnnbench.__file__).resolve().parent / "api.gnn"
-
-
 @lru_cache(maxsize=None)
 def system_api() -> ApiSpec:
     """The parsed, checked system API (cached: parsed once per process).
 
     Its locations read ``gnnbench/api.gnn:LINE:COL`` wherever the package lives.
     """
-    path = _api_path()
+    path = api_spec_path()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:

@@ -1,11 +1,17 @@
 """Test-wide settings: every test writes into temporary folders, never $HOME or results/.
 
 Slow tests run only with FULL_TEST=1 (PyG ``testing/decorators.py`` style). Tests marked
-``serial`` run while no other test runs (Note [parallel tests] in ``tests/parallel.py``).
+``serial`` run while no other test runs (Note [parallel tests] in ``tests/parallel.py``). Before
+the workers start, numba's cache is filled once (Note [numba compiled once per test run] in
+``tests/numba_cache.py``).
 """
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +20,50 @@ from tests.parallel import hold_slot, run_folder
 
 REPO = Path(__file__).resolve().parent.parent
 PLANETOID = REPO.parent / "shared" / "data" / "planetoid"
+
+
+_WARMED = pytest.StashKey[str]()
+
+
+def _warms_numba(config) -> bool:
+    """On the controller (or the only process) of a whole-suite run, or when GNNBENCH_WARM_NUMBA=1."""
+    wanted = os.environ.get("GNNBENCH_WARM_NUMBA")
+    if hasattr(config, "workerinput") or wanted == "0" or config.option.collectonly:
+        return False
+    return wanted == "1" or config.args_source == pytest.Config.ArgsSource.TESTPATHS
+
+
+def pytest_configure(config):
+    """Fill numba's disk cache in parallel shares before any worker starts (Note [numba compiled once per
+    test run]); the terminal summary says how long it took."""
+    if not _warms_numba(config):
+        return
+    from tests.numba_cache import WARM
+
+    shares = max(1, min(os.cpu_count() or 1, 2, len(WARM)))
+    print(f"numba: filling the kernel cache in {shares} processes before the tests start "
+          f"(minutes on a fresh clone, seconds after)", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gnnbench-numba-warm-") as folder:
+        env = {**os.environ, "GNNBENCH_CACHE": str(Path(folder) / "cache"), "GNNBENCH_OFFLINE": "1"}
+        command = [sys.executable, "-m", "tests.numba_cache", "--shares", str(shares), "--lock",
+                   str(Path(folder) / "index.lock")]
+        processes = [subprocess.Popen([*command, "--share", str(share)], cwd=REPO, env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for share in range(shares)]
+        outputs = [p.communicate()[0] for p in processes]
+    failed = [f"share {i} exited {p.returncode}: {out.strip().splitlines()[-1:]}"
+              for i, (p, out) in enumerate(zip(processes, outputs)) if p.returncode]
+    config.stash[_WARMED] = (f"numba cache: {len(WARM)} kernel sets compiled or loaded in "
+                             f"{time.perf_counter() - start:.0f} s by {shares} processes (tests/numba_cache.py)"
+                             + (f"; FAILED, the tests compile what they need: {'; '.join(failed)}" if failed else "")
+                             + "".join(f"\n  share {i}: " + "; ".join(out.strip().splitlines()[-len(WARM):])
+                                       for i, out in enumerate(outputs) if not failed))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The warm-up's line at the end, beside the slowest tests (the header is hidden under ``-q``)."""
+    if _WARMED in config.stash:
+        terminalreporter.write_line(config.stash[_WARMED])
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -6,9 +6,10 @@ README's test command runs the suite on two pytest-xdist workers (``--dist loadg
 is a process of its own with its own base temporary folder, so everything ``tests/conftest.py``
 points at a temporary folder (results store, ``GNNBENCH_CACHE``, ``TMPDIR``, DGL's and Keras's
 homes) is already per worker. Shared on purpose: numba's disk cache beside the kernels'
-sources (numba writes each entry to a temporary file and renames it into place, so two workers
-at worst both compile a kernel once; per-worker caches would compile every kernel once per
-worker), and the Hypothesis example database.
+sources (per-worker caches would compile every kernel once per worker; on a whole-suite run
+the controller fills it before the workers start, Note [numba compiled once per test run] in
+``tests/numba_cache.py``, so two workers never compile one signature at once), and the
+Hypothesis example database.
 
 A test marked ``serial`` runs while no other test runs: it takes this run's lock exclusively and
 every other test takes it shared, around setup, call and teardown, so module fixtures (a Ray

@@ -5,17 +5,16 @@ modules each need a piece of the other; the cure is to move that piece to the
 module both need, below them. Imports inside functions count: they defer the
 import, not the dependency. Imports under ``if TYPE_CHECKING:`` do not (they
 never run). The scan covers gnnbench/ and the folders installed under its name
-(Note [import names] in README), as the modules they import as.
+(systems/, dsl/, models/, datasets/; Note [import names] in pyproject.toml), as the modules they import as.
 """
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from gnnbench.house.layers import FOLDERS as PACKAGES  # folder -> the package it installs as (setup.py)
+
 REPO = Path(__file__).resolve().parents[1]
-#: folder -> the package it installs as (setup.py)
-PACKAGES = {"gnnbench": "gnnbench", "dsl": "gnnbench.dsl", "models": "gnnbench.models",
-            "datasets": "gnnbench.datasets"}
 
 #: Known circles, as the one import that closes each: ``(importing module, imported module)``, each with why.
 ALLOWED: set[tuple[str, str]] = set()  # known circles, each with why; none left (issue 44)

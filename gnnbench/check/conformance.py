@@ -701,8 +701,12 @@ class _Sides:
 
 
 def verification_options(sys_glue) -> dict[str, Any]:
-    """Note [verification options]: a system whose kernels module names ``VERIFY_OPTIONS`` is configured
-    with them before its checks (and runs must default to the same mode, which verify checks)."""
+    """The options verify configures ``sys_glue`` with before its checks (Note [verification options]).
+
+    Note [verification options]
+        A system whose kernels module names ``VERIFY_OPTIONS`` is configured with them before its checks
+        (and runs must default to the same mode, which verify checks).
+    """
     options = getattr(sys_glue.module, "VERIFY_OPTIONS", None) or {}
     if options and sys_glue.hook("configure") is not None:
         sys_glue.hook("configure")(**options)

@@ -26,7 +26,12 @@ Note [what runs]
     * ``size ladder``: every variant, forward and every gradient, on random
       graphs of :data:`LADDER_EDGES` edges at :data:`LADDER_WIDTH` features, the
       largest above ``2**20``, against the float64 oracle on sampled rows and
-      columns (Note [odd sizes]
+      columns (Note [odd sizes]; Note [sampled oracle]).
+
+    Each check is one row whose label names its dimension; its failures name
+    the operator, quantity, graph and shape, as the suite's do.
+
+Note [odd sizes]
     A size that is a multiple of a large power of two hides remainder
     handling: a kernel that processes edges in blocks of 64 and drops the
     last partial block is exact on 1,114,112 edges (17 x 2^16). So the
@@ -37,11 +42,6 @@ Note [what runs]
     each beside one round value, as many as before (widths 257 and 1024,
     heads 5 and 16; 8 heads run in its ``gat-8heads`` model check), and its
     ladder graph has about as many edges as before, so its time is unchanged.
-
-Note [sampled oracle]).
-
-    Each check is one row whose label names its dimension; its failures name
-    the operator, quantity, graph and shape, as the suite's do.
 
 Note [sampled oracle]
     Computing the float64 oracle for a million edges at every check would cost

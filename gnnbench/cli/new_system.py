@@ -26,7 +26,9 @@ HELP = "scaffold a new kernel system (spec, kernels to fill, conformance test, g
 #: longest system name: it becomes a folder, a module and a column value
 MAX_NAME_LENGTH = 40
 
-# Note [out-of-tree conftest]: lets `pytest DIR/tests` find the systems of DIR without any setting.
+# Note [out-of-tree conftest]
+#   The conftest written beside a new system's tests lets `pytest DIR/tests` find the systems of DIR without
+#   any setting.
 _CONFTEST = '''\
 """Written by `gnnbench new-system`: puts this folder's parent on GNNBENCH_SYSTEMS_PATH for pytest."""
 import os
@@ -118,7 +120,7 @@ def _missing_folders(folder: Path) -> list[Path]:
 def run(name: str, folder: str | None = None, tests: str | None = None) -> list[Path]:
     """Create the files (Note [scaffold all or nothing]); refuses to overwrite anything. Returns the paths written."""
     from gnnbench.dsl.gen import regenerate
-    from gnnbench.runtime.discovery import systems_root
+    from gnnbench.places import systems_root
     from gnnbench.runtime.registry import forget_systems
 
     root = Path(folder).resolve() if folder else systems_root()
@@ -174,8 +176,8 @@ def run(name: str, folder: str | None = None, tests: str | None = None) -> list[
 
 def next_steps(name: str, folder: str | None) -> list[str]:
     """What to do after scaffolding, including how an out-of-tree system is found."""
-    from gnnbench.runtime.discovery import systems_path_folders
-    from gnnbench.runtime.discovery import systems_root
+    from gnnbench.places import systems_path_folders
+    from gnnbench.places import systems_root
 
     root = Path(folder).resolve() if folder else systems_root()
     steps = []

@@ -84,6 +84,11 @@ _MESSAGES_SHOWN = 3
 
 
 def _row_detail(row) -> list[str]:
+    """The detail cell's entries, each a line; an entry's own line breaks indent what follows them."""
+    return [entry.replace("\n", "\n  ") for entry in _detail_entries(row)]
+
+
+def _detail_entries(row) -> list[str]:
     if row.status == "skipped":
         return [row.reason]
     if row.status == "passed":
@@ -123,7 +128,8 @@ def checks_table(report):
         status = row.status.upper() if row.status == "failed" else row.status
         rows.append([row.operator, status, str(row.cases) if row.cases else "-",
                      f"{row.seconds:.1f} s" if row.seconds else "-", "\n".join(_row_detail(row))])
-    return Table(["check", "status", "cases", "time", "detail"], rows, numeric=[False, False, True, True])
+    return Table(["check", "status", "cases", "time", "detail"], rows, numeric=[False, False, True, True],
+                 multiline=[False, False, False, False, True])
 
 
 def _parts(report):

@@ -11,7 +11,13 @@ PNG and SVG:
 * ``peak_memory``: the same layout for peak memory in MiB, the median over
   processes;
 * ``scaling``: median epoch time against the number of edges, one line per
-  system (and model and framework when there are several), on log-log axes.
+  system (and model and framework when there are several), on log-log axes;
+  drawn only when the runs have at least two graph sizes (on one it would be a
+  stack of points over one tick).
+
+A title fits its figure: the hatching's key goes on a line of its own under the
+title, where it would have run past the figure's edge on a narrow one (a
+single group).
 
 Only successful runs are drawn, every run of a group and system's latest build
 pooled as :func:`gnnbench.results.compare.compare` pools them (Note
@@ -144,7 +150,7 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, _Drawn]], systems: list[str
         ax.set_yscale("log")
     ax.set_xticks(np.arange(len(keys)), [_label(k) for k in keys])
     ax.set_ylabel(ylabel)
-    ax.set_title(title + ("; hatched: not verified" if any(
+    ax.set_title(title + ("\nhatched: not verified" if any(
         s != REFERENCE and d.latest.get("verified") != "passed" for g in groups.values() for s, d in g.items())
         else ""))
     handles, labels = ax.get_legend_handles_labels()
@@ -152,6 +158,12 @@ def _bars(Figure: Any, groups: dict[tuple, dict[str, _Drawn]], systems: list[str
     ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     return fig
+
+
+def _sizes(groups: dict[tuple, dict[str, _Drawn]]) -> set[int]:
+    """The graph sizes (edges) of the drawn epoch times: the scaling figure's x values."""
+    return {int(d.latest["dataset_edges"]) for drawn in groups.values() for d in drawn.values()
+            if d.epoch is not None and d.latest.get("dataset_edges")}
 
 
 def _scaling(Figure: Any, groups: dict[tuple, dict[str, _Drawn]], systems: list[str]) -> Any:
@@ -183,7 +195,8 @@ def _scaling(Figure: Any, groups: dict[tuple, dict[str, _Drawn]], systems: list[
 
 
 def plot(data: Any, out_dir: str | os.PathLike) -> list[Path]:
-    """Writes the three figures of :data:`FIGURES` as PNG and SVG under ``out_dir``.
+    """Writes the figures of :data:`FIGURES` as PNG and SVG under ``out_dir`` (``scaling`` only when the runs
+    have two graph sizes or more).
 
     Args:
         data: the results frame (:func:`gnnbench.load_results`), or runs as
@@ -191,7 +204,7 @@ def plot(data: Any, out_dir: str | os.PathLike) -> list[Path]:
         out_dir (str or Path): folder for the files; created if missing.
 
     Returns:
-        The six written paths, PNG before SVG, in :data:`FIGURES` order.
+        The written paths, PNG before SVG, in :data:`FIGURES` order.
 
     Raises:
         UserError: matplotlib is missing, or no run succeeded.
@@ -216,8 +229,9 @@ def plot(data: Any, out_dir: str | os.PathLike) -> list[Path]:
             "epoch_time": _bars(Figure, groups, systems, lambda d: d.epoch, "median epoch time (s)",
                                 "Epoch time (median over processes, whiskers: quartiles)"),
             "peak_memory": _bars(Figure, groups, systems, memory, "peak memory (MiB)", "Peak memory"),
-            "scaling": _scaling(Figure, groups, systems),
         }
-        for name in FIGURES:
+        if len(_sizes(groups)) >= 2:
+            figures["scaling"] = _scaling(Figure, groups, systems)
+        for name in (n for n in FIGURES if n in figures):
             paths += _save(figures[name], out, name)
     return paths

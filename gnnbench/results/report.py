@@ -182,16 +182,16 @@ def _figures(frame: Any, out: Path) -> tuple[list[dict[str, str]], str]:
     from gnnbench.results.plot import FIGURES, plot
 
     try:
-        plot(frame, out / "figures")
+        drawn = {path.stem for path in plot(frame, out / "figures")}
     except UserError as err:
         return [], f"No figures: {err}."
     titles = {"epoch_time": "Median epoch time per group (whiskers: quartiles; hatched: not verified)",
               "peak_memory": "Peak memory per group", "scaling": "Epoch time against graph size"}
     from gnnbench.results.history_figure import single_size_note
 
-    one_size = single_size_note(frame)  # one graph size: the scaling figure would be a vertical stack
+    one_size = single_size_note(frame)  # why plot drew no scaling figure: one graph size
     return [{"name": n, "svg": f"figures/{n}.svg", "png": f"figures/{n}.png", "title": titles[n]}
-            for n in FIGURES if not (n == "scaling" and one_size)], one_size or ""
+            for n in FIGURES if n in drawn], (one_size or "") if "scaling" not in drawn else ""
 
 
 def _render(context: Mapping[str, Any]) -> str:

@@ -56,6 +56,9 @@ class Table:
             (default: none).
         title (str, optional): shown above the table on a terminal and in markdown.
         notes (list of str): footnotes printed after the table (not in CSV).
+        multiline (sequence of bool, optional): these columns keep a cell's line breaks as line breaks (the
+            cell's lines stack inside its column; ``<br>`` in markdown) where other columns show ``\\x0a``
+            (default: none). For gnnbench's own text, such as verify's details, never for stored names.
     """
 
     header: Sequence[str]
@@ -63,13 +66,18 @@ class Table:
     numeric: Sequence[bool] = ()
     title: str | None = None
     notes: list[str] = field(default_factory=list)
+    multiline: Sequence[bool] = ()
 
     def _cells(self) -> list[list[str]]:
         return [["" if v is None else str(v) for v in row] for row in self.rows]
 
     def _shown_cells(self, markdown: bool = False) -> list[list[str]]:
         """Cells made safe to show (Note [cells escaped for their medium])."""
-        return [[_markdown_cell(c) if markdown else printable(c) for c in row] for row in self._cells()]
+        multiline = list(self.multiline) + [False] * (len(self.header) - len(self.multiline))
+        if markdown:
+            return [["<br>".join(map(_markdown_cell, c.split("\n"))) if keep else _markdown_cell(c)
+                     for c, keep in zip(row, multiline)] for row in self._cells()]
+        return [[printable(c, keep_newlines=keep) for c, keep in zip(row, multiline)] for row in self._cells()]
 
     def _align(self) -> tuple[str, ...]:
         numeric = list(self.numeric) + [False] * (len(self.header) - len(self.numeric))

@@ -79,7 +79,7 @@ def log_dir() -> Path:
     env = os.environ.get("GNNBENCH_LOGS")
     if env:
         return Path(env)
-    from gnnbench.datasets.cache import cache_root
+    from gnnbench.places import cache_root
 
     return cache_root() / "logs"
 

@@ -32,7 +32,9 @@ Note [sampled batching]
     is read, so the peak is the mini-batch epochs'. Sampled runs evaluate
     once, after training (``selected_epoch`` is the last). ``--mode inference`` times passes of mini-batch inference over
     every node of the graph in batches (sample, gather, prepare, forward
-    under ``no_grad``). Tuning is per class of block (Note [sampled evaluation]
+    under ``no_grad``). Tuning is per class of block (Note [tuning blocks]).
+
+Note [sampled evaluation]
     The row's ``accuracy_method`` says how the trained model was scored, on
     the run's own system:
 
@@ -50,13 +52,11 @@ Note [sampled batching]
     The two differ by the sampling noise of the second; a campaign that runs
     both shows it (campaigns/sampled.toml).
 
-Note [tuning blocks]).
-
 Note [tuning blocks]
     A system's ``tune`` hook tunes one graph; tuning every block of every
     batch is impossible. isplib instead files its choices per class of
     block (width, block rows, mean degree; Note [block classes] in its
-    ``tuning.py``): its ``prepare`` picks the cached variant of a block's
+    ``tuning_cache.py``): its ``prepare`` picks the cached variant of a block's
     class, the default one when the class was never tuned. In warm-up
     epochs, after each batch's clock readings, the loop calls the system's
     ``tune`` hook on the batch's blocks with the minimum budget

@@ -363,7 +363,11 @@ def _matrix(data: Mapping[str, Any], where: str, flags: bool = False) -> Matrix:
 
 
 def _lends_to_none(config: RunConfig) -> bool:
-    """Note [fallback in sweeps]: a matrix's ``fallback`` applies to its kernel systems other than the lender."""
+    """Whether ``config``'s fallback lends to no kernel system (Note [fallback in sweeps]).
+
+    Note [fallback in sweeps]
+        A matrix's ``fallback`` applies to its kernel systems other than the lender.
+    """
     from gnnbench.runtime.registry import system_info
 
     return config.system == config.fallback or system_info(config.system).kind != "kernel"

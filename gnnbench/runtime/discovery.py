@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENTRY_POINT_GROUP", "SystemSource", "find_sources", "systems_path_folders", "systems_root"]
+from gnnbench.places import systems_path_folders, systems_root
+
+__all__ = ["ENTRY_POINT_GROUP", "SystemSource", "find_sources"]
 
 #: the entry-point group an installed package registers its system under
 ENTRY_POINT_GROUP = "gnnbench.systems"
@@ -47,24 +48,6 @@ class SystemSource:
     spec_path: Path
     origin: str
     problem: str = ""
-
-
-def systems_root() -> Path:
-    """The folder holding one sub-folder per shipped system (``systems/`` in a checkout).
-
-    Found, not imported: the package ``gnnbench.systems`` sits above the runtime (it holds the systems' code).
-    """
-    return Path(importlib.util.find_spec("gnnbench.systems").origin).resolve().parent
-
-
-def systems_path_folders(systems_path: str | None = None) -> list[Path]:
-    """The existing folders of ``GNNBENCH_SYSTEMS_PATH`` (or of ``systems_path``), resolved, each once.
-
-    A folder named twice (a script that prepends it on every call) is still one
-    folder: listing it twice would find each of its systems twice.
-    """
-    value = os.environ.get("GNNBENCH_SYSTEMS_PATH", "") if systems_path is None else systems_path
-    return list(dict.fromkeys(Path(p).resolve() for p in value.split(os.pathsep) if p and Path(p).is_dir()))
 
 
 def _specs_in(root: Path, origin: str) -> list[SystemSource]:

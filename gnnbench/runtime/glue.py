@@ -91,7 +91,7 @@ class SystemGlue:
             UserError: the kernels module has no such function, or it is not callable (Note [hook check]).
         """
         from gnnbench.errors import UserError
-        from gnnbench.runtime.hooks import _MISSING, hook_error
+        from gnnbench.dsl.hooks import _MISSING, hook_error
 
         fn_name = self.hooks.get(name)
         if not fn_name:

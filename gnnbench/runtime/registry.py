@@ -174,7 +174,7 @@ def _describe(source: SystemSource, _stamp: tuple[int, int]) -> SystemInfo:
     if spec.name != source.name:
         return replace(broken, error=f"{source.spec_path} declares `system {spec.name}`, but it was found as "
                                      f"'{source.name}' ({source.origin}); make the two names agree")
-    from gnnbench.runtime.hooks import find_kernels_module, hook_problem
+    from gnnbench.dsl.hooks import find_kernels_module, hook_problem
 
     kernels = getattr(spec, "kernels_module", "")
     if kernels and not find_kernels_module(kernels, source.spec_path.parent)[0]:
@@ -307,7 +307,7 @@ def _import_glue(spec_path: Path, framework: str, name: str):
     """Import ``_glue_<framework>.py`` beside a spec; see Note [external systems] in ``dsl/gen.py``."""
     import sys
 
-    from gnnbench.runtime.discovery import systems_root
+    from gnnbench.places import systems_root
 
     folder = spec_path.resolve().parent
     if folder.parent == systems_root():
@@ -371,7 +371,7 @@ _NAMED_SYSTEM = re.compile(r"gnnbench\.systems\.([A-Za-z_][A-Za-z0-9_]*)")
 
 def _source_folders(folder: Path) -> list[Path]:
     """``folder`` first, then the in-tree system folders its sources name, transitively (Note [system hash])."""
-    from gnnbench.runtime.discovery import systems_root
+    from gnnbench.places import systems_root
 
     root, order, todo = systems_root(), [], [folder]
     while todo:

@@ -46,12 +46,15 @@ Differences from DGL's public functions, all on purpose:
 * An unweighted max passes an all-ones edge weight so that DGL returns
   ``arg_e`` (``copy_lhs`` returns only the source node, which is ambiguous on
   multi-edges).
-* Note [libxsmm ties]: with libxsmm enabled (DGL's default on x86), DGL's
-  float32 max SpMM breaks exact ties to the *last* edge of a row, its
-  float64 path and the kernel set to the first (measured on the
-  conformance suite's ``hub`` graph: 111 of 398 cases differ in float32,
-  none with libxsmm off). :func:`spmm_max` turns libxsmm off for its own
-  call only; sum aggregation keeps DGL's default.
+* A float32 max runs with libxsmm off (Note [libxsmm ties]).
+
+Note [libxsmm ties]
+    With libxsmm enabled (DGL's default on x86), DGL's float32 max SpMM
+    breaks exact ties to the *last* edge of a row, its float64 path and the
+    kernel set to the first (on the conformance suite's ``hub`` graph, 111 of
+    398 cases differ in float32, none with libxsmm off). :func:`spmm_max`
+    turns libxsmm off for its own call only; sum aggregation keeps DGL's
+    default.
 """
 from __future__ import annotations
 

@@ -36,6 +36,8 @@ from numba import cuda
 
 from gnnbench.runtime.graph import Graph, GraphView
 
+from .contract import check_arguments
+
 __all__ = ["gat_fused", "gat_fused_backward", "warm_up", "is_available"]
 
 _THREADS = 32  # one warp per (row, head); the reductions below assume a power of two
@@ -214,12 +216,11 @@ def _stream(arrays) -> Any:
 def gat_fused(graph: GraphView, x, score_src, score_dst, out, row_max, row_sum, *,
               negative_slope: float = 0.2) -> None:
     """CUDA version of :func:`gnnbench.systems.dgnn.kernels.gat_fused` (same contract)."""
-    from .kernels import _check
     stream = _stream((x,))
     x, score_src, score_dst, out, row_max, row_sum = map(
         _device, (x, score_src, score_dst, out, row_max, row_sum))
-    _check("gat_fused", graph, x, {"score_src": score_src, "score_dst": score_dst, "out": out,
-                                   "row_max": row_max, "row_sum": row_sum})
+    check_arguments("gat_fused", graph, x, {"score_src": score_src, "score_dst": score_dst, "out": out,
+                                            "row_max": row_max, "row_sum": row_sum})
     if graph.num_rows == 0 or x.shape[1] == 0:
         return
     indptr, indices = _device_csr(graph)
@@ -231,16 +232,15 @@ def gat_fused_backward(graph: GraphView, x, score_src, score_dst, row_max, row_s
                        grad_x, grad_score_src, grad_score_dst, row_dot, *,
                        negative_slope: float = 0.2) -> None:
     """CUDA version of :func:`gnnbench.systems.dgnn.kernels.gat_fused_backward` (same contract)."""
-    from .kernels import _check
     stream = _stream((x,))
     arrays = (x, score_src, score_dst, row_max, row_sum, grad_out, grad_x, grad_score_src,
               grad_score_dst, row_dot)
     (x, score_src, score_dst, row_max, row_sum, grad_out, grad_x, grad_score_src, grad_score_dst,
      row_dot) = map(_device, arrays)
-    _check("gat_fused_backward", graph, x,
-           {"score_src": score_src, "score_dst": score_dst, "row_max": row_max, "row_sum": row_sum,
-            "grad_out": grad_out, "grad_x": grad_x, "grad_score_src": grad_score_src,
-            "grad_score_dst": grad_score_dst, "row_dot": row_dot})
+    check_arguments("gat_fused_backward", graph, x,
+                    {"score_src": score_src, "score_dst": score_dst, "row_max": row_max, "row_sum": row_sum,
+                     "grad_out": grad_out, "grad_x": grad_x, "grad_score_src": grad_score_src,
+                     "grad_score_dst": grad_score_dst, "row_dot": row_dot})
     if graph.num_rows == 0 or x.shape[1] == 0:
         return
     slope = x.dtype.type(negative_slope)

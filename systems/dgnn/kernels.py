@@ -63,8 +63,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from gnnbench.errors import BoundaryError
 from gnnbench.runtime.graph import Graph, GraphView
+
+from .contract import check_arguments
 
 __all__ = ["gat_fused", "gat_fused_backward", "prepare", "warm_up"]
 
@@ -224,29 +225,6 @@ def _backward_src(indptr_t, indices_t, bounds, x, score_src, score_dst, row_max,
 
 
 # ---------------------------------------------------------------- entry points
-#: The arguments with one row per source, like ``x``; the others have one per destination.
-_BY_SOURCE = ("score_src", "grad_x", "grad_score_src")
-
-
-def _check(name: str, graph: GraphView, x: Any, arrays: dict[str, Any]) -> None:
-    """Cheap shape and dtype checks: numba does not bounds-check, so a wrong
-    shape would corrupt memory instead of raising."""
-    op = f"dgnn.{name}"
-    if graph.transposed:
-        raise BoundaryError(op, "graph", "must be the forward view (rows are destinations); "
-                            "got the transposed view. Pass graph.graph.view()")
-    if x.ndim != 3 or x.shape[0] != graph.num_cols or x.dtype not in (np.float32, np.float64):
-        raise BoundaryError(op, "x", f"must be float32/float64 [{graph.num_cols}, H, D] "
-                            f"(got {x.dtype} {tuple(x.shape)})")
-    heads = x.shape[1]
-    for arg, a in arrays.items():
-        # by source (the view's columns) or by destination (its rows): they differ on a block (Note [blocks])
-        n = graph.num_cols if arg in _BY_SOURCE else graph.num_rows
-        want = (n, heads) if a.ndim == 2 else (n, heads, x.shape[2])
-        if tuple(a.shape) != want or a.dtype != x.dtype:
-            raise BoundaryError(op, arg, f"must be {x.dtype} {list(want)} like x (got {a.dtype} {list(a.shape)})")
-
-
 def _is_cuda(a: Any) -> bool:
     return hasattr(a, "__cuda_array_interface__")
 
@@ -281,8 +259,8 @@ def gat_fused(graph: GraphView, x, score_src, score_dst, out, row_max, row_sum, 
         return cuda.gat_fused(graph, x, score_src, score_dst, out, row_max, row_sum,
                               negative_slope=negative_slope)
     x, score_src, score_dst, out, row_max, row_sum = _numpy(x, score_src, score_dst, out, row_max, row_sum)
-    _check("gat_fused", graph, x, {"score_src": score_src, "score_dst": score_dst, "out": out,
-                                   "row_max": row_max, "row_sum": row_sum})
+    check_arguments("gat_fused", graph, x, {"score_src": score_src, "score_dst": score_dst, "out": out,
+                                            "row_max": row_max, "row_sum": row_sum})
     _forward(graph.indptr, graph.indices, _bounds(graph), x, score_src, score_dst, out,
              row_max, row_sum, x.dtype.type(negative_slope))
 
@@ -318,10 +296,10 @@ def gat_fused_backward(graph: GraphView, x, score_src, score_dst, row_max, row_s
     (x, score_src, score_dst, row_max, row_sum, grad_out, grad_x, grad_score_src, grad_score_dst,
      row_dot) = _numpy(x, score_src, score_dst, row_max, row_sum, grad_out, grad_x, grad_score_src,
                        grad_score_dst, row_dot)
-    _check("gat_fused_backward", graph, x,
-           {"score_src": score_src, "score_dst": score_dst, "row_max": row_max, "row_sum": row_sum,
-            "grad_out": grad_out, "grad_x": grad_x, "grad_score_src": grad_score_src,
-            "grad_score_dst": grad_score_dst, "row_dot": row_dot})
+    check_arguments("gat_fused_backward", graph, x,
+                    {"score_src": score_src, "score_dst": score_dst, "row_max": row_max, "row_sum": row_sum,
+                     "grad_out": grad_out, "grad_x": grad_x, "grad_score_src": grad_score_src,
+                     "grad_score_dst": grad_score_dst, "row_dot": row_dot})
     slope = x.dtype.type(negative_slope)
     _backward_dst(graph.indptr, graph.indices, _bounds(graph), x, score_src, score_dst,
                   row_max, row_sum, grad_out, grad_score_dst, row_dot, slope)

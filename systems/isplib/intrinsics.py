@@ -9,44 +9,13 @@ Note [software prefetch]
     is a tuning knob (``Variant.prefetch``); 0 disables it.
 
     The hint is ``prefetcht0`` (into every level). Prefetching into L2 only
-    (``prefetcht1``/``prefetcht2``, LLVM locality 2/1) was tried as a
-    further knob: ``benchmarks/bench_spmm.py``, 4M edges, 9 rounds, each
-    locality tuned for itself in its own process, DGL's ``copy_u_sum`` as
-    the yardstick in each. It helped one cell and hurt two: R-MAT F = 32
-    9.7 -> 8.7 / 8.8 ms (1.45x -> 1.54x / 1.52x DGL), R-MAT F = 64 15.1 ->
-    17.0, R-MAT F = 128 40.0 -> 55.1 / 53.5 (the tuner then chose no
-    prefetch at all), uniform F = 128 60.7 -> 66.1 / 62.0; F = 16 and
-    uniform F = 32 / 64 unchanged. The locality is an immediate of the
-    instruction, so as a knob it would double the kernels compiled per width
-    for one cell; it is left out.
-
-    Both together (``prefetcht1`` far ahead, to get more misses in flight
-    than the core's fill buffers hold, and ``prefetcht0`` near) lose too.
-    The fixed width-``F`` loop with 4-edge unroll and streaming stores, one
-    process, 9 interleaved rounds, ms for ``t0`` at 16 edges alone against
-    ``t1`` at 48-256 edges added: uniform F = 32 14.1 against 15.9-16.1,
-    uniform F = 64 19.7 against 22.1-22.8, R-MAT F = 128 39.8 against
-    41.5-42.3. Uniform F = 128 gave 63.3 against 54.3 (``t1`` at 96) in
-    one run and 53.8 against 57.5 in the next, so that gain was drift.
-
-    Nor does telling hot rows from cold ones help. "Hot" = the most gathered
-    source rows whose bytes fit 0.5-2 MiB (R-MAT F = 128: 35-60 % of the
-    edges; the uniform graph: 1-12 %). Same loop, same setup, ms for ``t0``
-    on every row against the variants:
-
-    * ``prefetchnta`` for cold rows (fetched around L2, so they cannot evict
-      the hot ones), ``t0`` for hot: R-MAT F = 128 45.8-46.3 against
-      53.3-97.8; uniform F = 128 58.1-59.4 against 193-200; uniform F = 32
-      13.9-14.0 against 37.6-40.8;
-    * no prefetch for hot rows (L2 hits anyway), ``t0`` for cold: 45.6-47.5
-      on R-MAT, 63.0-64.8 and 18.5-20.7 on the uniform graph.
-
-    A two-pass split fares no better: each row's indices reordered hot
-    first, one pass summing the cold edges into ``out``, a second adding
-    the hot ones (their rows then meet no cold traffic in L2). R-MAT F =
-    128: 45.7-46.0 against 44.9 in one pass (hot set 1-3 MiB), F = 64:
-    16.4-18.1 against 14.9. The hot rows already stay in L2 in one pass;
-    the second pass only re-reads ``out``.
+    helped one cell of ``benchmarks/bench_spmm.py`` and hurt two, and the
+    locality is an immediate of the instruction, so as a knob it would
+    double the kernels compiled per width for one cell: it is left out.
+    Prefetching far ahead into L2 and near into L1 together lost too, and so
+    did telling hot rows (the most gathered, which stay in L2 anyway) from
+    cold ones, by hint or by a second pass that only re-reads ``out``. The
+    measurements: ``results/studies/isplib-variants.md``.
 """
 from __future__ import annotations
 

@@ -26,10 +26,11 @@ from gnnbench.systems.isplib import max_numba as _max
 from gnnbench.systems.isplib import spmm_numba as _spmm
 from gnnbench.systems.isplib.prepared import _as_prepared
 from gnnbench.systems.isplib.variant import ThreadScope, run_variant
+from gnnbench.systems.isplib.warm import tiny_graph
 
 __all__ = ["spmm_sum", "spmm_sum_backward", "spmm_mean", "spmm_mean_backward", "spmm_weight_backward", "spmm_max", "spmm_max_backward",
            "spmm_max_weight_backward", "sddmm_dot", "sddmm_add", "edge_sum", "edge_softmax",
-           "edge_softmax_backward", "warm_up", "warm_up_fixed", "KERNELS"]
+           "edge_softmax_backward", "warm_up", "KERNELS"]
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
@@ -281,13 +282,6 @@ KERNELS = {f.__name__: f for f in (spmm_sum, spmm_sum_backward, spmm_weight_back
                                    edge_softmax_backward, spmm_mean, spmm_mean_backward)}
 
 
-def _tiny_graph(index_dtype: Any) -> Graph:
-    # a hub, a self loop, a duplicate edge and an isolated node: every branch runs
-    src = np.array([1, 2, 3, 3, 0, 2, 1, 1])
-    dst = np.array([0, 0, 0, 0, 1, 1, 2, 3])
-    return Graph.from_edges(src, dst, 5, index_dtype)
-
-
 def warm_up(index_dtype: Any = np.int64, float_dtype: Any = np.float32) -> None:
     """Compile (or load from numba's disk cache) every isplib kernel for one dtype pair.
 
@@ -300,7 +294,7 @@ def warm_up(index_dtype: Any = np.int64, float_dtype: Any = np.float32) -> None:
         float_dtype: float32 or float64.
     """
     fdt = np.dtype(float_dtype)
-    g = _tiny_graph(index_dtype)
+    g = tiny_graph(index_dtype)
     fwd, bwd = g.view(), g.view(transposed=True)
     n, e = g.num_nodes, g.num_edges
     rng = np.random.default_rng(0)
@@ -325,22 +319,6 @@ def warm_up(index_dtype: Any = np.int64, float_dtype: Any = np.float32) -> None:
         soft = np.empty_like(w)
         edge_softmax(fwd, w, soft)
         edge_softmax_backward(fwd, soft, w, np.empty_like(w))
-
-
-def warm_up_fixed(index_dtype: Any, float_dtype: Any, width: int) -> None:
-    """Compile or load the width-specialised SpMM for one width (prepare calls it for tuned widths)."""
-    from gnnbench.systems.isplib.variant import Dummies
-
-    fdt = np.dtype(float_dtype)
-    g = _tiny_graph(index_dtype)
-    view = g.view()
-    x = np.ones((g.num_nodes, width), dtype=fdt)
-    out = np.empty_like(x)
-    x = _read_only(x)  # the run's signature (Note [one signature])
-    from gnnbench.systems.isplib.variant import Variant
-
-    run_variant(Variant(kernel="fixed"), np.array([0, g.num_nodes], dtype=np.int64), view.indptr, view.indices,
-                None, None, x, out, None, None, Dummies.make(index_dtype, fdt))
 
 
 # ---------------------------------------------------------------- hooks the spec names

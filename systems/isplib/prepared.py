@@ -13,81 +13,24 @@ Note [balanced row blocks]
     rows; equal cost cannot, up to the size of the largest single row.
 
 Note [prepare at scale]
-    Where isplib's ``prepare`` time and its extra memory went at 16M-64M
-    edges (profiled on the 16M-edge R-MAT graph with self loops, 16.5M
-    edges; 2 shared cores under a load of 15-19, so absolute times are
-    several times an idle machine's, ratios hold):
-
-    * the transposed view, the backward's graph, was a stable ``argsort``
-      of the sources: ``O(E log E)`` on one core, 28-31 s here against
-      5.8-6.0 s for the counting sort that replaced it (Note [linear
-      transpose] in :mod:`gnnbench.runtime.csr_transpose`), with 638 MiB of NumPy
-      temporaries against 260 MiB, which is the output itself (indices and
-      edge ids, int64). DGL builds the same CSC for its backward;
-    * the graph signature (SHA-256 of the CSR, the tuning cache's key):
-      1.5 s, linear, once per graph;
-    * ``warm_up``, loading the kernels from numba's disk cache: 2.5 s, a
-      constant, which is why isplib's prepare is worse relative to DGL's on
-      small graphs than on large ones;
-    * the forward and transposed ``IsplibGraph`` (row blocks, GCN factors):
-      0.05 s each, ``N``-long arrays;
-    * GCN's normalisation (``Graph.gcn_norm``), computed on the first
-      forward, so inside the peak-memory window of the run: whole-array
-      float32 arithmetic held about 28 bytes per edge of temporaries (445 MiB
-      at 16M edges, 1.7 GiB at 64M) on top of the epoch's own peak, the
-      extra memory isplib (and every kernel system running GCN with edge
-      weights) showed over DGL, whose GraphConv scales nodes. Computed in
-      row chunks it holds 88 MiB (the 4-byte result) and took 2.5 s against
-      10.0 s.
-
-    Head to head with DGL (issue 19 item 2; one fresh process per side,
-    R-MAT graphs from ``gnnbench.datasets``, int64 indices, glibc malloc so
-    that freed memory leaves the resident set; load 3.4-4.8 on 2 shared
-    cores). isplib: both views, the signature, ``warm_up`` from numba's disk
-    cache and both ``IsplibGraph``; DGL: ``dgl.graph`` from the edge arrays
-    and ``create_formats_()`` (COO, CSR and CSC, what its first epoch
-    builds). "held" is resident memory after, "peak" the high-water mark,
-    both over the graph already loaded:
-
-    ==========  ==================  ==================  =====================
-    edges       isplib prepare      DGL construction    isplib's largest part
-    ==========  ==================  ==================  =====================
-    16M (2^20)  3.1-3.3 s, held     2.4 s, held         transpose 1.5-1.8 s,
-                410 MiB, peak 507   523 MiB, peak 523   views' degrees 0.5 s
-    64M (2^22)  20.8 s, held 1194   21.0 s, held 2020   transpose 13.2 s,
-                MiB, peak 1638      MiB, peak 2084      degrees 4.3 s,
-                                                        signature 1.4 s
-    ==========  ==================  ==================  =====================
-
-    So isplib's prepare is now on par with DGL's construction in time and
-    holds 20-40 % less memory (it keeps no COO). What was left was the
-    one-core counting sort of the transpose (about 200 ns an edge at 64M, a
-    random 16-byte scatter per edge) and the out-degrees (``bincount`` over
-    the indices). Both now run on every thread (Note [parallel transpose] in
-    :mod:`gnnbench.runtime.csr_transpose`; ``Graph.out_degree`` reads the
-    transpose's row lengths, or counts in parallel). Interleaved in one
-    process (``benchmarks/bench_prepare.py``, graph with self loops, 2
-    shared cores, load 1.4-4.0; 5 rounds, 3 at 64M; medians, ratios are
-    medians of per-round ratios with their range):
-
-    ==========  =====================  ==========================================
-    edges       transpose, 1 core /    isplib prepare / DGL build
-                parallel
-    ==========  =====================  ==========================================
-    4M          0.87x (0.83-0.92)      0.93x (0.87-0.99)
-    16M         2.00x (1.78-2.27)      0.77x (0.68-1.27); 0.94 s against 1.23 s
-    64M         1.93x (1.58-2.00)      0.76x (0.60-1.01); 7.3 s against 9.7 s,
-                                       of which the transpose 3.4 s (6.4 s on one core)
-    ==========  =====================  ==========================================
-
-    At 4M the whole cursor array sits in cache and the extra passes of the
-    parallel sort (histogram rows, column sums) cost what the second core
-    gains on a loaded machine; from 16M the scatter's cache misses dominate
-    and two cores halve it. A cold numba cache adds 30-55 s of compilation
-    to the first prepare (``warm_up`` after a source change), a one-time cost
-    DGL, being precompiled, never pays; a run reports it apart as
-    ``extra.compile_time_s`` (Note [compile time apart] in
-    :mod:`gnnbench.run.jit_clock`).
+    ``prepare`` is timed apart from the epochs, and at 16M-64M edges it was
+    once isplib's weak point against DGL's graph construction. What it does
+    and why each part is as it is: the transposed view (the backward's
+    graph) is a counting sort run on every thread, not an ``argsort``
+    (Note [linear transpose] and Note [parallel transpose] in
+    :mod:`gnnbench.runtime.csr_transpose`); the graph signature (the tuning
+    cache's key) is one linear pass; ``warm_up`` loads the kernels from
+    numba's disk cache, a constant that weighs most on small graphs; the
+    two ``IsplibGraph`` are ``N``-long arrays; GCN's normalisation is
+    computed in row chunks, since whole-array arithmetic held about 28
+    bytes an edge of temporaries inside the run's peak-memory window. A
+    cold numba cache's compilation is the install's cost, not the graph's,
+    and a run reports it apart (Note [compile time apart] in
+    :mod:`gnnbench.run.jit_clock`). With all of this isplib's prepare is on
+    par with DGL's construction in time and holds less memory (it keeps no
+    COO). The profiles and the head-to-head tables:
+    ``results/studies/isplib-prepared.md``; the campaign:
+    ``benchmarks/bench_prepare.py``.
 
 Note [peak memory of isplib]
     A run's peak is measured above the resident set after ``prepare``
@@ -100,80 +43,35 @@ Note [peak memory of isplib]
     into a workspace the framework allocates for the call (Note [mean
     backward] in :mod:`~gnnbench.systems.isplib.kernels`).
 
-    SAGE's peak over dgl-native's (1.13x at 16M, 1.20x at 64M in
-    ``results/scaling.md`` at commit cdbe2d9) was not the model's
-    arithmetic, as this Note used to say, but the glue: every ``spmm`` kept
-    its input ``x`` for a weight gradient an unweighted call never computes,
-    so the ``[N, hidden]`` features SAGE (and GCN) transform before
-    aggregating lived from forward to backward. Saving only what the
-    gradients that will run read (Note [saved for backward] in
-    :mod:`gnnbench.runtime.glue`) brought SAGE to 1.01x at 16M and 1.04x at
-    64M (commit 4bf6e17), GCN from 0.77x / 0.69x to 0.69x / 0.67x.
-
-    The mean's workspace is not at SAGE's peak either, as this Note said
-    after commit 6c72a68 (1.07x at 64M, 3610 against 3387 MiB). One
-    profiled epoch at 64M (``benchmarks/bench_memory_timeline.py``,
-    ``results/memory_timeline.md``) puts the tensor peak of both systems in
-    layer 2's weight gradient, with the same tensors alive: the dropped-out
-    input (1 GiB), the ReLU and dropout outputs, two ``[N, 64]`` gradients
-    and one ``[N, 8]``; 3136 MiB under isplib, 3144 under dgl-native. The
-    workspace comes later, in layer 1's backward, when 1.5 GiB less is
-    alive. What differs is what tcmalloc keeps mapped above the tensors,
-    480 against 615 MiB in that run, and that share moves between
-    processes: at commit a166460 four separate runs gave isplib 3605 / 3608
-    and dgl-native 3757 / 3758 MiB, and the campaign at 34659dd 3608
-    against 3759 (0.96x).
+    What remains between isplib's peak and dgl-native's is not the kernels:
+    the glue once kept every ``spmm``'s input for a weight gradient an
+    unweighted call never computes (Note [saved for backward] in
+    :mod:`gnnbench.runtime.glue` fixed it), and the rest is what the
+    allocator keeps mapped above the same live tensors, a share that moves
+    between processes. The measurements, with their commits:
+    ``results/studies/isplib-prepared.md`` and ``results/memory_timeline.md``.
 
 Note [resident graph]
     The graph a run trains on is a read-only memory map of the dataset
     cache (``datasets/cache.py``): file-backed 4 KiB pages, resident or not
-    as the page cache decides. isplib's kernels read the CSR in place, every
-    epoch, while dgl-native and pyg-native copy the graph into structures of
-    their own in ``prepare``. ``benchmarks/bench_page_size.py`` timed the
-    same SpMM with the indices read from the map against an anonymous copy
-    (``results/page_size.md``, Reddit's shape, width 64, one process, 7
-    interleaved rounds): 692 against 650 ms (1.07x), and 20.0 against 18.2
-    ms on the 4M-edge R-MAT graph in a 3-round run not kept. So
+    as the page cache decides, and this VM's proactive reclaim pages out a
+    dataset idle for about a minute. isplib's kernels read the CSR in
+    place, every epoch, while dgl-native and pyg-native copy the graph into
+    structures of their own in ``prepare``; an SpMM reading the indices from
+    the map was measurably slower than from an anonymous copy
+    (``benchmarks/bench_page_size.py``, ``results/page_size.md``). So
     :func:`prepare` copies a mapped ``indptr`` and ``indices`` into the
-    process's memory (:func:`resident`) and every kernel reads them through
-    :meth:`IsplibGraph.csr`. The copy is ``prepare``'s and timed there: 2.4 s
-    for Reddit's shape's 0.85 GiB of indices per view (page cache warm, this
-    machine, most of it faulting in the fresh pages) in a probe; in a
-    3-round campaign of ``benchmarks/bench_scaling.py`` on that shape at
-    530d12f isplib's prepare took 3.0-3.1 s against 1.6 s before the copy
-    and dgl-native's 9.7-10.5 s, and its epochs ran 1.10x / 1.05x / 1.18x
-    dgl-native's (GCN / SAGE / GIN) against 1.07x / 0.92x / 1.22x the
-    campaign before (both with the first-use process's huge pages of Note
-    [allocator]; ``results/scaling_reddit.md`` has the campaign without
-    them). At 4M edges prepare went from 0.41-0.42 to 0.43-0.51 s.
-    Like DGL's own copy it is below the baseline a run's peak memory is
-    measured from (Note [peak memory of isplib]), but where it lives still
-    moved the peak: made with ``np.array`` (tcmalloc's heap, on 2 MiB pages
-    as NumPy asks for large arrays), GIN at 16M edges peaked at 1398-1500
-    MiB above the baseline against 1299-1320 without the copy (three runs
-    of each, and two single in-process runs, 4-6 epochs; the baseline's
-    anonymous memory 747 against 495 MiB, the copies' 252 MiB). So the
-    copy is a private anonymous mapping of its own, outside the heap the
-    epochs allocate from: 1303 MiB in the same probe, and in separate runs
-    alternating with the code before the copy GIN 1299-1301 against
-    1299-1301 and SAGE 1050 against 1048-1050 MiB. How the copy's place in
-    the heap raised the epochs' peak (the tensors are the same) is not
-    known; it is the allocator's share again (Note [peak memory of isplib]).
-    Both views are mapped (the cache holds
-    the transpose too); arrays already in memory (graphs built in the
-    process, tests) are used as they are. The transposed view's edge ids
-    stay where they are: only weighted paths read them.
-
-    Where a mapped page comes from also moves between processes on this
-    VM: it runs DAMON proactive reclaim (a ``pageout`` scheme over physical
-    memory for regions idle 60 s, 128 MiB a second), which had paged out
-    55 GiB by the 8th hour of uptime. A cached dataset idle for about a
-    minute is read from disk again by the next process that maps it
-    (the 64M-edge R-MAT graph, idle since the session before: 1.5 of its
-    488 MiB of indices still cached); read every 8 s it stayed cached for
-    150 s. So
-    the map costs the first read, which the copy puts in ``prepare``, not
-    the epochs.
+    process's memory (:func:`resident`), timed as ``prepare``'s, and every
+    kernel reads them through :meth:`IsplibGraph.csr`; the first read from
+    disk lands in ``prepare``, not in the epochs. The copy is a private
+    anonymous mapping of its own, outside the heap the epochs allocate
+    from: made with ``np.array`` it raised GIN's peak above the baseline,
+    though the tensors were the same (the allocator's share again, Note
+    [peak memory of isplib]). Both views are mapped (the cache holds the
+    transpose too); arrays already in memory (graphs built in the process,
+    tests) are used as they are. The transposed view's edge ids stay where
+    they are: only weighted paths read them. The figures:
+    ``results/studies/isplib-prepared.md``.
 
 Note [tuning lookup]
     Entries are keyed ``(weighting, reduce, width, dtype)`` within one
@@ -195,8 +93,10 @@ import numba
 import numpy as np
 
 from gnnbench.runtime.graph import GraphView
+from gnnbench.systems.isplib import tuning_cache
 from gnnbench.systems.isplib.factorised import GcnFactors
 from gnnbench.systems.isplib.variant import Dummies, Variant, default_variant
+from gnnbench.systems.isplib.warm import warm_up_fixed
 
 __all__ = ["IsplibGraph", "prepare", "describe_tuning", "balanced_bounds", "row_bounds"]
 
@@ -360,12 +260,10 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
         cache_path: tuning cache file (default: ``$GNNBENCH_CACHE`` or
             ``~/.cache/gnnbench``, ``isplib-tuning.json``).
     """
-    from gnnbench.systems.isplib import tuning
-
     orientation = "transposed" if view.transposed else "forward"
-    signature = tuning.graph_key(view.graph)  # a sampled block: its class (Note [block classes])
-    path = tuning.cache_file(cache_path)
-    entries = tuning.lookup(signature, orientation, path)
+    signature = tuning_cache.graph_key(view.graph)  # a sampled block: its class (Note [block classes])
+    path = tuning_cache.cache_file(cache_path)
+    entries = tuning_cache.lookup(signature, orientation, path)
     prepared = IsplibGraph(orientation, signature, view.num_rows, resident(np.asarray(view.indptr)),
                            variants=entries, tuned=bool(entries), cache_path=str(path),
                            row_degree=np.asarray(view.row_degree), col_degree=np.asarray(view.col_degree),
@@ -376,8 +274,6 @@ def prepare(view: GraphView, cache_path: str | None = None) -> IsplibGraph:
     for (_weighting, _reduce, width, _dtype), v in entries.items():
         prepared.bounds_for(v)
         if v.kernel == "fixed":
-            from gnnbench.systems.isplib.kernels import warm_up_fixed
-
             warm_up_fixed(view.index_dtype, np.dtype(_dtype), width)
     return prepared
 

@@ -52,7 +52,7 @@ class _Structure:
 
     def __init__(self, crow: torch.Tensor, col: torch.Tensor, shape: tuple[int, int]):
         from gnnbench.runtime.graph import GraphView
-        from gnnbench.systems.isplib import tuning
+        from gnnbench.systems.isplib import tuning_cache
         from gnnbench.systems.isplib.prepared import IsplibGraph
 
         self.crow, self.col, self.shape = crow, col, shape
@@ -72,12 +72,12 @@ class _Structure:
         deg_col = counts.astype(np.float32)
 
         sig = _signature(indptr, indices, m, k)
-        path = tuning.cache_file()
+        path = tuning_cache.cache_file()
         views = []
         for orient, ip, ix, eids, nr, nc, dr, dc in (
                 ("forward", indptr, indices, None, m, k, deg_row, deg_col),
                 ("transposed", indptr_t, indices_t, edge_ids, k, m, deg_col, deg_row)):
-            entries = tuning.lookup(sig, orient, path)
+            entries = tuning_cache.lookup(sig, orient, path)
             prep = IsplibGraph(orient, sig, nr, ip, variants=entries, tuned=bool(entries), cache_path=str(path),
                                row_degree=dr, col_degree=dc)
             views.append(GraphView(ip, ix, eids, dr, dc, nr, nc, orient == "transposed", None, prep))

@@ -55,32 +55,13 @@ Note [streaming stores]
 
     It is a tuning knob (``Variant.stores``, stage 3 of Note [tuning search]),
     not the default, because the row is then in memory and not in the cache
-    when the next operation reads it. Measured on the R-MAT (2^17 nodes) and
-    uniform (200k nodes) graphs of ``benchmarks/bench_spmm.py``, 4M edges,
-    tcmalloc, one process, milliseconds cached / streamed: each cell's tuned
-    variant, 11 interleaved rounds of 3 calls into the same output; then, in
-    a separate run, ``fixed/u4/pf16/nnz`` followed by a ``torch.relu`` of the
-    output (its next reader), 7 rounds:
-
-    ============  ===============  ===============
-    graph, F      tuned variant    + relu
-    ============  ===============  ===============
-    R-MAT 32      8.14 / 8.07      11.0 / 10.8
-    R-MAT 64      15.81 / 15.33    17.6 / 17.2
-    R-MAT 128     42.30 / 40.53    45.8 / 43.6
-    uniform 32    14.78 / 14.41    16.6 / 16.1
-    uniform 64    23.12 / 22.15    25.7 / 24.7
-    uniform 128   62.77 / 61.34    72.2 / 68.8
-    ============  ===============  ===============
-
-    1-4 % on the kernel, and the reader does not give it back at these sizes
-    (the output is 16-100 MiB). Timed in a stage of its own, apart from the
-    variant it modifies, the gain drowned in the drift between stages, so the
-    tuner times the two together.
-
-    A prefetch that bypasses the caches too (``prefetchnta``) was tried in the
-    same runs and is 2.5-4x slower everywhere: the rows it fetches are not
-    kept in the last-level cache, so every later gather of them goes to memory.
+    when the next operation reads it. Its gain is a few per cent of the
+    kernel, which the next reader did not give back at the sizes measured,
+    and timed in a stage of its own it drowned in the drift between stages,
+    so the tuner times it together with the variant it modifies. A prefetch
+    that bypasses the caches too (``prefetchnta``) only lost: the rows it
+    fetches are not kept in the last-level cache, so every later gather of
+    them goes to memory. The figures: ``results/studies/isplib-variants.md``.
 """
 from __future__ import annotations
 

@@ -18,15 +18,11 @@ Note [variant knobs]
       4 gathered rows before touching ``out`` quarters the load/store traffic
       on the output row and gives the core 4 independent gathers to overlap.
     * ``dist``: software prefetch distance in edges (Note [software prefetch]),
-      for every edge, a row's last ``< unroll`` edges included. Until
-      commit 5ae7ac4 those edges did not prefetch, so with ``unroll`` 1 no
-      edge did and ``u1/pf16`` ran as ``u1/pf0`` under a label that said
-      otherwise. Prefetching them changed no cell of
-      ``benchmarks/bench_spmm.py`` beyond its run-to-run spread (tuned
-      isplib against DGL 1.52x / 1.59x / 1.08x on R-MAT and 1.32x / 1.49x /
-      1.24x on the uniform graph, against 1.58x / 1.64x / 1.08x and 1.35x /
-      1.49x / 1.27x the run before); it is kept so that every label means
-      what it says.
+      for every edge, a row's last ``< unroll`` edges included, so that
+      every label means what it says (once those edges did not prefetch, and
+      ``u1/pf16`` ran as ``u1/pf0``; prefetching them changed no cell of
+      ``benchmarks/bench_spmm.py`` beyond its spread:
+      ``results/studies/isplib-variants.md``).
     * ``bounds``: the row blocks that ``prange`` distributes, equal rows or
       equal nonzeros (see :mod:`~gnnbench.systems.isplib.prepared`).
     * ``stream``: the fixed kernel writes its output rows past the caches
@@ -76,27 +72,15 @@ Note [permuted weights]
     the gathered rows, the same distance ahead (``_prefetch_weights``).
 
 Note [backward against forward]
-    Why the backward's SpMM (the transposed view) ran 1.18-1.25x the forward
-    (issue 19 item 4; R-MAT, 2^17 nodes, 4M edges, F = 32, the same
-    ``fixed/u4/pf16/nnz`` kernel on both views, medians of 9-21 interleaved
-    rounds at load 4-6 on 2 shared cores):
-
-    * the transposed view itself is not slower: this R-MAT graph's in- and
-      out-degrees have the same distribution (largest row 15886, standard
-      deviation 167.7, 39513 empty rows on both views; rows sorted on both;
-      int64 indices on both), and a plain sum ran 0.94-1.05x the forward
-      sum, within the spread of the rounds (IQR 15-30 % of the median at
-      that load). The 1.18x of ``results/bench_spmm.md`` was measured at load
-      15-18 with each view tuned apart, so the two may have run different
-      variants;
-    * a mean costs more on the transposed view because its ``1/deg`` becomes
-      a gathered scale (Note [gathered scales]): one multiply per gathered
-      element instead of one per output element. The same kernel with a
-      gathered scale on the *forward* view is as slow (forward 139 ms,
-      transposed 154 ms against plain sums of 106 and 118 ms, one run at
-      load 4.4), so the cost is the scaled path, not the view. Dropping the scale prefetch when the scale vector sits in L2
-      measured 1.13x -> 1.02x in one 11-round run and no gain in a second
-      21-round run, so it was not kept.
+    The backward's SpMM (the transposed view) ran slower than the forward
+    (issue 19 item 4), and not because of the view: on R-MAT the in- and
+    out-degrees have the same distribution and a plain sum ran level on
+    both. A mean costs more on the transposed view because its ``1/deg``
+    becomes a gathered scale (Note [gathered scales]): one multiply per
+    gathered element instead of one per output element, as slow on the
+    forward view when given the same scale. Dropping the scale's prefetch
+    did not repay itself either. The measurements:
+    ``results/studies/isplib-variants.md``.
 
     Removing the per-edge scale needs ``grad_out / deg`` materialised, an
     ``[N, F]`` buffer that only the framework may allocate (producer-only

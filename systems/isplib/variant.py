@@ -16,63 +16,22 @@ Note [no feature tiles]
     Issue 19 asked for feature-column tiles (sum columns ``c .. c+T-1`` of
     every row, then the next ``T``) sized so that the gathered slice of ``x``
     stays in the last-level cache, as a tuning dimension. They are not one,
-    because on the machine they were meant for they only lose. Upper bound
-    measured by running the width-``T`` specialised kernel on contiguous
-    column copies of ``x`` (so each tile gathers dense ``T``-float rows, which
-    a strided tile of the real ``x`` would not), medians of interleaved
-    rounds, tcmalloc, 2 shared cores (LLC reported 260 MiB, L2 2 MiB a core):
+    because on the machine they were meant for they only lose: a random row
+    gather is latency-bound, the adjacent lines of a row arrive about as
+    fast as one line, so cutting rows into ``F / T`` tiles multiplies the
+    random accesses (and the index reads) by ``F / T`` and gains nothing
+    back, even when the whole ``x`` is several times the LLC. The variant
+    space therefore keeps the whole row per gather, and the output stays in
+    the untiled summation order.
 
-    * uniform graph, 200k nodes, 4M edges, F = 64 (``x`` 51 MiB, inside
-      the LLC; load 4): untiled 195 ms, T = 32 265 ms, T = 16 428 ms
-      (DGL copy_u_sum 250 ms);
-    * R-MAT, 2^22 nodes, 16M edges, F = 64 (``x`` 1 GiB, four times the
-      LLC; load 6.6): untiled 1632 ms, T = 16 (a 256 MiB slice) 3150 ms,
-      T = 8 5117 ms (DGL 1775 ms).
-
-    A random row gather is latency-bound: the 4 adjacent lines of a 256-byte
-    row arrive about as fast as one line, so cutting rows into ``F / T``
-    tiles multiplies the random accesses (and the index reads) by ``F / T``
-    and gains nothing back, even when the whole ``x`` is 4x the LLC. The
-    variant space therefore keeps the whole row per gather, and the output
-    stays in the untiled summation order.
-
-    Rechecked on the real strided tiles where a whole row is 8 lines and
-    R-MAT's hub rows might stay in L2 at half width (4M edges, F = 128,
-    ``fixed/u4/pf16/nnz`` with streaming stores, 9 interleaved rounds,
-    tcmalloc): R-MAT untiled 40.4 ms, T = 64 38.2 (DGL 42.9); T = 32 71.3
-    against 43.6; uniform untiled 57.6, T = 64 59.5, T = 32 86.1. A 5 %
-    gain in one cell of six, at twice the index reads, does not make a knob.
-
-    The other tiling, blocks of *sources* (``K`` passes, pass ``k`` summing
-    only the edges whose source lies in the ``k``-th range of ``x``'s rows
-    into ``out``, so each pass gathers from ``1/K`` of ``x``), was probed
-    too (4-edge unroll, prefetch 16, one process, interleaved rounds,
-    tcmalloc). Each pass needs its own CSR (a copy of the indices sorted by
-    range, then row, and ``K`` row pointers): split points into the one CSR
-    re-read every row's index lines ``K`` times and took 1.4-2x the unblocked
-    loop. With its own copy it pays on R-MAT at F = 128 only: 11 rounds
-    against DGL's ``copy_u_sum`` in the same process, unblocked 40.0 ms,
-    ``K`` = 8 34.8, 16 32.4, 32 33.4 (DGL 41.0, so 1.26x at best against
-    1.03x unblocked); at F = 64 15.9 against 16.1-20.3 (an earlier run:
-    17.2 against 15.8 at ``K`` = 8); at F = 32 10.4 against 10.7-37.1; on
-    the uniform graph it only loses (F = 128: 59.8 unblocked, 72.1 at
-    ``K`` = 8, 93.3 at 16; F = 32: 14.1 against 14.2-21.2). R-MAT's hubs
-    sit in the low ranges, so their pass keeps them in L2; a uniform
-    graph's ranges are all alike and each pass re-reads and re-writes the
-    output. One cell, short of 1.5x DGL even there, for a second copy of
-    the indices (0.43 GiB more on Reddit's shape) and a layout per ``K``:
-    not a knob either.
-
-    Nor does the order the output rows are visited in (the one freedom a
-    system has without relabelling the framework's ``x``). Rows taken
-    through an order array, 16 nnz-balanced chunks of it, same loop, 9
-    interleaved rounds, ms for the identity order against rows sorted by
-    their median source, by their first source, by their least gathered
-    source, and a random order: R-MAT F = 128 42.7 against 57.7 / 58.8 /
-    42.3 / 58.8; uniform F = 32 14.8 against 32.7 / 30.9 / 15.7 / 32.8;
-    uniform F = 128 73.0 against 116 / 113 / 73.5 / 119. Whatever the
-    order gains in shared sources, it loses more in reading the indices
-    and writing ``out`` out of sequence.
+    Nor are blocks of *sources* (``K`` passes, each summing only the edges
+    whose source lies in one range of ``x``'s rows): each pass needs its own
+    copy of the indices, and the gain was confined to one cell (R-MAT's hubs
+    at the widest width), short of making a layout per ``K`` worth it. Nor
+    is the order the output rows are visited in: whatever an order gains in
+    shared sources it loses in reading the indices and writing ``out`` out
+    of sequence. The measurements of all three:
+    ``results/studies/isplib-variants.md``.
 """
 from __future__ import annotations
 
@@ -160,27 +119,22 @@ def default_variant(nnz: int = 0, width: int = 0) -> Variant:
 
     Note [untuned default]
         Width-generic, 4-edge unroll, prefetch 16 edges ahead, nonzero-balanced,
-        all threads: from the tuner's timings in ``benchmarks/bench_spmm.py``
-        (2-core Sapphire Rapids, R-MAT and uniform graphs, F = 32/64/128), the
-        4-edge unroll is 1.3-1.9x faster than one edge at a time on every case,
-        and prefetching 16 edges ahead gains 10-20 % on 5 of 6 cases.
+        all threads: in the tuner's timings (``benchmarks/bench_spmm.py``) the
+        4-edge unroll beat one edge at a time on every case, and prefetching 16
+        edges ahead gained on nearly every one.
 
         On a view of at least :data:`FIXED_DEFAULT_MIN_NNZ` nonzeros the
         default is the same loop width-specialised (``fixed``): its row
         accumulator lives on the stack and its inner loops have a constant
-        trip count. On the 4M-edge R-MAT graph, 30 rounds interleaved in one
-        process (``benchmarks/bench_default_variant.py``, after Note [explicit
-        row vectors]), it took 9.3 ms against the generic kernel's 19.4 ms at
-        F = 8 (DGL's ``copy_u_sum`` 9.8 ms), 14.3 against 23.0 at 16 (DGL
-        15.6), 17.2 against 31.2 at 32 (DGL 18.6), 19.6 against 32.6 at 64
-        (DGL 26.1) and 44.6 against 61.1 at 128 (DGL 56.8). It costs a
-        compilation per width and machine, 10-15 s here, on the first
-        call (a warm-up epoch: Note [fair timing]); numba's disk cache keeps
-        it for every later run. Below the threshold a call takes a few
-        milliseconds and cannot repay that, so small graphs (every test's)
-        stay generic. Before this, first-use tuning could not reach the
-        specialised kernel at all: under a budget it is a candidate only once
-        compiled (Note [tuning budget]), so runs kept the generic default.
+        trip count, and it ran up to twice as fast as the generic kernel
+        (``benchmarks/bench_default_variant.py``). It costs a compilation per
+        width and machine, seconds, on the first call (a warm-up epoch: Note
+        [fair timing]); numba's disk cache keeps it for every later run. Below
+        the threshold a call takes a few milliseconds and cannot repay that, so
+        small graphs (every test's) stay generic. Before this, first-use tuning
+        could not reach the specialised kernel at all: under a budget it is a
+        candidate only once compiled (Note [tuning budget]), so runs kept the
+        generic default. The figures: ``results/studies/isplib-variants.md``.
     """
     if nnz >= FIXED_DEFAULT_MIN_NNZ and 0 < width <= FIXED_DEFAULT_MAX_WIDTH:
         return Variant(kernel="fixed")

@@ -29,7 +29,7 @@ Note [one search per class of block]
     every allowed layout (about 80 on 32 ranks) with the cost model: 0.18 s
     a block view, 97 % of pim's sampled epoch on Cora (batches of 32). The
     blocks of one run come in a few classes, as isplib files its tuning
-    (Note [block classes] in its ``tuning.py``): the orientation, the width,
+    (Note [block classes] in its ``tuning_cache.py``): the orientation, the width,
     and the rows, columns and nonzeros, each to a factor of two. The first
     block of a class is searched in full; the next ones take its winner
     (``sp``, ``ds``, both balances), built and costed on their own rows, and

@@ -233,7 +233,7 @@ def test_the_system_api_declares_each_operator_of_gnnbench_api():
 
 def test_the_system_api_round_trips_and_is_checked_like_a_spec():
     from gnnbench.dsl.syntax import parse_api
-    from gnnbench.dsl.system_api import _api_path
+    from gnnbench.places import api_spec_path as _api_path
 
     api = system_api()
     assert parse_api(str(api), api.path) == api

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gnnbench.cli import main as cli
 from gnnbench.dsl.gen import GENERATED_MARK, GlueWriter, generate, py_literal, regenerate
-from gnnbench.runtime.discovery import systems_root
+from gnnbench.places import systems_root
 from gnnbench.dsl.parse import load_spec, parse_spec
 from gnnbench.dsl.spec import SpecError
 

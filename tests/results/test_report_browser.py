@@ -116,3 +116,78 @@ def test_history_figure_marks_the_slow_commit(tmp_path):
         assert marks == ["isplib gcn cora: +30% at 1abcdef [+28%, +32%]"]
     finally:
         driver.quit()
+
+
+# ------------------------------------------------ two systems, one graph size, neither verified (issue 59)
+#: every text of a matplotlib SVG (``<g id="text_N">``, its words in a comment) drawn past the figure's edge
+_TEXT_OUTSIDE = """
+const svg = document.documentElement, box = svg.viewBox.baseVal, out = [];
+for (const g of svg.querySelectorAll('g[id^="text_"]')) {
+  const b = g.getBBox();
+  if (b.width > 0 && (b.x < box.x - 0.5 || b.y < box.y - 0.5 || b.x + b.width > box.x + box.width + 0.5
+                      || b.y + b.height > box.y + box.height + 0.5)) {
+    const words = [...g.childNodes].find(n => n.nodeType === Node.COMMENT_NODE);
+    out.push((words ? words.textContent.trim() : g.id) + ': x ' + Math.round(b.x) + '..' + Math.round(b.x + b.width)
+             + ' of ' + Math.round(box.width));
+  }
+}
+return out;"""
+
+
+def _two_systems_one_size() -> list[dict]:
+    """20 runs: isplib and dgl-native interleaved on cora, neither verified, dgl-native the slower."""
+    spec = importlib.util.spec_from_file_location("gnnbench_results_fixture", FIXTURES / "results_fixture.py")
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    rows = []
+    for i in range(20):
+        system, median = (("isplib", 0.010), ("dgl-native", 0.012))[i % 2]
+        rows.append(fixture._run(i, system, "cora", fixture._samples(median * (1 + 0.01 * (i * 7 % 5)), 0.02),
+                                 verified="unverified", memory_mib=100 + i, accuracy=0.81))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def two_systems(tmp_path_factory):
+    """The report of :func:`_two_systems_one_size`'s store, through the CLI, against dgl-native, unverified
+    systems included: ``(browser on its page, report folder)``."""
+    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (gnnbench[plot])")
+    from gnnbench.cli import main
+    from gnnbench.results.store import ResultsStore
+
+    folder = tmp_path_factory.mktemp("two-systems")
+    with ResultsStore(folder / "runs.sqlite") as store:
+        store.insert_many(_two_systems_one_size())
+    driver = _browser()
+    try:
+        assert main(["report", "--results", str(folder / "runs.sqlite"), "--out", str(folder / "report"),
+                     "--baseline", "dgl-native", "--include-unverified"]) == 0
+        driver.get((folder / "report" / "index.html").resolve().as_uri())
+        yield driver, folder / "report"
+    finally:
+        driver.quit()
+
+
+def test_report_takes_compares_baseline_and_unverified_choices(two_systems):
+    page, _ = two_systems
+    header = [th.text for th in page.find_elements("css selector", "#compare-0 thead th")]
+    assert header[1] == "system" and header[6] == "speedup"
+    assert _column(page, "compare-0", 1) == ["dgl-native", "isplib"]
+    assert _column(page, "compare-0", 6) == ["baseline", "1.20x"]  # not "unverified": --include-unverified
+
+
+def test_no_scaling_figure_for_one_graph_size(two_systems):
+    page, report = two_systems
+    images = page.find_elements("css selector", "#figures img")
+    assert [Path(i.get_attribute("src")).name for i in images] == ["epoch_time.svg", "peak_memory.svg"]
+    assert sorted(p.name for p in (report / "figures").iterdir()) == [
+        "epoch_time.png", "epoch_time.svg", "peak_memory.png", "peak_memory.svg"]
+    assert ("Epoch time against graph size is not drawn: the runs shown have one graph size (13,264 edges); run "
+            "more datasets to see scaling.") in page.find_element("css selector", "#figures").text
+
+
+def test_every_figures_text_fits_its_figure(two_systems):
+    page, report = two_systems
+    for figure in sorted((report / "figures").glob("*.svg")):
+        page.get(figure.resolve().as_uri())
+        assert page.execute_script(_TEXT_OUTSIDE) == [], f"{figure.name}: text past the figure's edge"

@@ -103,7 +103,7 @@ def test_unknown_system_lists_choices_and_suggests(systems_path):
 
 
 def test_entry_point_system_is_found_generated_in_its_folder_and_run(tmp_path, capsys):
-    from gnnbench.runtime.discovery import systems_root
+    from gnnbench.places import systems_root
 
     with installed_example(tmp_path / "site") as package:
         info = system_info("extsp")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gnnbench.runtime.graph import Graph
-from gnnbench.systems.isplib.tuning import graph_key
+from gnnbench.systems.isplib.tuning_cache import graph_key
 
 
 def _block(num_dst, num_src, degree, seed=0):

@@ -10,7 +10,7 @@ from gnnbench.runtime.graph import Graph
 from gnnbench.run.harness import RunConfig, train
 from gnnbench.run.tuning import TUNE_BUDGET_MAX_S, TUNE_BUDGET_MIN_S, tune_budget_s
 from gnnbench.systems.isplib import kernels as K
-from gnnbench.systems.isplib import tuning
+from gnnbench.systems.isplib import tuning, tuning_cache
 from gnnbench.systems.isplib.first_use import pending_tasks, tune_pending
 from gnnbench.systems.isplib.prepared import prepare
 from gnnbench.systems.isplib.variant import default_variant
@@ -73,8 +73,8 @@ def test_tune_pending_installs_caches_and_clears(cache_dir):
     assert not fwd.prepared.pending and not bwd.prepared.pending and fwd.prepared.tuned
     assert tune_pending([fwd, bwd], budget_s=2.0, starting=lambda: lines.append("starting")) is None  # nothing left
     assert "starting" not in lines
-    entries = json.loads((cache_dir / tuning.CACHE_NAME).read_text())["machines"][tuning.cpu_fingerprint()]
-    assert set(entries[g.signature()]) == {tuning.entry_key(*k, result.threads) for k in result.choices}
+    entries = json.loads((cache_dir / tuning_cache.CACHE_NAME).read_text())["machines"][tuning_cache.cpu_fingerprint()]
+    assert set(entries[g.signature()]) == {tuning_cache.entry_key(*k, result.threads) for k in result.choices}
     # a fresh prepare finds them: a later run tunes nothing
     again = prepare(g.view(transposed=True))
     assert again.variant(5, np.dtype(np.float32), "unweighted", "mean") == bwd.prepared.variant(
@@ -89,7 +89,7 @@ def test_spent_budget_skips_paths_and_keeps_them_pending(cache_dir, monkeypatch)
     K.spmm_sum(fwd, x, None, np.empty_like(x), reduce="sum")
     result = tune_pending([fwd], budget_s=tuning._MIN_SHARE_S / 2)
     assert result.skipped == (("forward", "unweighted", "sum", 4, "float32"),) and not result.choices
-    assert fwd.prepared.pending and not (cache_dir / tuning.CACHE_NAME).exists()
+    assert fwd.prepared.pending and not (cache_dir / tuning_cache.CACHE_NAME).exists()
     assert "the budget was spent" in str(result)
 
 
@@ -147,7 +147,7 @@ def test_report_names_the_paths_a_run_used(cache_dir):
 
 def test_no_tune_measures_the_default_variant(cache_dir):
     row = train(RunConfig(system="isplib", model="sage", dataset=TINY, epochs=2, warmup=1, tune=False))
-    assert row["tune_time_s"] is None and not (cache_dir / tuning.CACHE_NAME).exists()
+    assert row["tune_time_s"] is None and not (cache_dir / tuning_cache.CACHE_NAME).exists()
     assert row["hyperparameters"]["tune"] is False
     forward = row["extra"]["system_report"]["tuning"]["forward"]
     assert "(default)" in forward and "no tuning cache entry" in forward and "(tuned)" not in forward

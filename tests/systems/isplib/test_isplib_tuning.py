@@ -10,7 +10,7 @@ from gnnbench.runtime.graph import Graph
 from gnnbench.errors import UserError
 from gnnbench.systems import isplib
 from gnnbench.systems.isplib import kernels as K
-from gnnbench.systems.isplib import tuning
+from gnnbench.systems.isplib import tuning, tuning_cache
 from gnnbench.systems.isplib.variant import Variant, default_variant
 from tests.systems.isplib.fake_clock import FakeClock, faster_than_default
 
@@ -42,7 +42,7 @@ def test_prepare_without_cache_entry_uses_default(cache_dir):
 def test_tune_writes_cache_and_prepare_reads_it(cache_dir, symmetric):
     g = _graph(symmetric)
     result = isplib.tune(g, widths=[3, 8], dtype=np.float32, reps=1)
-    path = cache_dir / tuning.CACHE_NAME
+    path = cache_dir / tuning_cache.CACHE_NAME
     assert result.cache_path == str(path) and path.exists()
     assert result.wall_time_s > 0 and result.signature == g.signature()
     keys = {(o, wt, "sum", w, "float32") for o in ("forward", "transposed") for wt in ("unweighted", "weighted")
@@ -58,8 +58,8 @@ def test_tune_writes_cache_and_prepare_reads_it(cache_dir, symmetric):
         assert result.speedup(*key) > 0
 
     data = json.loads(path.read_text())
-    entries = data["machines"][tuning.cpu_fingerprint()][g.signature()]
-    assert set(entries) == {tuning.entry_key(*k, result.threads) for k in keys}
+    entries = data["machines"][tuning_cache.cpu_fingerprint()][g.signature()]
+    assert set(entries) == {tuning_cache.entry_key(*k, result.threads) for k in keys}
 
     for transposed in (False, True):
         p = isplib.prepare(g.view(transposed=transposed))
@@ -89,48 +89,48 @@ def test_tune_writes_cache_and_prepare_reads_it(cache_dir, symmetric):
 
 def test_cache_key_covers_threads(cache_dir):
     sig = _graph(True).signature()
-    tuning._store(tuning.cache_file(), sig, {
-        tuning.entry_key("forward", "weighted", "mean", 4, "float32", 1): {"variant": Variant(unroll=1).as_dict()},
-        tuning.entry_key("forward", "weighted", "mean", 4, "float32", 64): {"variant": Variant(unroll=8).as_dict()},
+    tuning_cache.store(tuning_cache.cache_file(), sig, {
+        tuning_cache.entry_key("forward", "weighted", "mean", 4, "float32", 1): {"variant": Variant(unroll=1).as_dict()},
+        tuning_cache.entry_key("forward", "weighted", "mean", 4, "float32", 64): {"variant": Variant(unroll=8).as_dict()},
     })
-    assert tuning.lookup(sig, "forward", threads=1) == {("weighted", "mean", 4, "float32"): Variant(unroll=1)}
-    assert tuning.lookup(sig, "forward", threads=64) == {("weighted", "mean", 4, "float32"): Variant(unroll=8)}
-    assert tuning.lookup(sig, "forward", threads=3) == {}
-    assert tuning.lookup(sig, "transposed", threads=1) == {}
+    assert tuning_cache.lookup(sig, "forward", threads=1) == {("weighted", "mean", 4, "float32"): Variant(unroll=1)}
+    assert tuning_cache.lookup(sig, "forward", threads=64) == {("weighted", "mean", 4, "float32"): Variant(unroll=8)}
+    assert tuning_cache.lookup(sig, "forward", threads=3) == {}
+    assert tuning_cache.lookup(sig, "transposed", threads=1) == {}
 
 
 def test_version_one_cache_is_ignored(cache_dir):
-    (cache_dir / tuning.CACHE_NAME).write_text(json.dumps(
-        {"version": 1, "machines": {tuning.cpu_fingerprint(): {"0" * 16: {"forward:4:float32": {}}}}}))
-    assert tuning.lookup("0" * 16, "forward") == {}
+    (cache_dir / tuning_cache.CACHE_NAME).write_text(json.dumps(
+        {"version": 1, "machines": {tuning_cache.cpu_fingerprint(): {"0" * 16: {"forward:4:float32": {}}}}}))
+    assert tuning_cache.lookup("0" * 16, "forward") == {}
 
 
 def test_cache_merges_graphs_and_ignores_other_machines(cache_dir, monkeypatch):
     a, b = _graph(True), _graph(False)
-    ka = tuning.entry_key("forward", "unweighted", "sum", 4, "float32", 2)
-    kb = tuning.entry_key("forward", "unweighted", "sum", 4, "float64", 2)
-    tuning._store(tuning.cache_file(), a.signature(), {ka: {"variant": Variant(unroll=1).as_dict()}})
-    tuning._store(tuning.cache_file(), b.signature(), {kb: {"variant": Variant(unroll=8).as_dict()}})
+    ka = tuning_cache.entry_key("forward", "unweighted", "sum", 4, "float32", 2)
+    kb = tuning_cache.entry_key("forward", "unweighted", "sum", 4, "float64", 2)
+    tuning_cache.store(tuning_cache.cache_file(), a.signature(), {ka: {"variant": Variant(unroll=1).as_dict()}})
+    tuning_cache.store(tuning_cache.cache_file(), b.signature(), {kb: {"variant": Variant(unroll=8).as_dict()}})
     key = ("unweighted", "sum", 4)
-    assert tuning.lookup(a.signature(), "forward", threads=2) == {(*key, "float32"): Variant(unroll=1)}
-    assert tuning.lookup(b.signature(), "forward", threads=2) == {(*key, "float64"): Variant(unroll=8)}
-    assert tuning.lookup(b.signature(), "transposed", threads=2) == {}
+    assert tuning_cache.lookup(a.signature(), "forward", threads=2) == {(*key, "float32"): Variant(unroll=1)}
+    assert tuning_cache.lookup(b.signature(), "forward", threads=2) == {(*key, "float64"): Variant(unroll=8)}
+    assert tuning_cache.lookup(b.signature(), "transposed", threads=2) == {}
     assert not list(cache_dir.glob("*.tmp"))  # atomic replace left no temp file
-    monkeypatch.setattr(tuning, "cpu_fingerprint", lambda: "another cpu|64 cores|numba 0")
-    assert tuning.lookup(a.signature(), "forward", threads=2) == {}
+    monkeypatch.setattr(tuning_cache, "cpu_fingerprint", lambda: "another cpu|64 cores|numba 0")
+    assert tuning_cache.lookup(a.signature(), "forward", threads=2) == {}
 
 
 def test_a_lookup_sees_entries_stored_after_an_earlier_lookup(cache_dir):
     """Lookups read an index of the parsed file (a sampled run looks up every block); a rewrite renews it."""
     a = _graph(True)
     key = ("unweighted", "sum", 4, "float32")
-    assert tuning.lookup(a.signature(), "forward", threads=2) == {}
-    tuning._store(tuning.cache_file(), a.signature(),
-                  {tuning.entry_key("forward", *key, 2): {"variant": Variant(unroll=4).as_dict()}})
-    found = tuning.lookup(a.signature(), "forward", threads=2)
-    assert found == {key: Variant(unroll=4)} and tuning.lookup(a.signature(), "forward", threads=1) == {}
+    assert tuning_cache.lookup(a.signature(), "forward", threads=2) == {}
+    tuning_cache.store(tuning_cache.cache_file(), a.signature(),
+                  {tuning_cache.entry_key("forward", *key, 2): {"variant": Variant(unroll=4).as_dict()}})
+    found = tuning_cache.lookup(a.signature(), "forward", threads=2)
+    assert found == {key: Variant(unroll=4)} and tuning_cache.lookup(a.signature(), "forward", threads=1) == {}
     found.clear()  # a caller's copy: the index keeps its entries
-    assert tuning.lookup(a.signature(), "forward", threads=2) == {key: Variant(unroll=4)}
+    assert tuning_cache.lookup(a.signature(), "forward", threads=2) == {key: Variant(unroll=4)}
 
 
 def test_tune_rejects_bad_arguments(cache_dir):
@@ -142,9 +142,9 @@ def test_tune_rejects_bad_arguments(cache_dir):
 
 
 def test_corrupt_cache_is_a_user_error(cache_dir):
-    (cache_dir / tuning.CACHE_NAME).write_text("{not json")
+    (cache_dir / tuning_cache.CACHE_NAME).write_text("{not json")
     with pytest.raises(UserError, match="unreadable"):
-        tuning.lookup("0" * 16, "forward")
+        tuning_cache.lookup("0" * 16, "forward")
 
 
 def test_variant_validation_and_round_trip():
@@ -247,7 +247,7 @@ def test_narrow_paths_keep_the_default_under_a_budget(cache_dir, monkeypatch):
     result = tuning.tune_keys(tasks, budget_s=1.0)
     assert set(result.choices) == {tasks[0].key} and result.narrow == (tasks[1].key,)
     assert "narrow width" in str(result)
-    assert tuning.lookup(g.signature(), "forward")[("unweighted", "sum", 8, "float32")] == default_variant()
+    assert tuning_cache.lookup(g.signature(), "forward")[("unweighted", "sum", 8, "float32")] == default_variant()
     unbounded = tuning.tune_keys(tasks, budget_s=None, reps=1)  # `gnnbench tune` tunes every width
     assert set(unbounded.choices) == {t.key for t in tasks} and not unbounded.narrow
 
@@ -284,5 +284,5 @@ def test_the_tuner_measures_against_the_default_the_run_would_use(cache_dir, mon
     chosen, times, default_ms, _ = tuning._tune_one(task, 1, np.random.default_rng(0), True, budget_s=1.0)
     assert Variant(kernel="fixed").label in times and default_ms == times[Variant(kernel="fixed").label]
     result = tuning.tune_keys([task, tuning.TuneTask(g.view(), "unweighted", "sum", 2, "float32")], budget_s=1.0)
-    assert result.narrow and tuning.lookup(g.signature(), "forward")[("unweighted", "sum", 2, "float32")] == \
+    assert result.narrow and tuning_cache.lookup(g.signature(), "forward")[("unweighted", "sum", 2, "float32")] == \
         Variant(kernel="fixed")  # a narrow path is cached as its own untuned default

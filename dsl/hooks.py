@@ -18,6 +18,8 @@ import ast
 import importlib.util
 from pathlib import Path
 
+from gnnbench.places import systems_root
+
 __all__ = ["hook_problem", "hook_error", "find_kernels_module"]
 
 _LITERALS = {ast.Constant: "a constant", ast.JoinedStr: "a constant", ast.List: "a list", ast.Tuple: "a tuple",
@@ -34,8 +36,6 @@ def find_kernels_module(module: str, folder: Path) -> tuple[bool, Path | None]:
     ``sys.path`` only when the system is loaded, and importing a package's
     ``__init__`` here would make listing slow. Any other module is looked up.
     """
-    from gnnbench.runtime.discovery import systems_root
-
     parts = module.split(".")
     if parts[:2] == ["gnnbench", "systems"] and len(parts) > 2:
         base = systems_root().joinpath(*parts[2:])
