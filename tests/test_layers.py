@@ -13,7 +13,7 @@ import gnnbench
 #: lowest first. Packages of gnnbench that live outside gnnbench/ (dsl, models, datasets, systems) have their
 #: place too, as targets of imports.
 LAYERS = ("errors", "text", "core", "paths", "progress", "dsl", "api", "runtime", "frameworks", "models",
-          "datasets", "systems", "results", "peers", "sampling", "check", "run", "verify", "cli", "__main__", "__init__")
+          "datasets", "systems", "results", "peers", "sampling", "check", "run", "verify", "campaign", "cli", "__main__", "__init__")
 ROOT = Path(gnnbench.__file__).parent
 
 #: The known exceptions, each an import of one module by one file, with why. None today: ``check`` (the

@@ -1,0 +1,188 @@
+"""``gnnbench campaign run|render NAME``: a campaign file under campaigns/ run through the sweep, its rows
+committed as text (Note [committed rows]) and its declared pages rendered (Note [campaign declares its tables]).
+
+:func:`run_campaign` runs (or resumes: Note [resuming] in :mod:`gnnbench.run.sweep`) the campaign into its
+SQLite store, writes every stored process of its plan to ``results/rows/NAME.jsonl.gz`` and renders;
+:func:`render_campaign` renders from the committed rows alone, so a clean clone rewrites every published
+table byte for byte.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gnnbench.campaign.declaration import Declaration, Page, declaration_from_mapping
+from gnnbench.errors import UserError
+
+__all__ = ["ROOT", "campaign_names", "load", "rows_path", "run_campaign", "render_campaign", "Rendered",
+           "headline_text", "page_rows"]
+
+#: the repository: campaigns/ and results/ live here
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _campaigns(root: Path) -> Path:
+    return root / "campaigns"
+
+
+def campaign_names(root: Path = ROOT) -> list[str]:
+    """The stems of the campaign files under ``root/campaigns``."""
+    return sorted(p.stem for p in _campaigns(root).glob("*.toml"))
+
+
+def rows_path(name: str, root: Path = ROOT) -> Path:
+    """Where campaign ``name`` commits its rows (Note [committed rows])."""
+    return root / "results" / "rows" / f"{name}.jsonl.gz"
+
+
+def load(name: str, root: Path = ROOT):
+    """``(Campaign, Declaration)`` of ``campaigns/NAME.toml``.
+
+    Raises:
+        UserError: no such campaign (the choices listed), or a bad key, each in one line.
+    """
+    from gnnbench.run.sweep import campaign_from_mapping, campaign_toml
+
+    names = campaign_names(root)
+    if name not in names:
+        raise UserError(f"unknown campaign {name!r}; choices: {', '.join(names)}")
+    path = _campaigns(root) / f"{name}.toml"
+    where = str(path.relative_to(root))
+    data = campaign_toml(path.read_bytes(), where)
+    data.setdefault("name", name)
+    campaign = campaign_from_mapping(data, where)
+    return campaign, declaration_from_mapping(data, name, where)
+
+
+@contextmanager
+def _setup(declaration: Declaration, root: Path):
+    """The environment ``[setup]`` asks for, for the sweep's processes; restored afterwards."""
+    saved = {k: os.environ.get(k) for k in ("GNNBENCH_SYSTEMS_PATH", "GNNBENCH_CACHE")}
+    try:
+        folders = [str((root / p).resolve()) for p in declaration.setup.systems_path]
+        if folders:
+            os.environ["GNNBENCH_SYSTEMS_PATH"] = os.pathsep.join(
+                folders + [p for p in (saved["GNNBENCH_SYSTEMS_PATH"] or "").split(os.pathsep) if p])
+        with tempfile.TemporaryDirectory(prefix="gnnbench-tuning-") as cache:
+            if declaration.setup.fresh_tuning_cache:  # Note [tune on first use]: as on a new machine
+                os.environ["GNNBENCH_CACHE"] = cache
+            yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a render wrote: the pages and figures (paths), and the pages that were already current."""
+
+    written: tuple[Path, ...]
+    unchanged: tuple[Path, ...]
+
+
+def run_campaign(name: str, *, rounds: int | None = None, results: str | None = None, root: Path = ROOT,
+                 sweep: Callable | None = None, dry_run: bool = False):
+    """Runs (or resumes) campaign ``name``, commits its rows and renders its pages.
+
+    Args:
+        rounds (int, optional): processes per configuration (default: the campaign's).
+        results (str, optional): the SQLite store (default: the campaign's ``results``).
+        sweep (callable, optional): ``sweep(campaign, dry_run=...) -> SweepReport`` (default:
+            :func:`gnnbench.run.sweep.run_sweep`); the CLI passes its progress display.
+
+    Returns:
+        ``(SweepReport, Rendered or None)``: None for a dry run or a campaign that publishes nothing.
+    """
+    from gnnbench.results.rows_file import write_rows
+    from gnnbench.results.store import ResultsStore
+    from gnnbench.run.sweep import plan, provenance, run_sweep, with_rounds
+
+    campaign, declaration = load(name, root)
+    if rounds is not None:
+        campaign = with_rounds(campaign, {"rounds": rounds})
+    store = Path(results or (root / campaign.results if campaign.results else root / "results" / f"{name}.sqlite"))
+    campaign = replace(campaign, results=str(store))
+    with _setup(declaration, root):
+        report = (sweep or (lambda c, dry_run: run_sweep(c, dry_run=dry_run)))(campaign, dry_run=dry_run)
+        if dry_run or not store.exists():
+            return report, None
+        with ResultsStore(store, create=False) as db:
+            keys = {task.key for task in plan(campaign, db).tasks}
+            rows = [r for r in db.rows() if provenance(r) in keys]
+    write_rows(rows_path(name, root), rows)
+    return report, (render_campaign(name, root=root) if declaration.pages else None)
+
+
+def page_rows(page: Page, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows any of ``page``'s tables shows."""
+    from gnnbench.campaign.entries import selected
+
+    shown = {id(r): r for t in page.tables for r in selected(rows, t.where)}
+    return list(shown.values())
+
+
+def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The page's headline figure, ``isplib 1.09x [1.01, 1.17] over dgl-native (gcn, 16M)``, one per row
+    group its ``where`` leaves; None without a headline or the runs it needs."""
+    from gnnbench.campaign.columns import ratio_text
+    from gnnbench.campaign.entries import entries, selected
+
+    h = page.headline
+    if h is None:
+        return None
+    found = [e for e in entries(selected(rows, h.where), ["model", "dataset", "system"]) if e.ok]
+    parts = []
+    for e in (e for e in found if e["system"] == h.system):
+        base = next((b for b in found if b["system"] == h.baseline and b["model"] == e["model"]
+                     and b["dataset"] == e["dataset"]), None)
+        if base is not None:
+            parts.append(f"{e['model']}: {ratio_text(base, e)}")
+    if not parts:
+        return None
+    return f"{h.system} over {h.baseline} (their epoch over {h.system}'s): " + "; ".join(parts)
+
+
+def render_campaign(name: str, *, root: Path = ROOT, rows: Sequence[Mapping[str, Any]] | None = None) -> Rendered:
+    """Renders campaign ``name``'s pages from its committed rows (or ``rows``); a page whose text is unchanged
+    is not rewritten, so a render of current rows leaves ``git status`` clean.
+
+    Raises:
+        UserError: no such campaign, no pages declared, or no committed rows.
+    """
+    from gnnbench.campaign.figures import draw
+    from gnnbench.campaign.render import render_page
+    from gnnbench.results.rows_file import read_rows
+
+    _, declaration = load(name, root)
+    if not declaration.pages:
+        raise UserError(f"campaign {name} declares no tables; add [[publish]] pages to campaigns/{name}.toml "
+                        f"(Note [campaign declares its tables] in gnnbench/campaign/declaration.py)")
+    if rows is None:
+        path = rows_path(name, root)
+        if not path.exists():
+            raise UserError(f"campaign {name} has no committed rows at {path.relative_to(root)}; run "
+                            f"`gnnbench campaign run {name}` on a quiet machine first")
+        rows = read_rows(path)
+    written, unchanged = [], []
+    for page in declaration.pages:
+        target = root / f"{page.out}.md"
+        text = render_page(page, rows)
+        if target.exists() and target.read_text(encoding="utf-8") == text:
+            unchanged.append(target)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            written.append(target)
+        for kind in page.figures:
+            out = root / "results" / "figures" / f"{Path(page.out).name}.png"
+            if draw(kind, page_rows(page, rows), out) is not None:
+                written.append(out)
+    return Rendered(tuple(written), tuple(unchanged))

@@ -1,0 +1,47 @@
+"""``gnnbench campaign run|render NAME``: a campaign file's runs, committed rows and declared tables."""
+from __future__ import annotations
+
+HELP = "run a campaign of campaigns/ and render the tables it declares, or only render them from committed rows"
+EPILOG = """NAME is a campaign file's stem under campaigns/ (`gnnbench campaign render scaling` reads
+campaigns/scaling.toml). `run` runs (or resumes) the campaign through the sweep, writes every stored process
+to results/rows/NAME.jsonl.gz and renders; `render` renders from those committed rows alone."""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("action", choices=("run", "render"), help="run (then render), or render only")
+    p.add_argument("name", metavar="NAME", help="a campaign file's stem under campaigns/")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="processes per configuration (default: the campaign's)")
+    p.add_argument("--results", metavar="PATH", default=None,
+                   help="the SQLite store `run` measures into (default: the campaign's `results`)")
+    p.add_argument("--dry-run", action="store_true", help="`run`: print what would run; run nothing")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+
+
+def _printed(rendered, root) -> None:
+    for path in rendered.written:
+        print(f"wrote {path.relative_to(root)}")
+    for path in rendered.unchanged:
+        print(f"unchanged {path.relative_to(root)}")
+
+
+def main(args) -> int:
+    from gnnbench.campaign.publish import ROOT, load, render_campaign, run_campaign
+    from gnnbench.errors import UserError
+
+    if args.action == "render":
+        _printed(render_campaign(args.name), ROOT)
+        return 0
+    if args.rounds is not None and args.rounds < 1:
+        raise UserError(f"--rounds must be at least 1 (got {args.rounds})")
+    load(args.name)  # an unknown name or a bad file is one line before anything starts
+    from .sweep import run as sweep_with_progress, summary
+
+    report, rendered = run_campaign(
+        args.name, rounds=args.rounds, results=args.results, dry_run=args.dry_run,
+        sweep=lambda campaign, dry_run: sweep_with_progress(campaign, progress=not args.no_progress,
+                                                            dry_run=dry_run))
+    print(summary(report, str(args.results or "the campaign's store")))
+    if rendered is not None:
+        _printed(rendered, ROOT)
+    return 1 if report.failures else 0
