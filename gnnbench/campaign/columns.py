@@ -145,9 +145,12 @@ COLUMNS: dict[str, Column] = {
     "held MiB": Column("held MiB", True, _when_ok(lambda e: _mib(e.extra_median("held_bytes")))),
     "seeds/s": Column("seeds/s", True, _when_ok(lambda e: f"{e.median('seeds_per_s'):.0f}"
                                                 if e.median("seeds_per_s") is not None else "-")),
+    "M edges/s": Column("M edges/s", True, _when_ok(lambda e: f"{e.median('edges_per_s') / 1e6:.3f}"
+                                                    if e.median("edges_per_s") is not None else "-")),
     "test accuracy": Column("test accuracy", True, _when_ok(lambda e: f"{e.median('test_accuracy'):.3f}"
                                                             if e.median("test_accuracy") is not None else "-")),
-    "vs baseline": Column("vs {baseline} [95% interval]", True, _against(lambda e, b: ratio_text(b, e)), needs_baseline=True),
+    "vs baseline": Column("vs {baseline} [95% interval]", True, _against(lambda e, b: ratio_text(b, e)),
+                          needs_baseline=True),
     "prepare ratio": Column("prepare vs {baseline}", True,
                             _against(lambda e, b: _share(e, b, "prepare_time_s")), needs_baseline=True),
     "memory ratio": Column("memory vs {baseline}", True,
