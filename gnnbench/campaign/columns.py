@@ -129,7 +129,7 @@ def _phase(name: str) -> Callable[[Entry], str]:
 #: every column a table may declare, by name
 COLUMNS: dict[str, Column] = {
     **{name: _field(name) for name in ("system", "model", "dataset", "edges", "framework", "allocator",
-                                       "batching", "mode", "sampler")},
+                                       "batching", "mode", "sampler", "options")},
     "epoch ms": Column("epoch ms", True, _when_ok(epoch_text)),
     "forward ms": Column("forward ms", True, _when_ok(_phase("forward_median_s"))),
     "backward ms": Column("backward ms", True, _when_ok(_phase("backward_median_s"))),

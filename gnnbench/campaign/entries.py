@@ -39,8 +39,19 @@ def _edges(row: Mapping[str, Any]) -> int | None:
     return row.get("dataset_edges")
 
 
+def _hashable(value: Any) -> Any:
+    """A table value as a key: a mapping (a run's ``options``) as ``k=v,k=v``, a list as a tuple."""
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={value[k]}" for k in sorted(value))
+    return tuple(value) if isinstance(value, list) else value
+
+
 def field_of(row: Mapping[str, Any], name: str) -> Any:
-    """A row's value of ``name`` (Note [campaign entries])."""
+    """A row's value of ``name`` (Note [campaign entries]); a mapping reads as ``k=v,k=v``."""
+    return _hashable(_field(row, name))
+
+
+def _field(row: Mapping[str, Any], name: str) -> Any:
     if name == "edges":
         edges = _edges(row)
         return None if edges is None else size_label(edges)
