@@ -30,22 +30,25 @@ def _campaigns(root: Path) -> Path:
     return root / "campaigns"
 
 
-def campaign_names(root: Path = ROOT) -> list[str]:
+def campaign_names(root: Path | None = None) -> list[str]:
     """The stems of the campaign files under ``root/campaigns``."""
+    root = root or ROOT
     return sorted(p.stem for p in _campaigns(root).glob("*.toml"))
 
 
-def rows_path(name: str, root: Path = ROOT) -> Path:
+def rows_path(name: str, root: Path | None = None) -> Path:
     """Where campaign ``name`` commits its rows (Note [committed rows])."""
+    root = root or ROOT
     return root / "results" / "rows" / f"{name}.jsonl.gz"
 
 
-def load(name: str, root: Path = ROOT):
+def load(name: str, root: Path | None = None):
     """``(Campaign, Declaration)`` of ``campaigns/NAME.toml``.
 
     Raises:
         UserError: no such campaign (the choices listed), or a bad key, each in one line.
     """
+    root = root or ROOT
     from gnnbench.run.sweep import campaign_from_mapping, campaign_toml
 
     names = campaign_names(root)
@@ -88,7 +91,7 @@ class Rendered:
     unchanged: tuple[Path, ...]
 
 
-def run_campaign(name: str, *, rounds: int | None = None, results: str | None = None, root: Path = ROOT,
+def run_campaign(name: str, *, rounds: int | None = None, results: str | None = None, root: Path | None = None,
                  sweep: Callable | None = None, dry_run: bool = False):
     """Runs (or resumes) campaign ``name``, commits its rows and renders its pages.
 
@@ -101,6 +104,7 @@ def run_campaign(name: str, *, rounds: int | None = None, results: str | None = 
     Returns:
         ``(SweepReport, Rendered or None)``: None for a dry run or a campaign that publishes nothing.
     """
+    root = root or ROOT
     from gnnbench.results.rows_file import write_rows
     from gnnbench.results.store import ResultsStore
     from gnnbench.run.sweep import plan, provenance, run_sweep, with_rounds
@@ -150,13 +154,15 @@ def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
     return f"{h.system} over {h.baseline} (their epoch over {h.system}'s): " + "; ".join(parts)
 
 
-def render_campaign(name: str, *, root: Path = ROOT, rows: Sequence[Mapping[str, Any]] | None = None) -> Rendered:
+def render_campaign(name: str, *, root: Path | None = None,
+                    rows: Sequence[Mapping[str, Any]] | None = None) -> Rendered:
     """Renders campaign ``name``'s pages from its committed rows (or ``rows``); a page whose text is unchanged
     is not rewritten, so a render of current rows leaves ``git status`` clean.
 
     Raises:
         UserError: no such campaign, no pages declared, or no committed rows.
     """
+    root = root or ROOT
     from gnnbench.campaign.figures import draw
     from gnnbench.campaign.render import render_page
     from gnnbench.results.rows_file import read_rows

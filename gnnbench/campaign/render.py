@@ -73,16 +73,17 @@ def measured_note(rows: Sequence[Mapping[str, Any]]) -> str:
     return f"{load_note(*load, _cores(rows))} Measured at {named}."
 
 
-def _shared(rows: Sequence[Mapping[str, Any]], name: str) -> str:
+def _shared(rows: Sequence[Mapping[str, Any]], name: str, missing: str = "?") -> str:
     """The values the rows hold in their own ``name`` (the allocator used, not the one asked for)."""
     values = list(dict.fromkeys(str(r[name]) for r in rows if r.get(name) is not None))
-    return ", ".join(values) or "?"
+    return ", ".join(values) or missing
 
 
 def _settings(rows: Sequence[Mapping[str, Any]]) -> str:
     ok = [r for r in rows if r.get("status") == "ok"] or list(rows)
     return (f"Epochs {_shared(ok, 'epochs')} ({_shared(ok, 'warmup')} untimed warm-up), threads "
-            f"{_shared(ok, 'threads')}, allocator {_shared(ok, 'allocator')}, framework {_shared(ok, 'framework')}; "
+            f"{_shared(ok, 'threads', 'default')}, allocator {_shared(ok, 'allocator')}, framework "
+            f"{_shared(ok, 'framework')}; "
             "each run is its own process, and the processes of a configuration are pooled: a time is the median "
             "of the per-process medians, a per-run figure (prepare, tune, memory) the median over them "
             "(Note [campaign entries] in gnnbench/campaign/entries.py). `vs X` is X's time over the row's (above "

@@ -5,7 +5,8 @@ view (forward or transposed): each gathered row read once, each output row
 written once and scaled once, by isplib's loop. Weights are ignored and
 the backward averages where it should sum, so the numbers are wrong and the
 system fails verification on purpose; only its time means something
-(``benchmarks/bench_training.py``). The mean (a free per-row scale) keeps
+(``campaigns/bench_training.toml``; Note [values in the framework share] in
+gnnbench/campaign/columns.py). The mean (a free per-row scale) keeps
 activations at the scale of the inputs: unnormalised sums grow with the
 degree at every layer, and the framework's share of the epoch then slows
 down on the overflowing values, which would muddy the bound.
