@@ -357,7 +357,7 @@ def pool_rounds(frame):
 
     Note [rounds pool]
         The machine's speed swings within seconds (Note [machine noise] in
-        benchmarks/probe_noise.py), so a campaign repeats its configurations
+        benchmarks/studies/probe_noise.py), so a campaign repeats its configurations
         in interleaved rounds, each its own process. A configuration's row
         then holds the statistics ``compare`` uses (Note [between-process
         statistics] in gnnbench/core/statistics.py): each phase's median is

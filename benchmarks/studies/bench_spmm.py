@@ -1,6 +1,6 @@
 """SpMM-sum micro-benchmark: isplib (auto-tuned numba) against PyTorch, PyG and DGL on the CPU.
 
-    python benchmarks/bench_spmm.py [--quick] [--processes P] [--rounds R] [--widths 32,64,128] [--allocator auto]
+    python benchmarks/studies/bench_spmm.py [--quick] [--processes P] [--rounds R] [--widths 32,64,128] [--allocator auto]
 
 Graphs: R-MAT with 2^17 nodes and 4M directed edges (``gnnbench.datasets``
 ``rmat``, power law) and a uniform random graph with 200k nodes and ~4M
@@ -55,7 +55,7 @@ Note [gather bounds]
     line of a 32 MiB table costs a trip to memory, so a gather loop is
     bound by how many of those trips each core keeps in flight.
 
-    The run at c59b6d7 (``results/bench_spmm.md``, tcmalloc, load 1.0-1.7,
+    The run at c59b6d7 (``results/studies/bench_spmm.md``, tcmalloc, load 1.0-1.7,
     everything about 25 % slower than at 5ae7ac4, DGL included) put the
     latency at 7 ns for 1 MiB, 40 for 4 and 178 for 32 MiB, so ``x`` lives
     in memory, not in the 480 MiB last level the virtual CPU reports. Of
@@ -82,7 +82,7 @@ Note [gather bounds]
       1.49x): those are inside the run-to-run spread.
 
     How much reuse from L2 the graphs offer, and what the short cells
-    need of it, is ``benchmarks/bench_gather_reuse.py``'s: it replays each
+    need of it, is ``benchmarks/studies/bench_gather_reuse.py``'s: it replays each
     thread's gathers through a simulated L2 under LRU, pinned hot rows and
     Belady's MIN (Note [reuse the target needs] there). Each short cell needs
     most of the way from LRU to MIN; pinning, built, gives 1.13-1.17x.
@@ -94,7 +94,7 @@ Note [gather bounds]
     above across 1.5x and would need a second compiled signature per
     kernel.
 
-Results go to ``results/bench_spmm.json`` and ``results/bench_spmm.md``.
+Results go to ``results/studies/bench_spmm.json`` and ``results/studies/bench_spmm.md``.
 """
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ from gnnbench.core.statistics import CONFIDENCE, ONE_PROCESS, Processes, speedup
 from gnnbench.run.bounds import measure_bounds, spmm_bytes
 from gnnbench.runtime.graph import Graph
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import (NOISE_NOTE, ROOT, Parser, count, ms, out_path, processes_of, provenance, run_script,  # noqa: E402
                      versions, write_results)
 
@@ -629,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orientations", action="store_true",
                         help="also time forward against transposed view for sum, mean and GCN's weights")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (orientations only)")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_spmm"),
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "bench_spmm"),
                         help="output path without suffix")
     parser.add_argument("--allocator", default="auto",
                         help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "

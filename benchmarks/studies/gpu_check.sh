@@ -5,8 +5,8 @@
 #   2. `gnnbench verify` of every kernel system that runs on cuda (the gate compare shows);
 #   3. campaigns/gpu.toml: cusparse, pyg, reference and pyg-native on a 4M-edge R-MAT graph;
 #   4. compare's table.
-# Usage: bash benchmarks/gpu_check.sh [OUTDIR]   (default: $OUT, else /tmp/gpu_check)
-# Writes OUTDIR/{log.txt,gpu.sqlite,compare.txt}; results/gpu_check.md is rendered from them.
+# Usage: bash benchmarks/studies/gpu_check.sh [OUTDIR]   (default: $OUT, else /tmp/gpu_check)
+# Writes OUTDIR/{log.txt,gpu.sqlite,compare.txt}; results/studies/gpu_check.md is rendered from them.
 set -u
 out=${1:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$out"

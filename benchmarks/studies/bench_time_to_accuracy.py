@@ -1,6 +1,6 @@
 """Time to accuracy: which system trains a usable model sooner, over seeds (issue 45).
 
-    python benchmarks/bench_time_to_accuracy.py [--dry-run] [--render-only] [--results PATH] [--out PATH]
+    python benchmarks/studies/bench_time_to_accuracy.py [--dry-run] [--render-only] [--results PATH] [--out PATH]
 
 The runs are the campaign ``campaigns/time_to_accuracy.toml``: GCN, GAT and
 SAGE on Cora and CiteSeer trained until the validation accuracy reaches the
@@ -8,7 +8,7 @@ campaign's target, on every CPU kernel system and both native baselines,
 full-graph and sampled, five seeds a configuration, pim in int32 beside
 float32, and ``demo_converges_early`` (tests/demo_systems) beside reference;
 each run its own process through ``gnnbench sweep``, stored with its
-provenance in ``results/time_to_accuracy.sqlite``. This script only renders:
+provenance in ``results/studies/time_to_accuracy.sqlite``. This script only renders:
 
 * the figures of ``gnnbench compare --metric time-to-accuracy`` (MLPerf's mean
   with the fastest and slowest seed dropped, a bootstrap over seeds, the marks
@@ -20,7 +20,7 @@ provenance in ``results/time_to_accuracy.sqlite``. This script only renders:
   epochs against its float32 mode;
 * the convergence check's verdicts: which systems it marked, and why.
 
-Writes results/time_to_accuracy.{md,json}; ``--dry-run`` prints the plan and
+Writes results/studies/time_to_accuracy.{md,json}; ``--dry-run`` prints the plan and
 runs nothing; ``--render-only`` renders what the database holds.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, measured_note, out_path, print_plan,  # noqa: E402
                      put_on_systems_path, rows_load, run_campaign, run_script, versions, write_results)
 
@@ -187,7 +187,7 @@ def render(comparison, answers: Mapping[str, Any], meta: Mapping[str, Any]) -> s
              + measured_note(meta.get("load"), meta.get("commits")), ""]
     lines += _answers(answers)
     lines += ["## Every configuration", "",
-              "Columns as `gnnbench compare --results results/time_to_accuracy.sqlite --metric time-to-accuracy "
+              "Columns as `gnnbench compare --results results/studies/time_to_accuracy.sqlite --metric time-to-accuracy "
               "--include-unverified` prints them (baseline `reference`): every run passed the run-time check of "
               "its first forward (Note [run-time check]); `verified` says whether `gnnbench verify` has passed the "
               "system's build in this store. " + " ".join(comparison.table().notes), ""]
@@ -247,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
     parser.add_argument("--render-only", action="store_true", help="run nothing; render what the database holds")
     parser.add_argument("--results", default=None,
-                        help="results database (default: the campaign's, results/time_to_accuracy.sqlite)")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "time_to_accuracy"))
+                        help="results database (default: the campaign's, results/studies/time_to_accuracy.sqlite)")
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "time_to_accuracy"))
     return run_script("bench_time_to_accuracy", parser, _run, argv)
 
 

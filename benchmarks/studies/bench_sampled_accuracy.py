@@ -1,6 +1,6 @@
 """Same blocks, same accuracy: sampled SAGE's per-seed test accuracy on every CPU system against reference (issue 34).
 
-    python benchmarks/bench_sampled_accuracy.py [--dry-run] [--render-only] [--seeds 0,1,2] [--epochs 100]
+    python benchmarks/studies/bench_sampled_accuracy.py [--dry-run] [--render-only] [--seeds 0,1,2] [--epochs 100]
 
 The runs are the campaign ``campaigns/bench_sampled_accuracy.toml``: GraphSAGE
 trained on neighbour-sampled mini-batches (fanouts 10,5, batches of 32 seeds,
@@ -28,7 +28,7 @@ Beside them, the same sampled reference runs scored with fixed fanouts
 (``--accuracy-method fixed-fanout``) show what that scoring changes on the
 same trained models (Note [sampled evaluation] in gnnbench/run/sampled.py).
 
-Writes results/sampled_accuracy.{md,json}; ``--dry-run`` prints the plan and
+Writes results/studies/sampled_accuracy.{md,json}; ``--dry-run`` prints the plan and
 runs nothing; ``--render-only`` renders what the database holds for the
 campaign's datasets, fanouts and batch size, at whatever commit the rows were
 measured (their ``git_commit`` stays in the JSON).
@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, measure_or_render, measured_note, ok,  # noqa: E402
                      out_path, print_plan, provenance, run_script, versions, write_results)
 
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default: the campaign's, 0,1,2)")
     parser.add_argument("--epochs", type=count, default=None, help="sampled epochs per run (default: 100)")
     parser.add_argument("--results", default=None, help="results database (default: results/benchmarks.sqlite)")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "sampled_accuracy"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "sampled_accuracy"))
     return run_script("bench_sampled_accuracy", parser, _run, argv)
 
 

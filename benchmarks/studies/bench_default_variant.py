@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_default_variant.py --widths 8,16,64,128 --rounds 15 \
-        --out results/bench_default_variant
+    python benchmarks/studies/bench_default_variant.py --widths 8,16,64,128 --rounds 15 \
+        --out results/studies/bench_default_variant
 
 What a run uses before (or without) tuning is the default variant (Note
 [untuned default] in systems/isplib/variant.py): on a view of at least 2^20
@@ -19,7 +19,7 @@ makes) with
   output as it does in a training step.
 
 Every arm runs once per round, in one process, interleaved, so the machine's
-drift is shared (Note [machine noise] in benchmarks/probe_noise.py); each
+drift is shared (Note [machine noise] in benchmarks/studies/probe_noise.py); each
 arm's first call (compilation, format building) is untimed and reported apart.
 The table gives medians and, against DGL, the median of the per-round ratios
 with their range. Outputs are checked against SciPy's float64 product first.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import Parser, count, out_path, provenance, write_results  # noqa: E402
 
 DATASET = "rmat:nodes=131072,edges=4000000,features=128,classes=8"

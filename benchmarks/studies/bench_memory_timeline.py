@@ -1,6 +1,6 @@
 """Where a training epoch's peak memory is, and what is live there: systems side by side (issue 19).
 
-    python benchmarks/bench_memory_timeline.py [--systems isplib,dgl-native] [--model sage]
+    python benchmarks/studies/bench_memory_timeline.py [--systems isplib,dgl-native] [--model sage]
         [--dataset rmat:nodes=2097152,edges=64000000,features=128,classes=8] [--quick]
 
 Each system trains the model in its own process, as ``gnnbench run`` would
@@ -24,7 +24,7 @@ Note [tensor peak and resident peak]
     a memory gap is traced to a tensor a system keeps (its glue's saved
     inputs, a workspace) or to the allocator, never guessed.
 
-Writes ``results/memory_timeline.{md,json}`` (``--out``). Profiling slows
+Writes ``results/studies/memory_timeline.{md,json}`` (``--out``). Profiling slows
 the profiled epoch, so its times are not epoch times; the peaks are exact.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import ROOT, mib, out_path, provenance, write_results  # noqa: E402
 
 DATASET = "rmat:nodes=2097152,edges=64000000,features=128,classes=8"
@@ -136,7 +136,7 @@ def markdown(report: dict) -> str:
     lines = ["# Where the peak is: tensors against resident memory, one training epoch", "",
              f"{s['model']} on `{s['dataset']}`, hidden {s['hidden']}, {s['epochs']} epochs ({s['warmup']} warm-ups), "
              f"threads 2; the last epoch profiled. Commit {report['git_commit']}. Each system in its own process "
-             "(Note [tensor peak and resident peak] in benchmarks/bench_memory_timeline.py).", "",
+             "(Note [tensor peak and resident peak] in benchmarks/studies/bench_memory_timeline.py).", "",
              "| system | allocator | row peak MiB | tensor peak MiB | resident rise in the epoch MiB | "
              "row peak - tensor peak MiB (held before the epoch, and the allocator's) | tensor peak inside |",
              "|---|---|---:|---:|---:|---:|---|"]
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--allocator", default="auto", help="allocator of every run (Note [allocator])")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "memory_timeline"),
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "memory_timeline"),
                         help="output path without suffix")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # one system, in this process: prints its JSON
     args = parser.parse_args(argv)

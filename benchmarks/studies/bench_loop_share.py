@@ -1,6 +1,6 @@
 """The training loop's share outside the kernels, before and after the fused dense ops and dropout (issue 19).
 
-    python benchmarks/bench_loop_share.py [--quick] [--rounds 10] [--models gcn,sage,gin]
+    python benchmarks/studies/bench_loop_share.py [--quick] [--rounds 10] [--models gcn,sage,gin]
         [--systems floor,dgl-native] [--dataset rmat:...]
 
 ``results/bench_training.md`` found gnnbench's loop around the cheapest SpMM
@@ -20,7 +20,7 @@ multiplied in and kept for the backward, the loss over gathered rows, and
 GIN's identity multiply) and
 ``after`` (the frontend and models as they are). ``dgl-native`` uses the
 frontend's dropout too, so it runs in both. Writes
-results/bench_loop_share.{md,json}.
+results/studies/bench_loop_share.{md,json}.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import ROOT, Table, load_note, ms, out_path, provenance, versions, write_results  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="(default: 2)")
     parser.add_argument("--models", default=",".join(MODELS), help=f"(default: {','.join(MODELS)})")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"(default: {','.join(SYSTEMS)})")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_loop_share"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "bench_loop_share"))
     args = parser.parse_args(argv)
     os.environ.setdefault("GNNBENCH_SYSTEMS_PATH", str(BOUND_SYSTEMS))
     from gnnbench.run.allocator import run_under

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_sampler.py --dataset rmat:like=reddit,scale=0.25 --fanouts 25,10 \
-        --batch-size 1024 --rounds 5 --out results/sampler
+    python benchmarks/studies/bench_sampler.py --dataset rmat:like=reddit,scale=0.25 --fanouts 25,10 \
+        --batch-size 1024 --rounds 5 --out results/studies/sampler
 
 Each arm draws one epoch of batches (the training nodes in seeded shuffled
 batches, :func:`gnnbench.sampling.epoch_batches`, the same seeds for every
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import out_path, provenance, write_results  # noqa: E402
 
 

@@ -24,7 +24,7 @@ Note [pages under the gathers]
     much of the map is resident, and how, is each process's own, which made
     it a candidate, not shown, for why isplib's epochs varied more between
     processes than DGL's.
-    ``results/page_size.md`` has the figures: on Reddit's shape at width 64
+    ``results/studies/page_size.md`` has the figures: on Reddit's shape at width 64
     the map costs 1.07x an anonymous copy of the indices and the features
     on 2 MiB pages 0.87x; whether the indices are on 2 MiB pages changed
     nothing in that run.
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import ROOT, Parser, Table, ms, out_path, provenance, versions, write_results  # noqa: E402
 
 REDDIT_SHAPE = "rmat:nodes=232965,edges=114600000,features=602,classes=41"
@@ -146,7 +146,7 @@ def render(report: dict) -> str:
         f"{report['allocator']}, commit {report['git_commit']}. Load average {report['load'][0]:.1f} at start, "
         f"{report['load'][1]:.1f} at end on {os.cpu_count()} cores. The last two columns say how much of each "
         "copy the kernel actually put on 2 MiB pages (`/proc/self/smaps`). Note [pages under the gathers] in "
-        "`benchmarks/bench_page_size.py` says why it matters.", "",
+        "`benchmarks/studies/bench_page_size.py` says why it matters.", "",
         table.render("markdown")])
 
 
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--width", type=int, default=64, help="feature width (default 64, the hidden layer's)")
     parser.add_argument("--allocator", default="auto", help="allocator to measure under (Note [allocator])")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "page_size"),
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "page_size"),
                         help="output path without suffix")
     try:
         args = parser.parse_args(argv)

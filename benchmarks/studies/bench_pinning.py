@@ -1,6 +1,6 @@
 """Pinned against unpinned: what ``--cpus`` does to a one-thread run's figure and its spread (Note [pinned runs]).
 
-    python benchmarks/bench_pinning.py [--condition quiet|loaded] [--rounds N] [--dry-run] [--render-only]
+    python benchmarks/studies/bench_pinning.py [--condition quiet|loaded] [--rounds N] [--dry-run] [--render-only]
 
 The runs are the campaign ``campaigns/pinning.toml``: the A/A benchmark's
 configuration (GCN on a small R-MAT graph, one thread, ``aa_one``) unpinned
@@ -16,7 +16,7 @@ passed :data:`~gnnbench.core.stability.SPREAD_LIMIT` within, and the range of
 process medians; then the speedup of pinned over unpinned with its
 two-level bootstrap interval (:func:`gnnbench.core.statistics.speedup`).
 
-Writes results/pinning.{md,json}, both conditions in one table.
+Writes results/studies/pinning.{md,json}, both conditions in one table.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note,  # noqa: E402
                      out_path, print_plan, provenance, put_on_systems_path, rows_load, run_script,
                      write_results)
@@ -89,7 +89,7 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
                          f"{a['noisy_processes']} of {a['processes']}",
                          f"{min(medians) * 1e3:.1f}-{max(medians) * 1e3:.1f} ms"])
     lines = ["# Pinned against unpinned runs (Note [pinned runs])", "",
-             f"Campaign `campaigns/{CAMPAIGN}.toml` (`python benchmarks/bench_pinning.py --condition quiet|loaded`): "
+             f"Campaign `campaigns/{CAMPAIGN}.toml` (`python benchmarks/studies/bench_pinning.py --condition quiet|loaded`): "
              f"`aa_one` (mkl's kernels) training GCN on `{meta['dataset']}`, {meta['epochs']} epochs "
              f"({meta['warmup']} untimed warm-up), {meta['threads']} thread, unpinned and `--cpus 1`, interleaved "
              "round by round, every run its own process. Conditions: "
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=count, default=None, help="rounds to run (default: the campaign's)")
     parser.add_argument("--dry-run", action="store_true", help="print the runs the campaign would make; run nothing")
     parser.add_argument("--render-only", action="store_true", help="run nothing; render what the stores hold")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "pinning"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "pinning"))
     return run_script("bench_pinning", parser, _run, argv)
 
 

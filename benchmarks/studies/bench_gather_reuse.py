@@ -1,8 +1,8 @@
 """How many of an SpMM's gathered rows a core's L2 could serve, against how many the 1.5x target needs.
 
-    python benchmarks/bench_gather_reuse.py [--quick] [--spmm results/bench_spmm.json]
+    python benchmarks/studies/bench_gather_reuse.py [--quick] [--spmm results/studies/bench_spmm.json]
 
-For the graphs and widths of ``benchmarks/bench_spmm.py`` this replays the
+For the graphs and widths of ``benchmarks/studies/bench_spmm.py`` this replays the
 sequence of source rows that each thread of the tuned kernel gathers (the
 CSR rows in order, each thread a contiguous half of the nonzeros, as
 ``prange`` hands out isplib's nonzero-balanced row blocks) through a
@@ -24,7 +24,7 @@ simulated cache of whole rows, at the L2 size of one core and at half of it
   future. No policy gets more hits from this order.
 
 Note [reuse the target needs]
-    The hit rate a cell needs comes from ``results/bench_spmm.json`` (the same
+    The hit rate a cell needs comes from ``results/studies/bench_spmm.json`` (the same
     machine, the tuned kernel against DGL's ``copy_u_sum``): the gathers may take
     ``DGL / 1.5`` less the SpMM's own output share (tuned SpMM minus "gathers
     alone"), and their time is taken as proportional to the rows that miss, so
@@ -32,7 +32,7 @@ Note [reuse the target needs]
     standing for what the hardware got in that run. Hits are counted as free,
     which favours the target: the real need is higher.
 
-    At c59b6d7's timings, L2 2 MiB a core (``results/gather_reuse.md``):
+    At c59b6d7's timings, L2 2 MiB a core (``results/studies/gather_reuse.md``):
 
     * R-MAT, F = 128 needs 0.59 of the gathers served from L2. LRU gives 0.43,
       LRU over the rows in RCM order 0.44, the hottest 4,096 rows pinned 0.60,
@@ -89,7 +89,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_spmm.py beside it
 from _common import ROOT, Parser, Table, out_path, provenance, versions, write_results  # noqa: E402
 
 #: the simulated policies, in the table's order (the RCM column is LRU on a reordered stream)
@@ -305,12 +306,12 @@ def render(report: dict) -> str:
     table = Table(["graph", "F", "cache a core"] + [_HEADERS[p] for p in POLICIES] + ["the 1.5x target needs"],
                   cells, [False, True, False] + [True] * (len(POLICIES) + 1))
     lines = ["# What reuse the SpMM's gathers have: hit rates of a simulated L2", "",
-             f"Graphs of `benchmarks/bench_spmm.py`{' (quick sizes)' if report['quick'] else ''}; each of "
+             f"Graphs of `benchmarks/studies/bench_spmm.py`{' (quick sizes)' if report['quick'] else ''}; each of "
              f"{report['threads']} threads replays the source rows it gathers (a contiguous half of the nonzeros) "
              f"through a cache of whole rows: the L2 of one core ({report['l2_bytes'] >> 10} KiB here) and half "
              "of it. A cell is the share of all gathers that hit. Commit "
              f"{report['git_commit']}. The policies and the last column: Note [reuse the target needs] in "
-             "`benchmarks/bench_gather_reuse.py`"
+             "`benchmarks/studies/bench_gather_reuse.py`"
              + (f"; its timings are bench_spmm's at {report['spmm_commit']}." if report["spmm_commit"] else "."),
              "", table.render("markdown"), ""]
     for row in report["rows"]:
@@ -333,9 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="threads that split the nonzeros (default 2)")
     parser.add_argument("--l2-kib", type=int, default=None, help="one core's L2 in KiB (default: what sysfs says)")
     parser.add_argument("--spmm", default=None,
-                        help="bench_spmm's report, for the hit rate each cell needs (default results/bench_spmm.json "
+                        help="bench_spmm's report, for the hit rate each cell needs (default results/studies/bench_spmm.json "
                              "where it exists)")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "gather_reuse"),
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "gather_reuse"),
                         help="output path without suffix")
     try:
         args = parser.parse_args(argv)
@@ -350,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         if any(l2 // 2 < 4 * w for w in widths):
             raise UserError(f"half of --l2-kib {l2 // 1024} holds no row of width {max(widths)}")
         if args.spmm is not None and not Path(args.spmm).is_file():
-            raise UserError(f"--spmm {args.spmm}: no such file (bench_spmm.py writes results/bench_spmm.json)")
+            raise UserError(f"--spmm {args.spmm}: no such file (bench_spmm.py writes results/studies/bench_spmm.json)")
         timings = spmm_timings(Path(args.spmm) if args.spmm else ROOT / "results" / "bench_spmm.json")
         rows = measure(args.quick, widths, args.threads, l2, timings)
     except UserError as error:

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_prepare.py --dataset rmat:nodes=524288,edges=16000000,features=128,classes=8 \
-        --rounds 5 --out results/bench_prepare_16M
+    python benchmarks/studies/bench_prepare.py --dataset rmat:nodes=524288,edges=16000000,features=128,classes=8 \
+        --rounds 5 --out results/studies/bench_prepare_16M
 
 Every arm runs once per round, in one process, interleaved (A B C D A B C D ...),
 so the machine's drift is shared (COMMON noise warning: numbers from different
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import out_path, provenance, write_results  # noqa: E402
 
 

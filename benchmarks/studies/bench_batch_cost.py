@@ -1,6 +1,6 @@
 """A sampled batch's fixed costs, alone and beside a busy process, and what the thread pools change (issue 43).
 
-    python benchmarks/bench_batch_cost.py --data-dir ../shared/data/planetoid [--epochs 3] [--before TREE]
+    python benchmarks/studies/bench_batch_cost.py --data-dir ../shared/data/planetoid [--epochs 3] [--before TREE]
         [--parts sections,batches,pools,headline] [--rounds N] [--keep] [--out results/batch_cost]
 
 Four tables; "busy" means beside a process that keeps one core busy (a Python busy loop this script starts
@@ -23,7 +23,7 @@ and kills in a ``finally``):
 
 Every run is its own ``gnnbench run --json --no-store`` process; the runs of a table are interleaved. The
 load (``uptime``'s 1-minute average) at the start and end of each table is stated with it.
-Writes results/batch_cost.{md,json}.
+Writes results/studies/batch_cost.{md,json}.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import Parser, Table, count, out_path, provenance, run_script, write_results  # noqa: E402
 
 SYSTEMS = ("reference", "isplib", "dgl-native")
@@ -243,7 +243,7 @@ def run(args) -> int:
                         print(json.dumps(rows[-1]), flush=True)
         payload["headline"], payload["headline_load"] = rows, (start, _load())
     _keep("headline", kept, payload, tables, headline_table)
-    markdown = "# A sampled batch's fixed costs (benchmarks/bench_batch_cost.py)\n\n" + "\n".join(
+    markdown = "# A sampled batch's fixed costs (benchmarks/studies/bench_batch_cost.py)\n\n" + "\n".join(
         t.render("markdown") for t in tables)
     write_results(args.out, payload, markdown)
     return 0

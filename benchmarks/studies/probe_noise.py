@@ -1,6 +1,6 @@
 """How steady is this machine? A random-gather loop timed again and again, on all threads and on one.
 
-    python benchmarks/probe_noise.py [--seconds 60] [--rows 200000] [--gathers 4000000] [--width 64]
+    python benchmarks/studies/probe_noise.py [--seconds 60] [--rows 200000] [--gathers 4000000] [--width 64]
         [--out results/machine_noise]
 
 Note [machine noise]
@@ -13,7 +13,7 @@ Note [machine noise]
     alternately on every thread numba has and on one thread, for ``seconds``.
 
     On the 2-core machine gnnbench is developed on, with nothing else running
-    (load average 0.0, 2026-12-01, results/machine_noise.md), 111 calls of
+    (load average 0.0, 2026-12-01, results/studies/machine_noise.md), 111 calls of
     the two-thread loop took 76 to 200 ms (median 134) within 40 s, and the
     one-thread loop 170 to 361 ms; isplib's kernels in two identical GCN runs
     minutes apart took 72 and 134 ms an epoch. Identical work, 2x apart: the
@@ -37,7 +37,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import ROOT, Table, out_path, provenance, write_results  # noqa: E402
 
 from gnnbench.core.measurement import Measurement  # noqa: E402
@@ -88,7 +88,7 @@ def render(samples: dict[str, list[float]], settings: dict, load: tuple[float, f
             f"({settings['rows'] * settings['width'] * 4 / 2**20:.0f} MiB), {settings['seconds']:.0f} s, "
             f"load average {load[0]:.1f} at start and {load[1]:.1f} at end on {os.cpu_count()} cores. "
             f"Each call does the same work; every difference below is the machine's (Note [machine noise] in "
-            f"benchmarks/probe_noise.py).\n\n{table.render('markdown')}\n")
+            f"benchmarks/studies/probe_noise.py).\n\n{table.render('markdown')}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=200_000)
     p.add_argument("--gathers", type=int, default=4_000_000)
     p.add_argument("--width", type=int, default=64)
-    p.add_argument("--out", type=out_path, default=str(ROOT / "results" / "machine_noise"))
+    p.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "machine_noise"))
     args = p.parse_args(argv)
     for name in ("seconds", "rows", "gathers", "width"):
         if not getattr(args, name) > 0:

@@ -17,8 +17,8 @@ The edge count is scaled down by ``--scale`` (nodes kept), because this
 from the exact per-slice degree distribution (no edges needed), against the
 CPU time extrapolated linearly in nonzeros.
 
-Run: ``python benchmarks/bench_pim.py [--scale 8] [--widths 16,32,64]``;
-writes ``results/bench_pim.json`` and ``results/bench_pim.md``.
+Run: ``python benchmarks/studies/bench_pim.py [--scale 8] [--widths 16,32,64]``;
+writes ``results/studies/bench_pim.json`` and ``results/studies/bench_pim.md``.
 """
 from __future__ import annotations
 
@@ -43,13 +43,13 @@ from gnnbench.systems.pim.machine import load_machine
 from gnnbench.systems.pim.partition import build_slices, even_bounds, make_plan, slice_row_cum
 from gnnbench.systems.pim.tuner import tune
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import cpu_model, out_path, provenance, versions, write_results  # noqa: E402
 
 # (label, nodes, average degree): the first two are the sizes of ogbn-proteins and Reddit
 SHAPES = [("132k-d597", 132_534, 597), ("233k-d492", 232_965, 492), ("404k-d387", 404_000, 387)]
 PYGIM_SPEEDUP, PYGIM_SPEEDUP_MAX = 3.04, 3.44
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @numba.njit(parallel=True, cache=True)
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shapes", default="all", help="comma-separated labels, or all")
-    ap.add_argument("--out", type=out_path, default=str(ROOT / "results" / "bench_pim"))
+    ap.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "bench_pim"))
     args = ap.parse_args(argv)
     shapes = SHAPES if args.shapes == "all" else [s for s in SHAPES if s[0] in args.shapes.split(",")]
     res = run(args.scale, [int(w) for w in args.widths.split(",")], args.repeats, args.seed, shapes)
