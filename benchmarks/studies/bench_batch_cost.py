@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", metavar="TREE", help="an export of the code before the change, run too")
     parser.add_argument("--keep", action="store_true",
                         help="keep the tables of parts not measured now from the results JSON at --out")
-    parser.add_argument("--out", type=out_path, default="results/batch_cost", help="results path without suffix")
+    parser.add_argument("--out", type=out_path, default="results/studies/batch_cost", help="results path without suffix")
     return run_script("bench_batch_cost.py", parser, run, argv)
 
 

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", type=widths, default=[8, 16, 64, 128],
                         help="comma-separated (default: 8,16,64,128)")
     parser.add_argument("--rounds", type=count, default=15, help="interleaved timed rounds (default: 15)")
-    parser.add_argument("--out", type=out_path, default="results/bench_default_variant",
+    parser.add_argument("--out", type=out_path, default="results/studies/bench_default_variant",
                         help="output path without suffix")
     from gnnbench.errors import UserError
 

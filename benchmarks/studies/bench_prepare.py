@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="rmat:nodes=524288,edges=16000000,features=128,classes=8")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", type=out_path, default="results/bench_prepare")
+    parser.add_argument("--out", type=out_path, default="results/studies/bench_prepare")
     args = parser.parse_args(argv)
 
     from gnnbench.peers.dgl_shim import dgl

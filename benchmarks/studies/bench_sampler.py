@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=out_path, default="results/sampler")
+    parser.add_argument("--out", type=out_path, default="results/studies/sampler")
     args = parser.parse_args(argv)
 
     import numba

@@ -22,7 +22,7 @@ Example (``campaigns/scaling.toml``)::
     [[publish]]
     out = "results/scaling"
     title = "Training as the graph grows"
-    headline = { system = "isplib", baseline = "dgl-native", where = { model = "gcn" } }
+    headline = { subject = "isplib", baseline = "dgl-native", where = { edges = "16M" } }
     figures = ["against-edges"]
 
     [[publish.tables]]
@@ -48,7 +48,7 @@ FIGURE_KINDS = ("against-edges",)
 _SETUP_KEYS = ("systems_path", "fresh_tuning_cache")
 _PAGE_KEYS = ("out", "title", "about", "headline", "figures", "tables")
 _TABLE_KEYS = ("title", "about", "where", "sections", "rows", "columns", "baseline", "against")
-_HEADLINE_KEYS = ("system", "baseline", "where")
+_HEADLINE_KEYS = ("subject", "baseline", "against", "where")
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,12 @@ class Setup:
 
 @dataclass(frozen=True)
 class Headline:
-    """The one figure the index quotes: ``baseline``'s epoch over ``system``'s on the runs ``where`` selects."""
+    """The figure the index quotes: ``baseline``'s epoch over ``subject``'s, values of ``against`` (default
+    ``system``), per model and dataset of the runs ``where`` selects."""
 
-    system: str
+    subject: str
     baseline: str
+    against: str = "system"
     where: tuple[tuple[str, Any], ...] = ()
 
 
@@ -182,8 +184,9 @@ def _page(data: Any, where: str) -> Page:
     headline = None
     if data.get("headline") is not None:
         h = _keys(data["headline"], _HEADLINE_KEYS, f"{where} headline")
-        headline = Headline(_text(h, "system", f"{where} headline", True),
-                            _text(h, "baseline", f"{where} headline", True), _where(h, f"{where} headline"))
+        headline = Headline(_text(h, "subject", f"{where} headline", True),
+                            _text(h, "baseline", f"{where} headline", True),
+                            _text(h, "against", f"{where} headline") or "system", _where(h, f"{where} headline"))
     return Page(out=out, title=_text(data, "title", where, required=True), about=_text(data, "about", where),
                 tables=tuple(_table(t, f"{where} [[publish.tables]] #{i + 1}") for i, t in enumerate(tables)),
                 headline=headline, figures=figures)

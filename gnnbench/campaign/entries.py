@@ -27,8 +27,8 @@ __all__ = ["Entry", "entries", "field_of", "size_label", "selected"]
 
 
 def size_label(edges: int | float) -> str:
-    """``4000000`` -> ``4M``; ``114600000`` -> ``114.6M``."""
-    return f"{edges / 1e6:g}M"
+    """``4000000`` -> ``4M``; ``114600000`` -> ``114.6M``; ``131072`` -> ``131.072k``."""
+    return f"{edges / 1e6:g}M" if edges >= 1e6 else f"{edges / 1e3:g}k"
 
 
 def _edges(row: Mapping[str, Any]) -> int | None:

@@ -134,24 +134,30 @@ def page_rows(page: Page, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str
 
 
 def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
-    """The page's headline figure, ``isplib 1.09x [1.01, 1.17] over dgl-native (gcn, 16M)``, one per row
-    group its ``where`` leaves; None without a headline or the runs it needs."""
+    """The page's headline: ``dgl-native's epoch / isplib's: gcn 1.09x [1.01, 1.17]; sage ...``, one ratio per
+    model and dataset the headline's ``where`` leaves (no interval where the rows hold no processes); None
+    without a headline or the runs it needs."""
     from gnnbench.campaign.columns import ratio_text
-    from gnnbench.campaign.entries import entries, selected
+    from gnnbench.campaign.entries import entries, field_of, selected
 
     h = page.headline
     if h is None:
         return None
-    found = [e for e in entries(selected(rows, h.where), ["model", "dataset", "system"]) if e.ok]
+    fields = ["model", "dataset", "system"] + ([h.against] if h.against != "system" else [])
+    found = [e for e in entries(selected(rows, h.where), fields) if e.ok]
     parts = []
-    for e in (e for e in found if e["system"] == h.system):
-        base = next((b for b in found if b["system"] == h.baseline and b["model"] == e["model"]
-                     and b["dataset"] == e["dataset"]), None)
+    several = len({e["dataset"] for e in found}) > 1
+    for e in (e for e in found if e[h.against] == h.subject):
+        base = next((b for b in found if b[h.against] == h.baseline
+                     and all(b[f] == e[f] for f in fields if f != h.against)), None)
         if base is not None:
-            parts.append(f"{e['model']}: {ratio_text(base, e)}")
+            name = str(e["dataset"]).split(":")[0]
+            graph = f"{name} {field_of(e.latest, 'edges')}" if name == "rmat" else name
+            label = (e["model"], f"on {graph}" if several else None)
+            parts.append(" ".join(str(v) for v in (*label, ratio_text(base, e)) if v is not None))
     if not parts:
         return None
-    return f"{h.system} over {h.baseline} (their epoch over {h.system}'s): " + "; ".join(parts)
+    return f"{h.baseline}'s epoch / {h.subject}'s: " + "; ".join(parts)
 
 
 def render_campaign(name: str, *, root: Path | None = None,

@@ -4,12 +4,15 @@ from __future__ import annotations
 HELP = "run a campaign of campaigns/ and render the tables it declares, or only render them from committed rows"
 EPILOG = """NAME is a campaign file's stem under campaigns/ (`gnnbench campaign render scaling` reads
 campaigns/scaling.toml). `run` runs (or resumes) the campaign through the sweep, writes every stored process
-to results/rows/NAME.jsonl.gz and renders; `render` renders from those committed rows alone."""
+to results/rows/NAME.jsonl.gz and renders; `render` renders from those committed rows alone. Both then
+rewrite the index of published results (results/README.md and README's figures table), which `index`
+rewrites alone."""
 
 
 def add_arguments(p) -> None:
-    p.add_argument("action", choices=("run", "render"), help="run (then render), or render only")
-    p.add_argument("name", metavar="NAME", help="a campaign file's stem under campaigns/")
+    p.add_argument("action", choices=("run", "render", "index"),
+                   help="run (then render), render only, or only rewrite the index of published results")
+    p.add_argument("name", metavar="NAME", nargs="?", help="a campaign file's stem under campaigns/")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="processes per configuration (default: the campaign's)")
     p.add_argument("--results", metavar="PATH", default=None,
@@ -25,12 +28,25 @@ def _printed(rendered, root) -> None:
         print(f"unchanged {path.relative_to(root)}")
 
 
+def _indexed(root) -> None:
+    from gnnbench.campaign.manifest import write_index
+
+    for path in write_index(root):
+        print(f"wrote {path.relative_to(root)}")
+
+
 def main(args) -> int:
-    from gnnbench.campaign.publish import ROOT, load, render_campaign, run_campaign
+    from gnnbench.campaign.publish import ROOT, campaign_names, load, render_campaign, run_campaign
     from gnnbench.errors import UserError
 
+    if args.action == "index":
+        _indexed(ROOT)
+        return 0
+    if args.name is None:
+        raise UserError(f"{args.action} needs NAME, one of: {', '.join(campaign_names())}")
     if args.action == "render":
         _printed(render_campaign(args.name), ROOT)
+        _indexed(ROOT)
         return 0
     if args.rounds is not None and args.rounds < 1:
         raise UserError(f"--rounds must be at least 1 (got {args.rounds})")
@@ -44,4 +60,5 @@ def main(args) -> int:
     print(summary(report, str(args.results or "the campaign's store")))
     if rendered is not None:
         _printed(rendered, ROOT)
+        _indexed(ROOT)
     return 1 if report.failures else 0

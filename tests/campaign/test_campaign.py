@@ -21,7 +21,7 @@ datasets = ["sbm"]
 out = "results/mini"
 title = "Mini"
 about = "About it."
-headline = { system = "isplib", baseline = "dgl-native", where = { edges = "16M" } }
+headline = { subject = "isplib", baseline = "dgl-native", where = { edges = "16M" } }
 figures = ["against-edges"]
 
 [[publish.tables]]
@@ -112,8 +112,8 @@ def test_the_headline_is_the_baselines_epoch_over_the_systems_per_model(tmp_path
     root = _root(tmp_path)
     page = load("mini", root)[1].pages[0]
     text = headline_text(page, fake_rows())
-    assert text.startswith("isplib over dgl-native (their epoch over isplib's): gcn: 1.20x [")
-    assert "; sage: 1.20x [" in text
+    assert text.startswith("dgl-native's epoch / isplib's: gcn 1.20x [")
+    assert "; sage 1.20x [" in text
 
 
 def test_a_baseline_may_be_another_field_such_as_the_framework(tmp_path):
