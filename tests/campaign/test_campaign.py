@@ -135,7 +135,11 @@ def test_cli_renders_and_an_unknown_name_lists_the_choices(monkeypatch, tmp_path
 
     monkeypatch.setattr(publish, "ROOT", _root(tmp_path, rows=fake_rows()))
     assert main(["campaign", "render", "mini"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["wrote results/mini.md", "wrote results/figures/mini.png"]
+    assert capsys.readouterr().out.splitlines() == ["wrote results/mini.md", "wrote results/figures/mini.png",
+                                                    "wrote results/README.md"]  # the index follows
+    index = (tmp_path / "results" / "README.md").read_text()
+    assert "| [Mini](mini.md) | `campaigns/mini.toml` | dgl-native's epoch / isplib's: gcn 1.20x [" in index
+    assert "| [mini.jsonl.gz](rows/mini.jsonl.gz) | 0123456 | 1.0 -> 1.7 |" in index
     assert main(["campaign", "render", "nosuch"]) == 2
     assert capsys.readouterr().err == "gnnbench campaign: unknown campaign 'nosuch'; choices: mini\n"
     assert main(["campaign", "run", "nosuch"]) == 2
