@@ -79,6 +79,26 @@ def test_compare_reads_committed_rows(tmp_path, capsys):
     assert "isplib" in out and "dgl-native" in out
 
 
+def test_report_reads_committed_rows_and_run_refuses_to_write_them(tmp_path, capsys):
+    from gnnbench.results.rows_file import write_rows
+
+    path = write_rows(tmp_path / "r.jsonl.gz", fake_rows())
+    assert main(["report", "--results", str(path), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "index.html").exists()
+    capsys.readouterr()
+    assert main(["run", "--system", "reference", "--model", "gcn", "--results", str(path)]) == 2
+    assert capsys.readouterr().err == (f"gnnbench run: {path} is a committed rows file, which compare, plot and "
+                                       "report read; runs are stored in an SQLite file: pass --results "
+                                       "PATH.sqlite\n")
+    assert read_back(path) == fake_rows()
+
+
+def read_back(path):
+    from gnnbench.results.rows_file import read_rows
+
+    return read_rows(path)
+
+
 def test_render_draws_a_section_per_model_with_ratios_pooled_over_processes(tmp_path):
     from gnnbench.campaign.publish import render_campaign
 
