@@ -131,6 +131,7 @@ COLUMNS: dict[str, Column] = {
     **{name: _field(name) for name in ("system", "model", "dataset", "edges", "framework", "allocator",
                                        "batching", "mode", "sampler", "options")},
     "epoch ms": Column("epoch ms", True, _when_ok(epoch_text)),
+    "pass ms": Column("pass ms", True, _when_ok(epoch_text)),  # an inference run's "epoch" is one forward pass
     "forward ms": Column("forward ms", True, _when_ok(_phase("forward_median_s"))),
     "backward ms": Column("backward ms", True, _when_ok(_phase("backward_median_s"))),
     "optimizer ms": Column("optimizer ms", True, _when_ok(_phase("optimizer_median_s"))),

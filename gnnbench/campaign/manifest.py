@@ -26,7 +26,11 @@ __all__ = ["Listed", "published", "studies", "others", "index_markdown", "readme
 
 README_START = "<!-- figures: generated from the results index by `gnnbench campaign index`; do not edit -->"
 README_END = "<!-- end of figures -->"
-_LOAD = re.compile(r"Load average at start ([\d.]+), at end ([\d.]+)")
+_LOAD = re.compile(r"load average at start ([\d.]+), at end ([\d.]+)", re.IGNORECASE)
+#: how a script names what it writes: ``ROOT / "results" / "studies" / "X"``, ``"results/studies/X"`` or
+#: ``results/studies/X.md`` in its text
+_WRITES = re.compile(r'"results" / (?:"studies" / )?"([\w.-]+)"|results/(?:studies/)?([\w.-]+?)\.md'
+                     r'|"results/(?:studies/)?([\w.-]+)"')
 _COMMIT = re.compile(r"[Mm]easured at commits? ([0-9a-f]{7}(?:-dirty)?)")
 
 
@@ -88,7 +92,8 @@ def _published_medians(md: Path) -> list[dict[str, Any]]:
     """The pooled rows a table measured before rows were committed kept in its JSON (``runs``): one row per
     configuration with its medians, no processes, so a headline from them is a ratio of medians without an
     interval. The allocator the campaign asked for, kept as ``requested_allocator``, reads as the sweep's."""
-    runs = _json_of(md).get("runs")
+    data = _json_of(md)
+    runs = data.get("runs", data.get("rows"))
     if not isinstance(runs, list):
         return []
     out = []
@@ -135,9 +140,8 @@ def _makers(folder: Path, root: Path) -> dict[str, str]:
     makers: dict[str, str] = {}
     for script in sorted(folder.glob("*.py")) + sorted(folder.glob("*.sh")):
         text = script.read_text(encoding="utf-8")
-        for found in re.findall(r'"results" / (?:"studies" / )?"([\w.-]+)"|results/(?:studies/)?([\w.-]+?)\.md',
-                                text):
-            makers.setdefault(found[0] or found[1], str(script.relative_to(root)))
+        for found in re.findall(_WRITES, text):
+            makers.setdefault(next(f for f in found if f), str(script.relative_to(root)))
     return makers
 
 
