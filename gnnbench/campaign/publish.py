@@ -157,7 +157,8 @@ def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
             parts.append(" ".join(str(v) for v in (*label, ratio_text(base, e)) if v is not None))
     if not parts:
         return None
-    return f"{h.baseline}'s epoch / {h.subject}'s: " + "; ".join(parts)
+    where = ", ".join(f"{k} {'/'.join(v) if isinstance(v, tuple) else v}" for k, v in h.where)
+    return f"{h.baseline}'s epoch / {h.subject}'s" + (f" ({where})" if where else "") + ": " + "; ".join(parts)
 
 
 def render_campaign(name: str, *, root: Path | None = None,

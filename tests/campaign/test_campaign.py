@@ -132,7 +132,7 @@ def test_the_headline_is_the_baselines_epoch_over_the_systems_per_model(tmp_path
     root = _root(tmp_path)
     page = load("mini", root)[1].pages[0]
     text = headline_text(page, fake_rows())
-    assert text.startswith("dgl-native's epoch / isplib's: gcn 1.20x [")
+    assert text.startswith("dgl-native's epoch / isplib's (edges 16M): gcn 1.20x [")
     assert "; sage 1.20x [" in text
 
 
@@ -158,7 +158,7 @@ def test_cli_renders_and_an_unknown_name_lists_the_choices(monkeypatch, tmp_path
     assert capsys.readouterr().out.splitlines() == ["wrote results/mini.md", "wrote results/figures/mini.png",
                                                     "wrote results/README.md"]  # the index follows
     index = (tmp_path / "results" / "README.md").read_text()
-    assert "| [Mini](mini.md) | `campaigns/mini.toml` | dgl-native's epoch / isplib's: gcn 1.20x [" in index
+    assert "| [Mini](mini.md) | `campaigns/mini.toml` | dgl-native's epoch / isplib's (edges 16M): gcn 1.20x [" in index
     assert "| [mini.jsonl.gz](rows/mini.jsonl.gz) | 0123456 | 1.0 -> 1.7 |" in index
     assert main(["campaign", "render", "nosuch"]) == 2
     assert capsys.readouterr().err == "gnnbench campaign: unknown campaign 'nosuch'; choices: mini\n"
