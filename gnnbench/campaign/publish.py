@@ -120,9 +120,18 @@ def run_campaign(name: str, *, rounds: int | None = None, results: str | None = 
             return report, None
         with ResultsStore(store, create=False) as db:
             keys = {task.key for task in plan(campaign, db).tasks}
-            rows = [r for r in db.rows() if provenance(r) in keys]
+            rows = [_committed(r) for r in db.rows() if provenance(r) in keys]
     write_rows(rows_path(name, root), rows)
     return report, (render_campaign(name, root=root) if declaration.pages else None)
+
+
+def _committed(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row as it is committed (Note [committed rows]): without its stderr (kept in the store) and
+    without the machine's host name."""
+    out = {k: v for k, v in row.items() if k != "stderr"}
+    if isinstance(out.get("machine"), Mapping):
+        out["machine"] = {k: v for k, v in out["machine"].items() if k != "hostname"}
+    return out
 
 
 def page_rows(page: Page, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

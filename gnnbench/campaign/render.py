@@ -19,7 +19,7 @@ from gnnbench.campaign.entries import Entry, entries, field_of, selected
 __all__ = ["render_page", "rows_load", "measured_note", "load_note", "commits_of"]
 
 
-def load_note(start: float, end: float, cores: int | None = None) -> str:
+def load_note(start: float, end: float, cores: int | str | None = None) -> str:
     """The sentence every published table carries about the machine's load.
 
     Note [measured under load]
@@ -70,7 +70,8 @@ def measured_note(rows: Sequence[Mapping[str, Any]]) -> str:
     load = rows_load(rows)
     if load is None:
         return f"Load not recorded. Measured at {named}."
-    return f"{load_note(*load, _cores(rows))} Measured at {named}."
+    # the rows' own core count, never this machine's: a page renders the same everywhere
+    return f"{load_note(*load, _cores(rows) or 'an unrecorded number of')} Measured at {named}."
 
 
 def _shared(rows: Sequence[Mapping[str, Any]], name: str, missing: str = "?") -> str:

@@ -5,7 +5,9 @@ Note [committed rows]
     stores are git-ignored (they grow with every run and are binary). So a
     campaign writes the runs behind its tables to ``results/rows/NAME.jsonl.gz``
     (:mod:`gnnbench.campaign`): every process a table pools, each as the
-    store returned it (``ResultsStore.rows()``), in id order. The text is
+    store returned it (``ResultsStore.rows()``), in id order, less its
+    ``stderr`` (warnings text, kept in the store) and the machine's host
+    name; every sample stays, so any statistic can be recomputed. The text is
     canonical (keys sorted, no spaces) and the gzip header carries neither a
     time nor a name, so writing the same rows twice gives the same bytes and
     ``git status`` stays clean. :func:`gnnbench.load_results` reads such a file

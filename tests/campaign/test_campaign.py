@@ -233,6 +233,7 @@ def test_run_sweeps_commits_every_process_and_renders(tmp_path):
     report, rendered = run_campaign("mini", root=root)
     rows = read_rows(rows_path("mini", root))
     assert report.counts() == {"ok": 2} and len(rows) == 2 and {r["system"] for r in rows} == {"reference"}
+    assert all("stderr" not in r and "hostname" not in r["machine"] and r["epoch_times"] for r in rows)
     assert rendered.written == (root / "results" / "mini.md",)
     assert "| gcn     | reference |" in (root / "results" / "mini.md").read_text()
     assert render_campaign("mini", root=root).unchanged == (root / "results" / "mini.md",)
