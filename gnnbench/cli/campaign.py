@@ -50,14 +50,15 @@ def main(args) -> int:
         return 0
     if args.rounds is not None and args.rounds < 1:
         raise UserError(f"--rounds must be at least 1 (got {args.rounds})")
-    load(args.name)  # an unknown name or a bad file is one line before anything starts
+    campaign, _ = load(args.name)  # an unknown name or a bad file is one line before anything starts
+    store = args.results or campaign.results or f"results/{args.name}.sqlite"
     from .sweep import run as sweep_with_progress, summary
 
     report, rendered = run_campaign(
         args.name, rounds=args.rounds, results=args.results, dry_run=args.dry_run,
         sweep=lambda campaign, dry_run: sweep_with_progress(campaign, progress=not args.no_progress,
                                                             dry_run=dry_run))
-    print(summary(report, str(args.results or "the campaign's store")))
+    print(summary(report, str(store)))
     if rendered is not None:
         _printed(rendered, ROOT)
         _indexed(ROOT)
