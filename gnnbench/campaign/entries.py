@@ -23,12 +23,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Entry", "entries", "field_of", "size_label", "selected"]
+__all__ = ["Entry", "entries", "field_of", "size_label", "size_value", "selected"]
 
 
 def size_label(edges: int | float) -> str:
     """``4000000`` -> ``4M``; ``114600000`` -> ``114.6M``; ``131072`` -> ``131.072k``."""
     return f"{edges / 1e6:g}M" if edges >= 1e6 else f"{edges / 1e3:g}k"
+
+
+def size_value(label: str) -> float:
+    """:func:`size_label` read back: ``4M`` -> ``4e6``, ``131.072k`` -> ``131072``."""
+    text = str(label)
+    return float(text[:-1]) * (1e6 if text.endswith("M") else 1e3) if text[-1:] in ("M", "k") else float(text)
 
 
 def _edges(row: Mapping[str, Any]) -> int | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from gnnbench.campaign.columns import COLUMNS, header
 from gnnbench.campaign.declaration import Page, TableDeclaration
-from gnnbench.campaign.entries import Entry, entries, field_of, selected
+from gnnbench.campaign.entries import Entry, entries, field_of, selected, size_value
 
 __all__ = ["render_page", "rows_load", "measured_note", "load_note", "commits_of"]
 
@@ -98,7 +98,7 @@ def _section_values(table: TableDeclaration, rows: Sequence[Mapping[str, Any]]) 
         return [None]
     values = list(dict.fromkeys(field_of(r, table.sections) for r in rows))
     if table.sections == "edges":
-        return sorted(values, key=lambda v: float(str(v).rstrip("M")))
+        return sorted(values, key=size_value)
     return values
 
 
@@ -107,7 +107,7 @@ def _ordered(found: list[Entry], table: TableDeclaration) -> list[Entry]:
     def order(entry: Entry):
         first = entry[table.rows[0]]
         if table.rows[0] == "edges" and first is not None:
-            return (float(str(first).rstrip("M")),)
+            return (size_value(first),)
         return ()
     return sorted(found, key=order)  # stable: first-seen order within a group
 

@@ -6,7 +6,10 @@ import pytest
 
 from gnnbench.campaign.publish import ROOT, campaign_names, load, rows_path
 
-PUBLISHED = [name for name in campaign_names() if load(name)[1].pages and rows_path(name).exists()]
+PUBLISHED = [name for name in campaign_names() if load(name)[1].pages and rows_path(name).exists()] or [
+    pytest.param(None, marks=pytest.mark.skip(reason="no campaign has committed rows yet: the tables were measured "
+                                                     "before rows were kept, and their next quiet re-measurement "
+                                                     "(`gnnbench campaign run NAME`) commits them"))]
 
 
 @pytest.mark.parametrize("name", PUBLISHED)
