@@ -44,7 +44,7 @@ __all__ = ["Setup", "Headline", "TableDeclaration", "Page", "Declaration", "decl
            "FIGURE_KINDS"]
 
 #: the figures a page may ask for (drawn by :mod:`gnnbench.campaign.figures`)
-FIGURE_KINDS = ("against-edges",)
+FIGURE_KINDS = ("against-edges", "phases")
 _SETUP_KEYS = ("systems_path", "fresh_tuning_cache")
 _PAGE_KEYS = ("out", "title", "about", "headline", "figures", "tables")
 _TABLE_KEYS = ("title", "about", "where", "sections", "rows", "columns", "baseline", "against")

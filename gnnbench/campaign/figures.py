@@ -1,5 +1,6 @@
 """The figures a campaign page may declare (:data:`~gnnbench.campaign.declaration.FIGURE_KINDS`), drawn from
-its rows to ``results/figures/<page>.png``."""
+its rows under ``results/figures/``: ``against-edges`` to ``<page>.png``, ``phases`` to
+``<page>/sampled_phases.{png,svg}``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -56,9 +57,23 @@ def _against_edges(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None
     return path
 
 
-_KINDS = {"against-edges": _against_edges}
+def _phases(rows: Sequence[Mapping[str, Any]], folder: Path) -> list[Path]:
+    """Each phase's share of a sampled epoch, one stacked bar per system
+    (:func:`gnnbench.results.phases_figure.phases_figure`); nothing without a successful sampled training run."""
+    from gnnbench.errors import UserError
+    from gnnbench.results.phases_figure import phases_figure
+
+    try:
+        paths, _ = phases_figure(list(rows), folder)
+    except UserError:  # no sampled training run succeeded: nothing to show
+        return []
+    return list(paths)
 
 
-def draw(kind: str, rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
-    """Draws figure ``kind`` of ``rows`` to ``path``; the path, or None when the rows cannot show it."""
-    return _KINDS[kind](rows, path)
+def draw(kind: str, rows: Sequence[Mapping[str, Any]], figures: Path, page: str) -> list[Path]:
+    """Draws figure ``kind`` of ``rows`` for ``page`` under the folder ``figures``; the paths written (none when
+    the rows cannot show it)."""
+    if kind == "phases":
+        return _phases(rows, figures / page)
+    path = _against_edges(rows, figures / f"{page}.png")
+    return [path] if path is not None else []

@@ -204,7 +204,5 @@ def render_campaign(name: str, *, root: Path | None = None,
             target.write_text(text, encoding="utf-8")
             written.append(target)
         for kind in page.figures:
-            out = root / "results" / "figures" / f"{Path(page.out).name}.png"
-            if draw(kind, page_rows(page, rows), out) is not None:
-                written.append(out)
+            written += draw(kind, page_rows(page, rows), root / "results" / "figures", Path(page.out).name)
     return Rendered(tuple(written), tuple(unchanged))

@@ -126,6 +126,19 @@ def test_a_figure_is_drawn_only_when_the_rows_hold_two_sizes(tmp_path):
     assert not (root / "results" / "figures" / "mini.png").exists()
 
 
+def test_a_sampled_page_draws_each_phases_share(tmp_path):
+    from gnnbench.campaign.publish import render_campaign
+
+    text = SCALING.replace('figures = ["against-edges"]', 'figures = ["phases"]')
+    rows = fake_rows(sizes=(4_000_000,))
+    for r in rows:
+        r["hyperparameters"]["batching"] = "sampled"
+        r.update(sample_median_s=0.01, gather_median_s=0.01, block_prepare_median_s=0.01, optimizer_median_s=0.001)
+    rendered = render_campaign("mini", root=_root(tmp_path, text, rows=rows))
+    assert {p.name for p in rendered.written} == {"mini.md", "sampled_phases.png", "sampled_phases.svg"}
+    assert (tmp_path / "results" / "figures" / "mini" / "sampled_phases.svg").exists()
+
+
 def test_the_headline_is_the_baselines_epoch_over_the_systems_per_model(tmp_path):
     from gnnbench.campaign.publish import headline_text, load
 
