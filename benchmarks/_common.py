@@ -1,17 +1,13 @@
 """What the benchmark scripts share: running a campaign, formatting cells, provenance, writing results.
 
-Training benchmarks are campaigns (``campaigns/bench_*.toml``): :func:`run_campaign`
-runs one through :func:`gnnbench.run.sweep.run_sweep` (its own process per run,
-interleaved, resumable, every row stored with its provenance in
-:data:`RESULTS_DB`) and returns the campaign's rows as a results frame
-(:func:`gnnbench.load_results`); the script only renders its table. The same
-campaign runs with ``gnnbench sweep --campaign campaigns/bench_X.toml`` and is
-browsed with ``gnnbench compare`` or ``gnnbench report``.
-
-Micro-benchmarks that time kernels outside the training loop (SpMM,
-bandwidth, the PIM model) stay scripts; they use :func:`provenance` and
-:func:`write_results` so their JSON carries the machine, commit and versions
-like a stored row.
+Published tables are campaign pages, rendered by ``gnnbench campaign run|render NAME``
+(:mod:`gnnbench.campaign`); what stays here serves the scripts that remain: the studies
+(benchmarks/studies/, each a question a campaign cannot express) and the A/A and run-check
+benchmarks. A study that trains runs its campaign through :func:`run_campaign` (the sweep:
+its own process per run, interleaved, resumable, every row stored with its provenance in
+:data:`RESULTS_DB`); one that times kernels outside the training loop uses
+:func:`provenance` and :func:`write_results` so its JSON carries the machine, commit and
+versions like a stored row.
 """
 from __future__ import annotations
 
@@ -33,6 +29,8 @@ from gnnbench.run.environment import cpu_model  # noqa: F401  (re-exported for t
 from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.core.phases import PHASES
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
+# Note [measured under load] and the load a table's rows recorded live with the one table renderer
+from gnnbench.campaign.render import load_note, rows_load  # noqa: F401  (re-exported for the studies)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
            "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table", "load_note", "run_script",
@@ -144,12 +142,6 @@ def latest_rows(rows: Iterable[Mapping[str, Any]], key) -> list:
     return list(latest.values())
 
 
-def rounds_pooled(rows: list[Mapping[str, Any]]) -> int | str:
-    """How many rounds the successful rows pooled (Note [rounds pool]): one number, or ``"1-2"`` when they differ."""
-    seen = sorted({r.get("rounds") or 1 for r in rows if ok(r)}) or [0]
-    return seen[0] if len(seen) == 1 else f"{seen[0]}-{seen[-1]}"
-
-
 def ms(seconds: float | None, digits: int = 1) -> str:
     """Seconds as milliseconds with ``digits`` decimals; ``-`` for None."""
     return "-" if seconds is None else f"{seconds * 1e3:.{digits}f}"
@@ -178,35 +170,6 @@ def epoch_ms(row: Mapping[str, Any] | None, digits: int = 1) -> str:
         return f"{ms(p.median, digits)}" + (f" (! {unsteady[0]})" if unsteady else "")
     m = Measurement.from_row(row)
     return "-" if m.empty else f"{ms(m.median, digits)} {m.warning}".rstrip()
-
-
-def load_note(start: float, end: float) -> str:
-    """The sentence every benchmark table carries about the machine's load (Note [measured under load]).
-
-    Note [measured under load]
-        The benchmark machine is shared (2 cores, other work running), so an
-        absolute time says as much about the load as about the system. The
-        sweep interleaves the runs of a campaign (Note [sweep order] in
-        gnnbench/run/sweep.py), so the load hits every system alike and the
-        ratios within one table are what a table reports.
-    """
-    return (f"Load average at start {start:.1f}, at end {end:.1f} on {os.cpu_count()} cores: the machine was shared, "
-            "so absolute times were measured under load; the runs were interleaved, so the ratios within a table "
-            "are what it reports.")
-
-
-def rows_load(rows: Iterable[Mapping[str, Any]]) -> tuple[float, float] | None:
-    """The 1-minute load before the first and after the last stored run, from the rows' ``machine_state``
-    (Note [machine state]), so a table rendered from a store still states its load; None for older rows."""
-    def state(row):
-        ms = row.get("machine_state")
-        return ms if isinstance(ms, Mapping) else {}
-
-    ordered = sorted((r for r in rows if state(r).get("load_before") and state(r).get("load_after")),
-                     key=lambda r: str(r.get("timestamp") or ""))
-    if not ordered:
-        return None
-    return state(ordered[0])["load_before"][0], state(ordered[-1])["load_after"][0]
 
 
 def measured_note(load: tuple[float, float] | None, commits: Iterable[str] | None) -> str:
@@ -357,7 +320,7 @@ def pool_rounds(frame):
 
     Note [rounds pool]
         The machine's speed swings within seconds (Note [machine noise] in
-        benchmarks/probe_noise.py), so a campaign repeats its configurations
+        benchmarks/studies/probe_noise.py), so a campaign repeats its configurations
         in interleaved rounds, each its own process. A configuration's row
         then holds the statistics ``compare`` uses (Note [between-process
         statistics] in gnnbench/core/statistics.py): each phase's median is
@@ -411,41 +374,6 @@ def processes_of(lists):
     from gnnbench.core.statistics import Processes
 
     return Processes(tuple(Measurement(tuple(float(v) for v in lst)) for lst in lists))
-
-
-def row_processes(row: Mapping[str, Any]):
-    """A pooled row's processes (its ``process_epoch_times``, Note [rounds pool]), else its own epochs as one
-    process; None for a row without epoch times."""
-    lists = row.get("process_epoch_times")
-    if isinstance(lists, list) and lists:
-        return processes_of(lists)
-    times = row.get("epoch_times")
-    return processes_of([times]) if isinstance(times, list) and times else None
-
-
-def ratio_cell(over: Mapping[str, Any], under: Mapping[str, Any]) -> str:
-    """``over``'s epoch figure / ``under``'s, as ``1.09x [1.01, 1.17]``: the two-level bootstrap interval over
-    their processes (:func:`gnnbench.core.statistics.speedup`); no interval where either side has one process,
-    the bare ratio of the stored medians where either has no epoch times."""
-    from gnnbench.core.statistics import speedup
-
-    a, b = row_processes(over), row_processes(under)
-    if a is None or b is None:
-        return f"{over['epoch_time_median_s'] / under['epoch_time_median_s']:.2f}x"
-    ratio, low, high = speedup(a, b)
-    return f"{ratio:.2f}x" + ("" if low is None else f" [{low:.2f}, {high:.2f}]")
-
-
-def processes_cell(row: Mapping[str, Any]) -> str:
-    """How many processes stand behind a row's figure."""
-    p = row_processes(row)
-    return str(len(p) if p is not None else row.get("rounds") or 1)
-
-
-def stability_cell(row: Mapping[str, Any]) -> str:
-    """Why a row's figure is unstable (:meth:`~gnnbench.core.statistics.Processes.note`), empty when stable."""
-    p = row_processes(row)
-    return (p.note() or "") if p is not None else ""
 
 
 if __name__ == "__main__":

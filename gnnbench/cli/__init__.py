@@ -27,6 +27,7 @@ COMMANDS = {
     "tune": "tune",
     "verify": "verify",
     "sweep": "sweep",
+    "campaign": "campaign",
     "compare": "compare",
     "plot": "plot",
     "report": "report",

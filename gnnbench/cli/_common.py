@@ -12,7 +12,9 @@ __all__ = ["add_results_option", "open_store", "parse_options", "print_json", "r
 
 def add_results_option(parser) -> None:
     parser.add_argument("--results", metavar="PATH", default=None,
-                        help="results database (default: $GNNBENCH_RESULTS or results/gnnbench.sqlite)")
+                        help="results database (default: $GNNBENCH_RESULTS or results/gnnbench.sqlite); "
+                             "compare, plot and report also read a campaign's committed rows, "
+                             "results/rows/NAME.jsonl.gz")
 
 
 def results_path(path: str | None):

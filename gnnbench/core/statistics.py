@@ -318,7 +318,7 @@ def seed_speedup(baseline: PerSeed, system: PerSeed, *, resamples: int = RESAMPL
         drawn seed. Every system starts a seed from the same weights and
         draws the same batches, so an exact system needs the baseline's
         epochs on every seed; what differs between seeds (epochs to the
-        target ranged 19-55 on Cora GCN, results/time_to_accuracy.md) then
+        target ranged 19-55 on Cora GCN, results/studies/time_to_accuracy.md) then
         cancels in the ratio instead of widening its interval. Otherwise
         (lists, or different seeds) each side is resampled on its own.
 

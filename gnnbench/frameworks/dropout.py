@@ -20,7 +20,7 @@ Note [fused dropout]
     keep the mask for the backward) wrote the mask and read it back once more
     for the multiply; at ``[131072, 128]`` that is 64 MiB written and 128 MiB
     read per call that the fused pass does not touch
-    (``benchmarks/bench_loop_share.py``). The product is the same IEEE float
+    (``benchmarks/studies/bench_loop_share.py``). The product is the same IEEE float
     multiply by the same mask value, so every element (NaN and inf included:
     ``x * 0``, not a select) equals the mask path's, bit for bit, and PyTorch,
     which fuses, and TensorFlow, which multiplies by :func:`dropout_mask`, still

@@ -15,7 +15,7 @@ Note [fused dense ops]
     ``add(matmul(x, w), b)``, in the forward and in the backward. Only
     rounding may differ from the unfused forms (the bias is added inside the
     product's accumulation). TensorFlow composes them from its own ops.
-    ``benchmarks/bench_loop_share.py`` measures what each saves.
+    ``benchmarks/studies/bench_loop_share.py`` measures what each saves.
 
 Note [loss without a gather]
     The training loss averages over the training rows only. Gathering them
@@ -26,7 +26,7 @@ Note [loss without a gather]
     instead (``nll_loss(..., ignore_index)``) computes the same mean in one
     pass, and its backward writes the zeros directly. At 131,072 rows it took
     half the time of the gather on this machine, forward and backward
-    (``benchmarks/bench_loop_share.py``).
+    (``benchmarks/studies/bench_loop_share.py``).
 """
 from __future__ import annotations
 

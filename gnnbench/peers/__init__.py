@@ -7,7 +7,7 @@ model from PyG's ``GCNConv``/``GATConv``/``GINConv``/``SAGEConv`` and
 with gnnbench's hyperparameters and initial parameter values. Timing the
 same library both ways (``pyg`` vs ``pyg-native``, ``dgl`` vs ``dgl-native``)
 shows what each framework's own layer machinery costs in time and memory
-(``benchmarks/bench_overhead.py``).
+(``campaigns/bench_overhead.toml``).
 
 Note [native model parity]
     A native model computes the same function as gnnbench's model of the

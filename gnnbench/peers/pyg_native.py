@@ -14,7 +14,7 @@ gnnbench's canonical order, the input every PyG example uses, so PyG's
   ``i`` holds the sources of the edges into ``i``, unit values), so PyG's
   layers take their ``spmm`` path (MKL) instead of gather-scatter;
 * ``patch=isplib``: ``isplib.patch_pyg()`` before the layers are built, so that
-  path runs isplib's kernels: "PyG in two lines" (``benchmarks/bench_pyg_patch.py``). The layer loop is
+  path runs isplib's kernels: "PyG in two lines" (``campaigns/bench_pyg_patch.toml``). The layer loop is
 Note [native model parity] in :mod:`gnnbench.peers`.
 
 Differences that remain:

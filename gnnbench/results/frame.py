@@ -128,7 +128,9 @@ def load_results(path: str | os.PathLike | None = None, **filters: Any) -> "pd.D
 
     Args:
         path (str or Path, optional): the results database (default:
-            ``$GNNBENCH_RESULTS`` or ``results/gnnbench.sqlite``).
+            ``$GNNBENCH_RESULTS`` or ``results/gnnbench.sqlite``), or a campaign's committed
+            rows file (``results/rows/NAME.jsonl.gz``, Note [committed rows] in
+            :mod:`gnnbench.results.rows_file`).
         **filters: as :meth:`gnnbench.results.store.ResultsStore.rows`: ``field=value``,
             ``field=None`` for null, or a list of values, e.g.
             ``load_results(dataset="cora", system=["reference", "dgl"])``.
@@ -142,11 +144,31 @@ def load_results(path: str | os.PathLike | None = None, **filters: Any) -> "pd.D
         >>> df = gnnbench.load_results("results/sweep.sqlite", model="gcn")
         >>> df.groupby(["dataset", "system"])["epoch_time_median_s"].min()
     """
+    from gnnbench.results.rows_file import is_rows_file, read_rows
     from gnnbench.results.store import ResultsStore, default_results_path
 
+    if path is not None and is_rows_file(path):
+        return frame_from_rows(_filtered(read_rows(path), filters))
     # a reader: never creates a database or its folders (Note [store first])
     with ResultsStore(path if path is not None else default_results_path(), create=False) as store:
         return join_verification(frame_from_rows(store.rows(**filters)), store)
+
+
+def _filtered(rows: list[dict[str, Any]], filters: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``rows`` that match ``filters`` as :meth:`~gnnbench.results.store.ResultsStore.rows` matches them."""
+    from gnnbench.results.store import RUN_FIELDS
+
+    unknown = sorted(set(filters) - {f.name for f in RUN_FIELDS})
+    if unknown:
+        raise ValueError(f"unknown filter field(s) {unknown}; valid fields are {[f.name for f in RUN_FIELDS]}")
+
+    def matches(value: Any, wanted: Any) -> bool:
+        if isinstance(wanted, (list, tuple, set, frozenset)):
+            return value in wanted
+        return value is None if wanted is None else value == wanted
+
+    return sorted((r for r in rows if all(matches(r.get(k), v) for k, v in filters.items())),
+                  key=lambda r: r.get("id") or 0)
 
 
 def _clean(value: Any) -> Any:

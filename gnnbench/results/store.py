@@ -141,6 +141,12 @@ def _check_path(path: Path, create: bool) -> None:
     check_path_length(path, "results database")
     if path.is_dir():
         raise UserError(f"results database {path} is a folder: expected an SQLite file path")
+    from gnnbench.results.rows_file import is_rows_file
+
+    if is_rows_file(path):  # Note [committed rows]: read by load_results, never written run by run
+        raise UserError(f"{path} is a committed rows file, which compare, plot and report read; "
+                        + ("runs are stored in an SQLite file: pass --results PATH.sqlite" if create else
+                           "this command needs an SQLite results database"))
     if not create:
         if not path.exists():
             raise UserError(f"no results database at {path}; run `gnnbench run` or `gnnbench sweep` first, "

@@ -22,7 +22,7 @@ Note [allocator]
     gathers rows at random from an ``[N, F]`` feature matrix far larger than
     the TLB covers in 4 KiB pages, so each gathered row can cost a page walk;
     2 MiB pages cover 512 times as much. On the 16M-edge R-MAT graph
-    (``benchmarks/bench_allocators.py``, ``results/allocators_thp.md``) it
+    (``campaigns/allocators_thp.toml``, ``results/allocators_thp.md``) it
     shortens every system's epochs, isplib's SpMM-bound ones the most, and
     moves peak memory by under 10 % either way. Not the default: it changes
     every system's figures, and not alike (the random gathers of SpMM the

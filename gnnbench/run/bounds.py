@@ -2,7 +2,7 @@
 
 An SpMM's time means little across machines and papers; its achieved
 bandwidth and FLOP rate, and their share of what the machine can do, do.
-:func:`machine_bounds` measures the two bounds of ``benchmarks/bench_spmm.py``
+:func:`machine_bounds` measures the two bounds of ``benchmarks/studies/bench_spmm.py``
 (Note [effective bandwidth] there): STREAM triad and a random 256-byte row
 gather, on all threads, and caches them per machine; :func:`spmm_figures`
 turns one SpMM's time into GB/s, GFLOP/s and fractions of those bounds.

@@ -9,8 +9,8 @@ Note [pinned runs]
     nothing else running, a pinned one-thread run was faster and steadier,
     both across processes and within one; beside a process that kept the
     other CPU busy, pinning changed nothing, as if the scheduler then had
-    nowhere to move the run (figures in ``results/pinning.md``, from
-    ``benchmarks/bench_pinning.py``).
+    nowhere to move the run (figures in ``results/studies/pinning.md``, from
+    ``benchmarks/studies/bench_pinning.py``).
 
     Unpinned stays the default: two runs pinned to the same CPU at once would
     share it, and only the user knows what else the machine runs (``gnnbench

@@ -287,6 +287,9 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
 
 _SWEEP_KEYS = ("name", "results", "executor", "ray_address", "rerun", "retry_failed", "matrix", "baseline", "decide",
                "budget", "threshold")
+#: tables a campaign file may hold for ``gnnbench campaign`` (how its processes start, what it publishes:
+#: :mod:`gnnbench.campaign.declaration`); a sweep of the same file reads past them
+_CAMPAIGN_TABLES = ("setup", "publish")
 
 
 def matrix_keys() -> tuple[str, ...]:
@@ -402,7 +405,7 @@ def campaign_from_mapping(data: Mapping[str, Any], where: str = "campaign", flag
     """
     allowed = matrix_keys()
     data = _unaliased(data, where, flags)
-    unknown = sorted(set(data) - set(_SWEEP_KEYS) - set(allowed))
+    unknown = sorted(set(data) - set(_SWEEP_KEYS) - set(_CAMPAIGN_TABLES) - set(allowed))
     if unknown:
         raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
                         f"{', '.join(_SWEEP_KEYS + allowed)}")

@@ -17,8 +17,8 @@ Note [thread pools]
     forty times its one-thread figure at two threads, its optimizer (torch's
     Adam, the same code as reference's) over a hundred times reference's.
     The figures behind the choices below, each layer and wait policy and
-    the case before and after, are tables in ``results/batch_cost.md``
-    (``benchmarks/bench_batch_cost.py``).
+    the case before and after, are tables in ``results/studies/batch_cost.md``
+    (``benchmarks/studies/bench_batch_cost.py``).
 
     The pools table there says what decides it: with GNU OpenMP's default
     wait, isplib's and reference's epochs ran seconds under either numba

@@ -15,8 +15,8 @@ Note [serial below a size]
     ``parallel``, where ``prange`` is ``range``. Every section given a twin
     writes disjoint slices per iteration (or sums integers), so the twin's
     result is bit for bit the parallel one's (``tests/runtime/test_serial.py``).
-    The threshold comes from ``benchmarks/bench_batch_cost.py``
-    (``results/batch_cost.md``, table "Serial or parallel"): the platform's
+    The threshold comes from ``benchmarks/studies/bench_batch_cost.py``
+    (``results/studies/batch_cost.md``, table "Serial or parallel"): the platform's
     CSR transpose of random graphs at 2 threads, serial twin against
     parallel section, interleaved, alone and beside a busy process. Below
     2^16 edges the parallel section never won by more than noise, and lost
@@ -24,7 +24,7 @@ Note [serial below a size]
     waits for a core; by 2^20 the two were even. So sections run serially
     below 2^16 units of work, and large graphs (the 64M-edge transpose of
     Note [parallel transpose]) keep every thread. The figures:
-    ``results/batch_cost.md`` and ``results/design_figures.md``.
+    ``results/studies/batch_cost.md`` and ``results/design_figures.md``.
 
     The twin is a separate function object with its own qualified name
     (``<name>_serial``): numba's disk cache keys a compiled function by its

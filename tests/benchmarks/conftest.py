@@ -1,4 +1,4 @@
-"""Loads a script of benchmarks/ by path (benchmarks/ is not a package; each script puts _common on sys.path)."""
+"""Loads a script of benchmarks/ or benchmarks/studies/ by path (benchmarks/ is not a package; each script puts _common on sys.path)."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,7 +13,10 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 @pytest.fixture(scope="module")
 def load_benchmark():
     def load(name: str):
-        spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+        path = BENCHMARKS / f"{name}.py"
+        if not path.exists():  # a study (benchmarks/studies/)
+            path = BENCHMARKS / "studies" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

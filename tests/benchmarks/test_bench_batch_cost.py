@@ -1,4 +1,4 @@
-"""benchmarks/bench_batch_cost.py: its tables and its flags (the runs themselves train: not in tests)."""
+"""benchmarks/studies/bench_batch_cost.py: its tables and its flags (the runs themselves train: not in tests)."""
 from __future__ import annotations
 
 import pytest

@@ -65,14 +65,6 @@ def test_rounds_of_one_configuration_pool_into_one_measurement(common):
     assert pooled["b"]["rounds"] == 0 and pooled["b"]["status"] == "timeout"
 
 
-def test_rounds_pooled_are_one_number_or_the_range_the_configurations_ran(common):
-    done = {"status": "ok", "epoch_time_median_s": 1.0}
-    assert common.rounds_pooled([done | {"rounds": 2}, done | {"rounds": 2}]) == 2
-    failed = {"status": "failed", "rounds": 0}
-    assert common.rounds_pooled([done | {"rounds": 2}, done | {"rounds": 1}, failed]) == "1-2"
-    assert common.rounds_pooled([failed]) == 0
-
-
 def test_the_huge_page_campaign_runs_every_configuration_under_both_allocators(common):
     campaign = common.campaign("allocators_thp")
     assert [{c.allocator for c in m.configs} for m in campaign.matrices] == [{"tcmalloc"}, {"jemalloc-thp"}]

@@ -1,4 +1,4 @@
-"""benchmarks/bench_default_variant.py: its table and its flags (the run itself compiles kernels: not in tests)."""
+"""benchmarks/studies/bench_default_variant.py: its table and its flags (the run itself compiles kernels: not in tests)."""
 from __future__ import annotations
 
 import pytest

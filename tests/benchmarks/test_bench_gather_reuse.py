@@ -1,4 +1,4 @@
-"""benchmarks/bench_gather_reuse.py: the cache policies replayed over an SpMM's gathers, and the hit rate a target needs."""
+"""benchmarks/studies/bench_gather_reuse.py: the cache policies replayed over an SpMM's gathers, and the hit rate a target needs."""
 from __future__ import annotations
 
 import json
@@ -115,7 +115,7 @@ def test_a_quick_run_renders_every_cell_and_the_need_of_the_timed_ones(bench, tm
     (["--widths", "32,x"], "bench_gather_reuse: --widths must be whole numbers separated by commas (got '32,x')\n"),
     (["--threads", "0"], "bench_gather_reuse: --widths and --threads must be at least 1"),
     (["--spmm", "/no/such/report.json"],
-     "bench_gather_reuse: --spmm /no/such/report.json: no such file (bench_spmm.py writes results/bench_spmm.json)\n"),
+     "bench_gather_reuse: --spmm /no/such/report.json: no such file (bench_spmm.py writes results/studies/bench_spmm.json)\n"),
     (["--l2-kib", "1", "--widths", "256"], "bench_gather_reuse: half of --l2-kib 1 holds no row of width 256\n"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(bench, tmp_path, capsys, argv, message):

@@ -1,4 +1,4 @@
-"""benchmarks/bench_loop_share.py: the interleaved before/after arms, their ratios and the per-op table."""
+"""benchmarks/studies/bench_loop_share.py: the interleaved before/after arms, their ratios and the per-op table."""
 from __future__ import annotations
 
 import numpy as np

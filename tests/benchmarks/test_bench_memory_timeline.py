@@ -1,4 +1,4 @@
-"""benchmarks/bench_memory_timeline.py: the live set at the tensor peak, its report, and one real profiled epoch."""
+"""benchmarks/studies/bench_memory_timeline.py: the live set at the tensor peak, its report, and one real profiled epoch."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""benchmarks/bench_page_size.py: the same SpMM on copies placed on 4 KiB and 2 MiB pages, and its table."""
+"""benchmarks/studies/bench_page_size.py: the same SpMM on copies placed on 4 KiB and 2 MiB pages, and its table."""
 from __future__ import annotations
 
 import json

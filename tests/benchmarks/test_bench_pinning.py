@@ -1,4 +1,4 @@
-"""benchmarks/bench_pinning.py: the arms, their spreads, the speedup and the rendered table."""
+"""benchmarks/studies/bench_pinning.py: the arms, their spreads, the speedup and the rendered table."""
 from __future__ import annotations
 
 import os

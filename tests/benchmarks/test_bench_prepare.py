@@ -1,4 +1,4 @@
-"""benchmarks/bench_prepare.py: its baseline is the serial sort the parallel one must equal, and it writes its table."""
+"""benchmarks/studies/bench_prepare.py: its baseline is the serial sort the parallel one must equal, and it writes its table."""
 from __future__ import annotations
 
 import numpy as np

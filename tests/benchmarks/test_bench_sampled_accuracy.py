@@ -1,4 +1,4 @@
-"""benchmarks/bench_sampled_accuracy.py: per-seed accuracy against reference on the same blocks, and the full-graph gap."""
+"""benchmarks/studies/bench_sampled_accuracy.py: per-seed accuracy against reference on the same blocks, and the full-graph gap."""
 from __future__ import annotations
 
 import pytest

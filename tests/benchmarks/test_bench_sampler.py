@@ -1,4 +1,4 @@
-"""benchmarks/bench_sampler.py: its table of epochs, edges/s and per-round ratios to gnnbench's sampler."""
+"""benchmarks/studies/bench_sampler.py: its table of epochs, edges/s and per-round ratios to gnnbench's sampler."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""benchmarks/bench_spmm.py: its rows carry provenance and its tables read statistics from Measurement."""
+"""benchmarks/studies/bench_spmm.py: its rows carry provenance and its tables read statistics from Measurement."""
 from __future__ import annotations
 
 from pathlib import Path

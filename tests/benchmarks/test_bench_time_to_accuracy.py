@@ -1,4 +1,4 @@
-"""benchmarks/bench_time_to_accuracy.py: the three answers over seeds and the convergence check's verdicts."""
+"""benchmarks/studies/bench_time_to_accuracy.py: the three answers over seeds and the convergence check's verdicts."""
 from __future__ import annotations
 
 import math

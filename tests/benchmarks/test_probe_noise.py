@@ -1,4 +1,4 @@
-"""benchmarks/probe_noise.py: alternating samples, a table of their spread, one line for bad flags."""
+"""benchmarks/studies/probe_noise.py: alternating samples, a table of their spread, one line for bad flags."""
 from __future__ import annotations
 
 import itertools

@@ -5,7 +5,8 @@ view (forward or transposed): each gathered row read once, each output row
 written once and scaled once, by isplib's loop. Weights are ignored and
 the backward averages where it should sum, so the numbers are wrong and the
 system fails verification on purpose; only its time means something
-(``benchmarks/bench_training.py``). The mean (a free per-row scale) keeps
+(``campaigns/bench_training.toml``; Note [values in the framework share] in
+gnnbench/campaign/columns.py). The mean (a free per-row scale) keeps
 activations at the scale of the inputs: unnormalised sums grow with the
 degree at every layer, and the framework's share of the epoch then slows
 down on the overflowing values, which would muddy the bound.
@@ -14,7 +15,7 @@ It tunes on first use as isplib does, with isplib's ``tune`` hook, so that
 its mean paths (which isplib's own models seldom run at every width) get the
 tuned loop rather than the default one. Tuned or not, its SpMMs took longer
 than DGL's ``GSpMM`` over the same graph in one process
-(``results/bench_loop_share.md``: SAGE 151 vs 81 ms, GIN 183 vs 111 ms per
+(``results/studies/bench_loop_share.md``: SAGE 151 vs 81 ms, GIN 183 vs 111 ms per
 epoch), and longer than isplib's own GCN sums: it bounds gnnbench's loop
 with isplib's row loop, not what any kernel could reach.
 """

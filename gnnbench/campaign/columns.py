@@ -1,0 +1,170 @@
+"""The columns a campaign's table may declare, each by name (Note [campaign declares its tables]).
+
+A column turns an :class:`~gnnbench.campaign.entries.Entry` into a cell, given the entry of the table's
+baseline system in the same section and row group (``None`` when that has no successful run). Times are in
+milliseconds with one decimal, per-run costs in seconds with two, memory in MiB with one; a failed entry
+shows ``-`` everywhere but ``status``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gnnbench.campaign.entries import Entry
+
+__all__ = ["Column", "COLUMNS", "ratio_text", "epoch_text"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A declared column: its header (``{baseline}`` filled in), whether it is a number (right-aligned), whether
+    it reads the baseline, and how an entry becomes its cell."""
+
+    header: str
+    numeric: bool
+    cell: Callable[[Entry, Entry | None], str]
+    needs_baseline: bool = False
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f}"
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value / 2**20:.1f}"
+
+
+def epoch_text(entry: Entry) -> str:
+    """The epoch figure in ms, ``(! reason)`` when it is unsteady across or within processes."""
+    p = entry.processes
+    if not len(p):
+        return _ms(entry.median("epoch_time_median_s"))
+    unsteady = [r for r in p.instability() if not r.endswith("needed") and not r.startswith("1 process")]
+    return _ms(p.median) + (f" (! {unsteady[0]})" if unsteady else "")
+
+
+def ratio_text(baseline: Entry, entry: Entry) -> str:
+    """``baseline``'s epoch over ``entry``'s (above 1: ``entry`` is faster) with its 95 % interval from the
+    two-level bootstrap over processes (:func:`gnnbench.core.statistics.speedup`), ``1.09x [1.01, 1.17]``."""
+    from gnnbench.core.statistics import speedup
+
+    a, b = baseline.processes, entry.processes
+    if not len(a) or not len(b):
+        return f"{baseline.epoch / entry.epoch:.2f}x"
+    ratio, low, high = speedup(a, b)
+    return f"{ratio:.2f}x" + ("" if low is None else f" [{low:.2f}, {high:.2f}]")
+
+
+def _when_ok(cell: Callable[[Entry], str]) -> Callable[[Entry, Entry | None], str]:
+    return lambda e, base: cell(e) if e.ok else "-"
+
+
+def _against(cell: Callable[[Entry, Entry], str]) -> Callable[[Entry, Entry | None], str]:
+    return lambda e, base: cell(e, base) if e.ok and base is not None and base.ok else "-"
+
+
+def _share(e: Entry, base: Entry, name: str) -> str:
+    mine, theirs = e.median(name), base.median(name)
+    return "-" if mine is None or not theirs else f"{mine / theirs:.2f}"
+
+
+def _rest(e: Entry) -> str:
+    kernel = e.median("kernel_median_s")
+    return "-" if kernel is None or e.epoch is None else _ms(e.epoch - kernel)
+
+
+def _bound(e: Entry, base: Entry) -> str:
+    """The baseline's rest (epoch minus kernels) plus this row's kernel time.
+
+    Note [values in the framework share]
+        On ``floor``'s row (benchmarks/bound_systems: every SpMM replaced by
+        isplib's unweighted row mean, the least SpMM work an epoch can hold)
+        this is the bound on what any kernel system can reach in this loop: the
+        framework's share on the real model's numbers with the cheapest SpMMs.
+        floor's own epoch is no such bound: it computes wrong numbers on
+        purpose, and the framework's share depends on the numbers. GIN sums
+        over the power-law graph: its logits reach about 1e5, and the loss's
+        softmax then underflows in about 0.4M of its 1M entries every epoch,
+        23k of them to subnormals, which cost a microcode assist in every
+        multiply of the backward that reads one; floor's means keep the logits
+        near 10 and make no subnormals, so floor's rest came out 8 % below
+        isplib's for GIN while their kernel times matched. The bound takes the
+        baseline's (isplib's) rest as it is, so what isplib costs outside its
+        kernels counts against the framework, not against isplib.
+    """
+    kernel, base_kernel = e.median("kernel_median_s"), base.median("kernel_median_s")
+    if kernel is None or base_kernel is None or base.epoch is None:
+        return "-"
+    return _ms(base.epoch - base_kernel + kernel)
+
+
+def _status(e: Entry, base: Entry | None) -> str:
+    row = e.latest
+    if e.ok:
+        return "ok"
+    error = str(row.get("error") or "").splitlines()
+    return f"{row.get('status')}: {error[0]}" if error else str(row.get("status"))
+
+
+def _stability(e: Entry, base: Entry | None) -> str:
+    p = e.processes
+    return (p.note() or "") if e.ok and len(p) else ""
+
+
+def _field(name: str) -> Column:
+    from gnnbench.campaign.entries import field_of
+
+    return Column(name, False, lambda e, base: str(e[name] if e[name] is not None else field_of(e.latest, name)))
+
+
+def _phase(name: str) -> Callable[[Entry], str]:
+    return lambda e: _ms(e.median(name))
+
+
+#: every column a table may declare, by name
+COLUMNS: dict[str, Column] = {
+    **{name: _field(name) for name in ("system", "model", "dataset", "edges", "framework", "allocator",
+                                       "batching", "mode", "sampler", "options")},
+    "epoch ms": Column("epoch ms", True, _when_ok(epoch_text)),
+    "pass ms": Column("pass ms", True, _when_ok(epoch_text)),  # an inference run's "epoch" is one forward pass
+    "forward ms": Column("forward ms", True, _when_ok(_phase("forward_median_s"))),
+    "backward ms": Column("backward ms", True, _when_ok(_phase("backward_median_s"))),
+    "optimizer ms": Column("optimizer ms", True, _when_ok(_phase("optimizer_median_s"))),
+    "sample ms": Column("sample ms", True, _when_ok(_phase("sample_median_s"))),
+    "gather ms": Column("gather ms", True, _when_ok(_phase("gather_median_s"))),
+    "block prepare ms": Column("block prepare ms", True, _when_ok(_phase("block_prepare_median_s"))),
+    "kernel ms": Column("kernel ms", True, _when_ok(_phase("kernel_median_s"))),
+    "rest ms": Column("rest ms", True, _when_ok(_rest)),
+    "prepare s": Column("prepare s", True, _when_ok(lambda e: _s(e.median("prepare_time_s")))),
+    "tune s": Column("tune s", True, _when_ok(lambda e: _s(e.median("tune_time_s")))),
+    "peak MiB": Column("peak MiB", True, _when_ok(lambda e: _mib(e.median("peak_memory_bytes")))),
+    "held MiB": Column("held MiB", True, _when_ok(lambda e: _mib(e.extra_median("held_bytes")))),
+    "seeds/s": Column("seeds/s", True, _when_ok(lambda e: f"{e.median('seeds_per_s'):.0f}"
+                                                if e.median("seeds_per_s") is not None else "-")),
+    "M edges/s": Column("M edges/s", True, _when_ok(lambda e: f"{e.median('edges_per_s') / 1e6:.3f}"
+                                                    if e.median("edges_per_s") is not None else "-")),
+    "test accuracy": Column("test accuracy", True, _when_ok(lambda e: f"{e.median('test_accuracy'):.3f}"
+                                                            if e.median("test_accuracy") is not None else "-")),
+    "vs baseline": Column("vs {baseline} [95% interval]", True, _against(lambda e, b: ratio_text(b, e)),
+                          needs_baseline=True),
+    "prepare ratio": Column("prepare vs {baseline}", True,
+                            _against(lambda e, b: _share(e, b, "prepare_time_s")), needs_baseline=True),
+    "memory ratio": Column("memory vs {baseline}", True,
+                           _against(lambda e, b: _share(e, b, "peak_memory_bytes")), needs_baseline=True),
+    "baseline rest + kernel ms": Column("{baseline} rest + kernel ms", True, _against(_bound),
+                                        needs_baseline=True),
+    "allocator used": Column("allocator used", False, lambda e, base: str(e.latest.get("allocator"))),
+    "processes": Column("processes", True, lambda e, base: str(len(e.processes) or len(e.runs))),
+    "status": Column("status", False, _status),
+    "stability": Column("stability", False, _stability),
+}
+
+
+def header(name: str, baseline: Any) -> str:
+    """A declared column's header, its baseline named."""
+    return COLUMNS[name].header.format(baseline=baseline)

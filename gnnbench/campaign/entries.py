@@ -1,0 +1,149 @@
+"""A campaign's stored runs as the entries a table shows: the pooled processes of one configuration.
+
+Note [campaign entries]
+    A table row is one configuration: the values of the table's ``rows``
+    fields (``system`` among them) and of its section. Its runs are pooled as
+    ``compare`` pools them (Note [configurations] in
+    :mod:`gnnbench.results.configurations`): the latest build, its successful
+    runs, each run one process. The epoch figure is the median of the
+    per-process medians, its interval over processes (Note [between-process
+    statistics]); every other figure (a phase, preparation, tuning, peak
+    memory) is the median over the pooled runs, so a single run's figure is
+    its own. A field is read from the row, else from what the sweep asked
+    for (``extra.sweep.spec``: the *requested* allocator, not the one the
+    process ended up with), else from the hyperparameters; ``edges`` is the
+    graph's size as a label (``4M``), from an R-MAT name's ``edges=`` or the
+    stored edge count.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Entry", "entries", "field_of", "size_label", "size_value", "selected"]
+
+
+def size_label(edges: int | float) -> str:
+    """``4000000`` -> ``4M``; ``114600000`` -> ``114.6M``; ``131072`` -> ``131.072k``."""
+    return f"{edges / 1e6:g}M" if edges >= 1e6 else f"{edges / 1e3:g}k"
+
+
+def size_value(label: str) -> float:
+    """:func:`size_label` read back: ``4M`` -> ``4e6``, ``131.072k`` -> ``131072``."""
+    text = str(label)
+    return float(text[:-1]) * (1e6 if text.endswith("M") else 1e3) if text[-1:] in ("M", "k") else float(text)
+
+
+def _edges(row: Mapping[str, Any]) -> int | None:
+    dataset = str(row.get("dataset") or "")
+    if dataset.startswith("rmat:") and "edges=" in dataset:
+        params = dict(p.split("=", 1) for p in dataset.split(":", 1)[1].split(",") if "=" in p)
+        return int(params["edges"])
+    return row.get("dataset_edges")
+
+
+def _hashable(value: Any) -> Any:
+    """A table value as a key: a mapping (a run's ``options``) as ``k=v,k=v``, a list as a tuple."""
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={value[k]}" for k in sorted(value))
+    return tuple(value) if isinstance(value, list) else value
+
+
+def field_of(row: Mapping[str, Any], name: str) -> Any:
+    """A row's value of ``name`` (Note [campaign entries]); a mapping reads as ``k=v,k=v``."""
+    return _hashable(_field(row, name))
+
+
+def _field(row: Mapping[str, Any], name: str) -> Any:
+    if name == "edges":
+        edges = _edges(row)
+        return None if edges is None else size_label(edges)
+    if name == "edges_count":
+        return _edges(row)
+    extra = row.get("extra") if isinstance(row.get("extra"), Mapping) else {}
+    spec = ((extra.get("sweep") or {}).get("spec") or {}) if isinstance(extra.get("sweep"), Mapping) else {}
+    if name in spec and spec[name] is not None:
+        return spec[name]
+    if row.get(name) is not None:
+        return row[name]
+    hyper = row.get("hyperparameters") if isinstance(row.get("hyperparameters"), Mapping) else {}
+    if name in hyper:
+        return hyper[name]
+    return {"mode": "train", "batching": "full"}.get(name)
+
+
+def selected(rows: Sequence[Mapping[str, Any]], where: Sequence[tuple[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows whose fields match every ``(field, value or tuple of values)`` of ``where``."""
+    def matches(row) -> bool:
+        for name, wanted in where:
+            value = field_of(row, name)
+            if not (value in wanted if isinstance(wanted, tuple) else value == wanted):
+                return False
+        return True
+
+    return [r for r in rows if matches(r)]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One configuration's pooled runs, oldest first (Note [campaign entries])."""
+
+    key: tuple[tuple[str, Any], ...]
+    runs: tuple[Mapping[str, Any], ...]
+
+    def __getitem__(self, name: str) -> Any:
+        return dict(self.key).get(name)
+
+    @property
+    def latest(self) -> Mapping[str, Any]:
+        return self.runs[-1]
+
+    @property
+    def ok(self) -> bool:
+        return self.latest.get("status") == "ok"
+
+    @property
+    def processes(self):
+        from gnnbench.core.statistics import Processes
+
+        return Processes.from_rows(self.runs)
+
+    def median(self, name: str) -> float | None:
+        """The median over the pooled runs of a per-run figure; None when no run has it."""
+        values = [float(r[name]) for r in self.runs if isinstance(r.get(name), (int, float))]
+        return float(np.median(values)) if values else None
+
+    def extra_median(self, name: str) -> float | None:
+        """:meth:`median` of a figure kept in the runs' ``extra``."""
+        values = [float(r["extra"][name]) for r in self.runs
+                  if isinstance(r.get("extra"), Mapping) and isinstance(r["extra"].get(name), (int, float))]
+        return float(np.median(values)) if values else None
+
+    @property
+    def epoch(self) -> float | None:
+        """The epoch figure in seconds: the median of the per-process medians."""
+        p = self.processes
+        return p.median if len(p) else self.median("epoch_time_median_s")
+
+
+def entries(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> list[Entry]:
+    """The configurations of ``rows`` by ``fields`` (``system`` among them), in the order they first appear,
+    each pooled as Note [campaign entries] says."""
+    from gnnbench.results.configurations import configurations
+    from gnnbench.results.frame import frame_from_rows
+
+    if not rows:
+        return []
+    frame = frame_from_rows(rows)
+    frame["_key"] = [tuple((f, field_of(r, f)) for f in fields if f != "system") for r in rows]
+    configs, _ = configurations(frame, ["_key"])
+    out = []
+    for config in configs:
+        key = dict(config.group[0])
+        key["system"] = config.system
+        runs = tuple({k: v for k, v in r.items() if k != "_key"} for r in config.rows)
+        out.append(Entry(tuple((f, key.get(f)) for f in fields), runs))
+    return out

@@ -1,0 +1,165 @@
+"""The one renderer of published tables: a campaign's declared pages (Note [campaign declares its tables]) drawn
+from its rows, as Markdown that is the same bytes for the same rows.
+
+A page opens with its title and ``about`` text, then one generated paragraph: the settings the runs share,
+how a figure is pooled, and where the rows come from (the load their processes recorded, Note [measured under
+load], and the commits they ran at). Each table follows, one per section value when it declares ``sections``,
+and the runs that did not succeed are listed under it.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from gnnbench.campaign.columns import COLUMNS, header
+from gnnbench.campaign.declaration import Page, TableDeclaration
+from gnnbench.campaign.entries import Entry, entries, field_of, selected, size_value
+
+__all__ = ["render_page", "rows_load", "measured_note", "load_note", "commits_of"]
+
+
+def load_note(start: float, end: float, cores: int | str | None = None) -> str:
+    """The sentence every published table carries about the machine's load.
+
+    Note [measured under load]
+        The benchmark machine is shared (2 cores, other work running), so an
+        absolute time says as much about the load as about the system. The
+        sweep interleaves the runs of a campaign (Note [sweep order] in
+        gnnbench/run/sweep.py), so the load hits every system alike and the
+        ratios within one table are what a table reports.
+    """
+    return (f"Load average at start {start:.1f}, at end {end:.1f} on {cores or os.cpu_count()} cores: the machine "
+            "was shared, so absolute times were measured under load; the runs were interleaved, so the ratios "
+            "within a table are what it reports.")
+
+
+def rows_load(rows: Iterable[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """The 1-minute load before the first and after the last run, from the rows' ``machine_state``
+    (Note [machine state]); None when no row recorded it."""
+    def state(row):
+        value = row.get("machine_state")
+        return value if isinstance(value, Mapping) else {}
+
+    ordered = sorted((r for r in rows if state(r).get("load_before") and state(r).get("load_after")),
+                     key=lambda r: str(r.get("timestamp") or ""))
+    if not ordered:
+        return None
+    return state(ordered[0])["load_before"][0], state(ordered[-1])["load_after"][0]
+
+
+def commits_of(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The rows' commits, short, in first-seen order (a dirty tree stays visible)."""
+    short = (str(c)[:7] + ("-dirty" if str(c).endswith("-dirty") else "") for c in
+             (r.get("git_commit") for r in rows) if c)
+    return list(dict.fromkeys(short))
+
+
+def _cores(rows: Sequence[Mapping[str, Any]]) -> int | None:
+    for r in rows:
+        machine = r.get("machine") if isinstance(r.get("machine"), Mapping) else {}
+        if machine.get("cpu_count"):
+            return int(machine["cpu_count"])
+    return None
+
+
+def measured_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Where a page's rows come from: the load they ran under and the commits they ran at."""
+    commits = commits_of(rows)
+    named = ("commits " if len(commits) > 1 else "commit ") + (", ".join(commits) or "unknown")
+    load = rows_load(rows)
+    if load is None:
+        return f"Load not recorded. Measured at {named}."
+    # the rows' own core count, never this machine's: a page renders the same everywhere
+    return f"{load_note(*load, _cores(rows) or 'an unrecorded number of')} Measured at {named}."
+
+
+def _shared(rows: Sequence[Mapping[str, Any]], name: str, missing: str = "?") -> str:
+    """The values the rows hold in their own ``name`` (the allocator used, not the one asked for)."""
+    values = list(dict.fromkeys(str(r[name]) for r in rows if r.get(name) is not None))
+    return ", ".join(values) or missing
+
+
+def _settings(rows: Sequence[Mapping[str, Any]]) -> str:
+    ok = [r for r in rows if r.get("status") == "ok"] or list(rows)
+    return (f"Epochs {_shared(ok, 'epochs')} ({_shared(ok, 'warmup')} untimed warm-up), threads "
+            f"{_shared(ok, 'threads', 'default')}, allocator {_shared(ok, 'allocator')}, framework "
+            f"{_shared(ok, 'framework')}; "
+            "each run is its own process, and the processes of a configuration are pooled: a time is the median "
+            "of the per-process medians, a per-run figure (prepare, tune, memory) the median over them "
+            "(Note [campaign entries] in gnnbench/campaign/entries.py). `vs X` is X's time over the row's (above "
+            "1: the row is faster) with a 95 % interval from the two-level bootstrap over processes, then epochs "
+            "(Note [between-process statistics] in gnnbench/core/statistics.py); `(! ...)` and `stability` say "
+            "why a figure is unsteady, and an interval beside an unsteady figure claims nothing.")
+
+
+def _section_values(table: TableDeclaration, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+    if table.sections is None:
+        return [None]
+    values = list(dict.fromkeys(field_of(r, table.sections) for r in rows))
+    if table.sections == "edges":
+        return sorted(values, key=size_value)
+    return values
+
+
+def _ordered(found: list[Entry], table: TableDeclaration) -> list[Entry]:
+    """Rows grouped by their first field (graph sizes smallest first), systems in first-seen order."""
+    def order(entry: Entry):
+        first = entry[table.rows[0]]
+        if table.rows[0] == "edges" and first is not None:
+            return (size_value(first),)
+        return ()
+    return sorted(found, key=order)  # stable: first-seen order within a group
+
+
+def _columns(table: TableDeclaration) -> list[tuple[str, str | None]]:
+    """``(column, baseline)`` for each column shown: a ratio column once per baseline."""
+    return [(c, name) for c in table.columns
+            for name in (table.baselines if COLUMNS[c].needs_baseline else table.baselines[:1] or [None])]
+
+
+def _table_lines(table: TableDeclaration, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    from gnnbench.results.tables import Table
+
+    lines: list[str] = []
+    for value in _section_values(table, rows):
+        mine = rows if value is None else [r for r in rows if field_of(r, table.sections) == value]
+        found = _ordered(entries(mine, table.rows), table)
+        group = [f for f in table.rows if f != table.against]
+        columns = _columns(table)
+        base = {(name, tuple(e[f] for f in group)): e for name in table.baselines for e in found
+                if e[table.against] == name}
+        cells = [[COLUMNS[c].cell(e, base.get((name, tuple(e[f] for f in group)))) for c, name in columns]
+                 for e in found]
+        if value is not None:
+            lines += [f"### {table.sections} {value}" if table.title else f"## {value}", ""]
+        rendered = Table([header(c, name) for c, name in columns], cells,
+                         [COLUMNS[c].numeric for c, _ in columns]).render("markdown").rstrip("\n")
+        lines += [rendered, ""]
+        failed = [e for e in found if not e.ok]
+        if failed:
+            lines += ["Not successful:", ""]
+            lines += [f"- {' '.join(str(v) for _, v in e.key)}: {COLUMNS['status'].cell(e, None)}" for e in failed]
+            lines.append("")
+    return lines
+
+
+def render_page(page: Page, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The Markdown of ``page`` drawn from ``rows`` (every stored process of the campaign)."""
+    lines = [f"# {page.title}", ""]
+    if page.about:
+        lines += [page.about.strip(), ""]
+    shown = [r for t in page.tables for r in selected(rows, t.where)]
+    unique = list({id(r): r for r in shown}.values())
+    lines += [f"{_settings(unique)} {measured_note(unique)}", ""]
+    for table in page.tables:
+        mine = selected(rows, table.where)
+        if table.title:
+            lines += [f"## {table.title}", ""]
+        if table.about:
+            lines += [table.about.strip(), ""]
+        if not mine:
+            lines += ["No rows.", ""]
+            continue
+        lines += _table_lines(table, mine)
+    return "\n".join(lines).rstrip("\n") + "\n"
