@@ -366,6 +366,13 @@ class MachineState:
     cpu_freq_mhz: float | None = _null_key("the allowed CPUs' mean current frequency in MHz at the window's end "
                                       "(`scaling_cur_freq`, else `/proc/cpuinfo`)")
     governor: str | None = _null_key("their cpufreq governor(s) (`scaling_governor`), comma-separated when they differ")
+    randomize_va_space: int | None = _null_key(
+        "the kernel's address-space randomisation (`/proc/sys/kernel/randomize_va_space`, as pyperf's `system "
+        "show` reads it): 0 none, 1 conservative (stack, mmap, vDSO), 2 full (the brk heap too) (Note [ASLR state] "
+        "in gnnbench/run/machine_state.py)")
+    aslr_personality_off: bool | None = _null_key(
+        "whether the worker ran with the `ADDR_NO_RANDOMIZE` personality (`setarch -R`), which turns randomisation "
+        "off for it and what it starts whatever the kernel's setting (`/proc/self/personality`)")
     unreadable: dict[str, str] | None = _null_key("key -> why it could not be read, for each key left null for that "
                                              "reason")
 
