@@ -73,7 +73,7 @@ def test_aslr_off_for_this_process_is_shown_with_advice(tmp_path):
     report = run(1.0, probe=fake_probe(tmp_path), sleep=quiet, allocator="tcmalloc")
     assert "ASLR        off for this process (ADDR_NO_RANDOMIZE personality, setarch -R); kernel: full " \
            "randomization (randomize_va_space 2)" in render(report).splitlines()
-    assert report.advice[-1] == ("address-space randomisation is off: every run gets the same memory layout, which can "
+    assert report.advice[-2] == ("address-space randomisation is off: every run gets the same memory layout, which can "
                                 "favour one system every time; leave it on and measure more processes (Note [ASLR "
                                 "state])")
 
