@@ -291,6 +291,8 @@ class Extra:
     blocks_note: str | None = None
     time_to_accuracy: TimeToAccuracy | None = None  # Note [time to accuracy]
     thread_pools: ThreadPools | None = None      # Note [thread pools]
+    process_start: str | None = None             # Note [cheap processes]: fresh or fork
+    warm_parent: str | None = None               # the parent a forked process came from
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not declare, as they came
 
     def as_dict(self) -> dict[str, Any]:
@@ -515,7 +517,11 @@ class RunResult:
         + _keys_text(SpmmKernelFigures) + "; see Note [spmm figures] and Note [bounds in a run] in gnnbench/run/bounds.py. "
         "A run with `--target-accuracy` has `time_to_accuracy`, " + _keys_text(TimeToAccuracy) + "; see Note [time "
         "to accuracy] in gnnbench/run/target.py. A successful run has `thread_pools`, what its thread pools ran "
-        "under, " + _keys_text(ThreadPools) + "; see Note [thread pools] in gnnbench/run/thread_pools.py.")
+        "under, " + _keys_text(ThreadPools) + "; see Note [thread pools] in gnnbench/run/thread_pools.py. A run in a process of its own has "
+        "`process_start`: `fresh` for a new Python process, `fork` for one forked from a warm parent that had "
+        "imported the framework, the system and the dataset; a forked one has `warm_parent`, the same for every "
+        "fork of one parent (forks of one parent share its memory layout); see Note [cheap processes] in "
+        "gnnbench/run/warm.py.")
     stderr: str | None = outcome(
         "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
         "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")
