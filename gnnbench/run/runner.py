@@ -60,9 +60,10 @@ from gnnbench.run.thread_pools import pool_environment
 from gnnbench.results.store import utc_now
 
 __all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail", "kill_group", "write_spec", "Outcome",
-           "outcome_row"]
+           "outcome_row", "reading_events", "SPEC_LIMIT"]
 
-_UNSET: Any = object()
+#: the default of a limit argument: the spec's own ``timeout`` or ``memory_limit``
+SPEC_LIMIT: Any = object()
 
 
 def worker_env(threads: int | None, allocator: str = "auto") -> dict[str, str]:
@@ -139,7 +140,7 @@ def _keep_log(path: Path, spec: RunConfig) -> str | None:
         return None
 
 
-def _reading(fd: int | None, on_event):
+def reading_events(fd: int | None, on_event):
     """An :class:`~gnnbench.run.events.EventReader` on ``fd``, or nothing when no events were asked for."""
     from contextlib import nullcontext
 
@@ -151,8 +152,8 @@ def worker_command(spec_path: Path, result_path: Path) -> list[str]:
     return [sys.executable, "-m", "gnnbench.run.worker", str(spec_path), str(result_path)]
 
 
-def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _UNSET,
-             memory_limit_bytes: int | None = _UNSET,
+def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = SPEC_LIMIT,
+             memory_limit_bytes: int | None = SPEC_LIMIT,
              on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run ``spec`` and return its row (never raises for a failing system when isolated).
 
@@ -167,8 +168,8 @@ def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _U
         on_event (callable, optional): receives the run's progress events as they happen, e.g. to draw
             a bar; best effort (Note [progress channel]); default: none are sent.
     """
-    timeout_s = spec.timeout if timeout_s is _UNSET else timeout_s
-    memory_limit = spec.memory_limit if memory_limit_bytes is _UNSET else memory_limit_bytes
+    timeout_s = spec.timeout if timeout_s is SPEC_LIMIT else timeout_s
+    memory_limit = spec.memory_limit if memory_limit_bytes is SPEC_LIMIT else memory_limit_bytes
     if not isolate:
         return train(spec, on_event=on_event)
     started = utc_now()
@@ -179,7 +180,7 @@ def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _U
         events_read, events_write = os.pipe() if on_event is not None else (None, None)
         if events_write is not None:
             env[EVENTS_FD_ENV] = str(events_write)
-        with open(err_path, "wb") as err_file, _reading(events_read, on_event):
+        with open(err_path, "wb") as err_file, reading_events(events_read, on_event):
             try:
                 proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=err_file, stderr=err_file,
                                         start_new_session=True, pass_fds=() if events_write is None else (events_write,))
