@@ -268,12 +268,11 @@ class WarmParent:
             with open(err_path, "wb") as err_file, reading_events(events_read, on_event):
                 try:
                     fds = [err_file.fileno()] + ([events_write] if events_write is not None else [])
-                    request = {"spec": str(spec_path), "result": str(result_path)}
-                    socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
+                    pid = self._fork({"spec": str(spec_path), "result": str(result_path)}, fds)
                 finally:
                     if events_write is not None:
                         os.close(events_write)  # the child holds the write end now: its exit ends the reader
-                outcome = self._await(timeout_s)
+                outcome = self._await(pid, timeout_s)
             if outcome is None:
                 return failure_row(spec, "crashed", "the warm parent died during the run (its log: "
                                    f"{'; '.join(stderr_tail(self._log_text(), 3)) or 'empty'})",
@@ -281,16 +280,26 @@ class WarmParent:
                                    {"process_start": "fork", "warm_parent": self.id})
             return outcome_row(spec, started, outcome, result_path, err_path, timeout_s, memory_limit)
 
-    def _await(self, timeout_s: float | None) -> Outcome | None:
-        """The child's outcome; None when the parent died first (it is closed then, and restarts on the next run)."""
-        try:
-            reply = self._receive(GRACE_S)
+    def _fork(self, request: dict[str, str], fds: list[int]) -> int:
+        """Ask the parent to fork a child for ``request`` with ``fds`` (stderr, events); returns its pid. A parent
+        found dead before it forked (killed between runs) is started again once: nothing of the run ran yet."""
+        for attempt in (1, 2):
+            try:
+                socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
+                reply = self._receive(GRACE_S)
+            except (OSError, EOFError) as err:
+                if attempt == 2:
+                    raise RuntimeError(f"the warm parent died before forking the run, twice ({err!r})") from None
+                self.close()
+                self.start()
+                continue
             if "unsafe" in reply:
                 raise ForkUnsafe(reply["unsafe"])
-            pid = reply["pid"]
-        except (TimeoutError, EOFError):
-            self.close()
-            return None
+            return reply["pid"]
+        raise AssertionError("unreachable")
+
+    def _await(self, pid: int, timeout_s: float | None) -> Outcome | None:
+        """The child's outcome; None when the parent died first (it is closed then, and restarts on the next run)."""
         timed_out = False
         try:
             try:
