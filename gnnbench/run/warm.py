@@ -92,6 +92,7 @@ Note [cheap processes]
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
@@ -350,9 +351,8 @@ def _prepare(configs: Sequence[RunConfig]) -> None:
     A failure here is left for the child to meet and report as a fresh worker would."""
     import numpy as np
 
-    import gnnbench.run.harness  # noqa: F401 -- the loops and the platform
-    import gnnbench.run.sampled  # noqa: F401
-    import gnnbench.check.run_check  # noqa: F401
+    for module in _PLATFORM_MODULES:  # the loops and what they import on first use
+        _quietly(importlib.import_module, module)
     from gnnbench.datasets import load_dataset
     from gnnbench.frameworks import get_frontend
     from gnnbench.runtime.sut import system_under_test
@@ -368,16 +368,27 @@ def _prepare(configs: Sequence[RunConfig]) -> None:
         _quietly(load_dataset, key[0], data_dir=key[1], index_dtype=np.dtype(key[2]))  # built, or mapped once
 
 
+#: what a run imports, much of it on first use inside the loop: imported once in the parent
+_PLATFORM_MODULES = ("gnnbench.run.harness", "gnnbench.run.sampled", "gnnbench.run.worker", "gnnbench.check.run_check",
+                     "gnnbench.run.bounds", "gnnbench.run.environment", "gnnbench.run.record",
+                     "gnnbench.results.frame", "gnnbench.runtime.kernel_clock", "gnnbench.frameworks.dropout")
+
+
 def _platform_kernels() -> None:
-    """Load the platform's cached numba kernels as the harness's transpose warm-up does, serially: that warm-up
-    sizes its blocks by numba's thread count, which starts numba's pool, so each child still runs it, now
-    without the cache loads (Note [cheap processes])."""
+    """Load or compile the platform's numba kernels every run calls, on inputs small enough that each runs its
+    serial twin (Note [serial below a size]), so no pool starts: the CSR transpose (the harness's warm-up sizes
+    its blocks by numba's thread count, which starts numba's pool, so each child still runs that warm-up, now
+    without the loads) and dropout (Note [cheap processes])."""
     import numpy as np
 
+    from gnnbench.frameworks.dropout import dropout_apply
     from gnnbench.runtime.csr_transpose import transpose_csr
 
     for dtype in (np.int32, np.int64):
         transpose_csr(np.array([0, 1, 1], dtype=np.int64), np.array([1], dtype=dtype), 2, blocks=1)
+    for dtype in (np.float32, np.float64):
+        x = np.ones(4, dtype=dtype)
+        dropout_apply(0, 0, x, 0.5, np.empty_like(x))
 
 
 def _quietly(action, *args, **kwargs) -> None:
