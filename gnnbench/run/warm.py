@@ -100,7 +100,8 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ from gnnbench.run.runner import (SPEC_LIMIT, Outcome, failure_row, kill_group, o
 from gnnbench.run.scratch import run_folder
 from gnnbench.results.store import utc_now
 
-__all__ = ["WarmParent", "ForkUnsafe", "PROCESS_STARTS", "process_settings"]
+__all__ = ["WarmParent", "ForkUnsafe", "PROCESS_STARTS", "process_settings", "measurement_processes"]
 
 #: values of ``extra.process_start``: a new Python process, or a fork of a warm parent (Note [cheap processes])
 PROCESS_STARTS = ("fresh", "fork")
@@ -338,6 +339,29 @@ class WarmParent:
             return self._log.read_text(errors="replace")
         except (OSError, AttributeError):
             return ""
+
+
+@contextmanager
+def measurement_processes(start: str, configs: Sequence[RunConfig]) -> Iterator[Callable[..., dict[str, Any]]]:
+    """A callable with :func:`~gnnbench.run.runner.run_task`'s arguments (less ``isolate``) that runs each
+    measurement in a process started as ``start`` says: ``fresh`` (``run_task``) or ``fork`` (one
+    :class:`WarmParent` of ``configs``, ended on leaving), so a command takes ``--start`` with one line::
+
+        with measurement_processes(args.start, [spec]) as run:
+            row = run(spec, on_event=display)
+
+    Raises:
+        ValueError: ``start`` is not one of :data:`PROCESS_STARTS`, or as :class:`WarmParent`.
+    """
+    if start not in PROCESS_STARTS:
+        raise ValueError(f"process start must be one of {', '.join(PROCESS_STARTS)} (got {start!r})")
+    if start == "fresh":
+        from gnnbench.run.runner import run_task
+
+        yield run_task
+        return
+    with WarmParent(configs) as parent:
+        yield parent.run
 
 
 # -------------------------------------------------------------------- the parent process

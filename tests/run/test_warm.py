@@ -136,3 +136,14 @@ def test_a_parent_with_a_started_pool_refuses_to_fork(monkeypatch):
     assert ForkUnsafe.__mro__[1] is RuntimeError
     monkeypatch.setattr("gnnbench.run.thread_pools.numba_pool_started", lambda: True)
     assert warm._unsafe(99) == "the warm parent started numba's thread pool before forking"
+
+
+def test_measurement_processes_gives_one_callable_for_either_start(monkeypatch):
+    from gnnbench.run import runner
+    from gnnbench.run.warm import measurement_processes
+
+    with measurement_processes("fresh", [_config()]) as run:
+        assert run is runner.run_task
+    with pytest.raises(ValueError, match="process start must be one of fresh, fork"):
+        with measurement_processes("spawn", [_config()]):
+            pass
