@@ -12,6 +12,8 @@ round interleaved (the order of the three rotates each round) so that they share
   started once;
 * ``fork, parent per round``: the round's two processes forks of a parent started for that round
   (:meth:`WarmParent.renew`), the design Note [cheap processes] argues keeps intervals honest.
+* ``fork, spare parent per round``: the same with ``WarmParent(spare=True)``: the next round's parent
+  prepares beside the runs, on a CPU they are not pinned to (Note [a spare parent]).
 
 For each: the per-process overhead (wall seconds of a process less its timed epochs, plus its share of its
 parent's start), the median epoch, and the spread of process medians across processes and within them
@@ -34,7 +36,7 @@ from _common import (ROOT, Parser, Table, campaign, count, load_generator, measu
 
 SYSTEMS_DIR = ROOT / "benchmarks" / "aa_systems"
 PAIR = ("aa_one", "aa_two")
-WAYS = ("fresh", "fork, one parent", "fork, parent per round")
+WAYS = ("fresh", "fork, one parent", "fork, parent per round", "fork, spare parent per round")
 TOY_DATASET = "sbm:nodes=400,classes=3,features=16,degree=8"
 
 
@@ -60,10 +62,10 @@ class Ways:
 
         self.pair = list(pair)
         self.one = WarmParent(self.pair)
-        self.per_round = WarmParent(self.pair)
+        self.per_round = {"fork, parent per round": WarmParent(self.pair),
+                          "fork, spare parent per round": WarmParent(self.pair, spare=True)}
         self.one_start_s = self._start(self.one)
-        self.one_runs = 0
-        self.round_start_s = 0.0
+        self.round_start_s = dict.fromkeys(self.per_round, 0.0)
 
     @staticmethod
     def _start(parent) -> float:
@@ -72,9 +74,11 @@ class Ways:
         return time.perf_counter() - start
 
     def new_round(self) -> None:
-        """A fresh parent for the per-round way (its start is shared by the round's processes)."""
-        self.per_round.close()
-        self.round_start_s = self._start(self.per_round)
+        """A fresh parent for each per-round way (the wait for it is shared by the round's processes)."""
+        for way, parent in self.per_round.items():
+            start = time.perf_counter()
+            parent.renew()
+            self.round_start_s[way] = time.perf_counter() - start
 
     def run(self, way: str, spec) -> tuple[dict, float]:
         from gnnbench.run.runner import run_task
@@ -85,13 +89,14 @@ class Ways:
         elif way == "fork, one parent":
             row = self.one.run(spec)
         else:
-            row = self.per_round.run(spec)
+            row = self.per_round[way].run(spec)
         wall = time.perf_counter() - start
         return row, wall
 
     def close(self) -> None:
         self.one.close()
-        self.per_round.close()
+        for parent in self.per_round.values():
+            parent.close()
 
 
 def measure(args, pair: Sequence) -> None:
@@ -103,12 +108,12 @@ def measure(args, pair: Sequence) -> None:
         with ResultsStore(store_of(args)) as store:
             for r in range(args.rounds):
                 ways.new_round()
-                order = WAYS[r % 3:] + WAYS[:r % 3]  # rotate, so no way always runs first
+                order = WAYS[r % len(WAYS):] + WAYS[:r % len(WAYS)]  # rotate, so no way always runs first
                 for way in order:
                     for spec in (pair if r % 2 == 0 else pair[::-1]):  # ABBA within a way
                         row, wall = ways.run(way, spec)
-                        parent_s = {"fresh": 0.0, "fork, one parent": None,
-                                    "fork, parent per round": ways.round_start_s / len(pair)}[way]
+                        parent_s = (0.0 if way == "fresh" else None if way == "fork, one parent" else
+                                    ways.round_start_s[way] / len(pair))
                         row.setdefault("extra", {})
                         row["extra"] = {**(row["extra"] or {}), "bench": {
                             "way": way, "round": r, "wall_s": wall, "parent_share_s": parent_s,
@@ -168,7 +173,7 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
         f"{meta.get('cpus')}, systems `aa_one` and `aa_two` (built identically) as each round's pair, the three "
         "ways interleaved round by round. Overhead: a process's wall seconds, as its caller waits for it, less "
         "its timed epochs, plus its share of its warm parent's start (all of one parent's processes share it; "
-        "a round's two share the per-round parent's). Spread across processes: the standard deviation of the "
+        "a round's two share the wait for the per-round parent). Spread across processes: the standard deviation of the "
         "process medians over their mean; within: the median of each process's IQR / median "
         "(gnnbench.core.statistics.Processes). "
         "What a fork keeps and loses: Note [cheap processes] in gnnbench/run/warm.py." + toy, "",

@@ -56,11 +56,13 @@ Note [cheap processes]
     Measured by ``benchmarks/bench_process_start.py`` (results/process_start.md),
     on the A/A configuration: the wall time per process and the spread of
     process medians across (a) fresh processes, (b) forks of one parent,
-    (c) forks with a fresh parent per round of two. Figures: to be measured
-    on a quiet machine (``python benchmarks/bench_process_start.py
-    --processes 40``); at toy scale on a busy machine the overhead per
-    process fell from seconds (fresh) to tens of milliseconds (forks of one
-    parent) plus the parent's start divided over a round (c).
+    (c) forks with a fresh parent per round of two, (d) the same with a
+    spare parent (Note [a spare parent]). Figures: to be measured on a
+    quiet machine (``python benchmarks/bench_process_start.py --rounds
+    20``). At toy scale (``--toy``, a 400-node graph) on this project's
+    machine at load 7-9, the overhead per process was 8.6 s fresh, 0.35 s
+    a fork plus the parent's start shared by its processes: about 7 s for
+    a per-round parent, shared by a round's two processes.
 
     **No thread pool before the fork.** A fork copies only the calling
     thread; a library whose pool was started in the parent (GNU OpenMP's,
@@ -89,6 +91,22 @@ Note [cheap processes]
     included). Its exit status becomes the row's status as a fresh
     worker's does (Note [exit statuses]); a crash of the child leaves the
     parent serving; a parent that died is started again for the next run.
+
+Note [a spare parent]
+    With a fresh parent per round, each round waits for a parent's
+    preparation (``import torch`` and the rest), a second or more, which
+    the round's processes share. ``WarmParent(configs, spare=True)``
+    launches the next parent as soon as one starts serving, so it prepares
+    while the round's processes run and :meth:`WarmParent.renew` finds it
+    ready. The price is a neighbour during the measurement: an importing
+    process reads files and uses a CPU. So the spare prepares pinned to the
+    allowed CPUs that the configurations are not pinned to (CPU 0 beside
+    the A/A configuration's CPU 1), and a spare is an option, off by
+    default; unpinned runs get it unpinned. Whether the neighbour moves the
+    figures is for ``benchmarks/bench_process_start.py`` to show (its way
+    ``fork, spare parent per round``). Once prepared, a spare sleeps on its
+    socket and costs nothing. Its children are pinned as the runs say, not
+    where it prepared.
 """
 from __future__ import annotations
 
@@ -147,6 +165,75 @@ def process_settings(configs: Sequence[RunConfig]) -> tuple[int | None, str, str
     return configs[0].threads, configs[0].allocator, cpus.pop() if len(cpus) == 1 else None
 
 
+class _ParentProcess:
+    """One warm parent process: launched at once, ready when its preparation reports (:meth:`ready`)."""
+
+    def __init__(self, configs: Sequence[RunConfig], env: dict[str, str], cpus: str | None,
+                 prepare_cpus: str | None = None):
+        self._scratch = run_folder()
+        folder = self._scratch.__enter__()
+        configs_path, self.log = Path(folder, "configs.json"), Path(folder, "parent.stderr")
+        configs_path.write_text(json.dumps({"configs": [c.as_dict() for c in configs], "cpus": cpus,
+                                            "prepare_cpus": prepare_cpus}))
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "gnnbench.run.warm", str(theirs.fileno()), str(configs_path)], env=env,
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                    pass_fds=(theirs.fileno(),))
+        finally:
+            theirs.close()
+        self.id: str | None = None
+
+    def ready(self) -> None:
+        """Wait until the parent has prepared; closes it and raises as :class:`WarmParent` says otherwise."""
+        try:
+            ready = self.receive(START_TIMEOUT_S)
+        except (TimeoutError, EOFError) as err:
+            why = "took too long to prepare" if isinstance(err, TimeoutError) else "exited while preparing"
+            tail = "; ".join(stderr_tail(self.log_text(), 6))
+            self.close()
+            raise RuntimeError(f"the warm parent {why}" + (f": {tail}" if tail else "")) from None
+        if ready.get("unsafe"):
+            self.close()
+            raise ForkUnsafe(ready["unsafe"])
+        self.id = ready["id"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def receive(self, timeout_s: float | None) -> dict[str, Any]:
+        """The parent's next message; ``TimeoutError`` after ``timeout_s``, ``EOFError`` when it is gone."""
+        self.sock.settimeout(timeout_s)
+        try:
+            message = self.sock.recv(_MESSAGE)
+        except socket.timeout:
+            raise TimeoutError from None
+        except OSError:
+            raise EOFError from None
+        if not message:
+            raise EOFError
+        return json.loads(message)
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """End the parent (it exits when its socket closes; killed after :data:`GRACE_S`) and its group."""
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(self.proc.pid)
+        self.proc.wait()
+        self._scratch.__exit__(None, None, None)
+
+
 class WarmParent:
     """A warm parent process that forks one measurement process per :meth:`run` (Note [cheap processes]).
 
@@ -159,22 +246,23 @@ class WarmParent:
     Args:
         configs (sequence of RunConfig): the runs it will fork: it imports their frameworks and systems and
             loads their datasets; they must share ``threads`` and ``allocator``.
+        spare (bool): keep the next parent preparing while this one serves, so that :meth:`renew` finds it
+            ready (Note [a spare parent]); default: False, a parent prepares only when needed.
 
-    Raises (on entering, or on :meth:`run` when it must start the parent again):
+    Raises (on entering, or on :meth:`run` or :meth:`renew` when it must start a parent):
         ValueError: configurations that cannot share one parent.
         UserError: an allocator that is not installed.
         ForkUnsafe: the parent started threads while preparing.
         RuntimeError: the parent failed to start (its stderr's last lines in the message).
     """
 
-    def __init__(self, configs: Sequence[RunConfig]):
+    def __init__(self, configs: Sequence[RunConfig], spare: bool = False):
         self.configs = list(configs)
         self.threads, self.allocator, self.cpus = process_settings(self.configs)
-        self.id: str | None = None    # ``extra.warm_parent`` of its rows; new with each parent
-        self.starts = 0               # parents started so far
-        self._proc: subprocess.Popen | None = None
-        self._sock: socket.socket | None = None
-        self._folder = None
+        self.spare = spare
+        self.starts = 0               # parents started so far (a spare counts once it serves)
+        self._parent: _ParentProcess | None = None
+        self._spare: _ParentProcess | None = None
 
     # ---------------------------------------------------------------- the parent's life
     def __enter__(self) -> "WarmParent":
@@ -185,64 +273,51 @@ class WarmParent:
         self.close()
 
     def start(self) -> None:
-        """Start a fresh parent and wait until it has prepared (a no-op if one is running)."""
-        if self._proc is not None:
+        """Start a parent and wait until it has prepared (a no-op if one is serving)."""
+        if self._parent is not None:
             return
-        env = worker_env(self.threads, self.allocator)  # raises UserError for an allocator not installed
-        self._folder = run_folder()
-        folder = self._folder.__enter__()
-        configs_path, log_path = Path(folder, "configs.json"), Path(folder, "parent.stderr")
-        configs_path.write_text(json.dumps({"configs": [c.as_dict() for c in self.configs], "cpus": self.cpus}))
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        parent, self._spare = self._spare or self._launch(), None
         try:
-            with open(log_path, "wb") as log:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "gnnbench.run.warm", str(theirs.fileno()), str(configs_path)], env=env,
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                    pass_fds=(theirs.fileno(),))
+            parent.ready()
         finally:
-            theirs.close()
-        self._sock, self._log = ours, log_path
+            if self.spare:
+                self._spare = self._launch(beside=True)
+        self._parent = parent
         self.starts += 1
-        try:
-            ready = self._receive(START_TIMEOUT_S)
-        except (TimeoutError, EOFError) as err:
-            why = "took too long to prepare" if isinstance(err, TimeoutError) else "exited while preparing"
-            tail = "; ".join(stderr_tail(self._log_text(), 6))
-            self.close()
-            raise RuntimeError(f"the warm parent {why}" + (f": {tail}" if tail else "")) from None
-        self.id = ready["id"]
-        if ready.get("unsafe"):
-            self.close()
-            raise ForkUnsafe(ready["unsafe"])
 
     def renew(self) -> None:
-        """End this parent and start a fresh one: a new memory layout for the runs that follow (Note [cheap
-        processes]: a fresh parent per round)."""
-        self.close()
+        """End this parent and serve from a fresh one: a new memory layout for the runs that follow (Note [cheap
+        processes]: a fresh parent per round); with ``spare``, the one that has been preparing."""
+        self._end_parent()
         self.start()
 
     def close(self) -> None:
-        """End the parent (it exits when its socket closes; killed after :data:`GRACE_S`) and its group."""
-        proc, self._proc = self._proc, None
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-        if proc is not None:
-            try:
-                proc.wait(timeout=GRACE_S)
-            except subprocess.TimeoutExpired:
-                pass
-            kill_group(proc.pid)
-            proc.wait()
-        if self._folder is not None:
-            self._folder.__exit__(None, None, None)
-            self._folder = None
+        """End the parent and the spare, leaving no process behind."""
+        self._end_parent()
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
+
+    def _end_parent(self) -> None:
+        if self._parent is not None:
+            self._parent.close()
+            self._parent = None
+
+    def _launch(self, beside: bool = False) -> _ParentProcess:
+        """A parent process, preparing; ``beside`` a serving one, on CPUs its runs do not use where there are
+        any (Note [a spare parent])."""
+        env = worker_env(self.threads, self.allocator)  # raises UserError for an allocator not installed
+        return _ParentProcess(self.configs, env, self.cpus, _other_cpus(self.configs) if beside else None)
+
+    @property
+    def id(self) -> str | None:
+        """``extra.warm_parent`` of the rows of the serving parent; new with each parent."""
+        return self._parent.id if self._parent is not None else None
 
     @property
     def pid(self) -> int | None:
-        """The parent's process id while it runs."""
-        return self._proc.pid if self._proc is not None else None
+        """The serving parent's process id."""
+        return self._parent.proc.pid if self._parent is not None else None
 
     # ---------------------------------------------------------------- one measurement
     def run(self, spec: RunConfig, on_event: Callable[[RunEvent], None] | None = None,
@@ -258,9 +333,8 @@ class WarmParent:
         if (spec.threads, spec.allocator) != (self.threads, self.allocator):
             raise ValueError(f"this warm parent runs threads={self.threads}, allocator={self.allocator}; the run "
                              f"asks for threads={spec.threads}, allocator={spec.allocator}")
-        if self._proc is None or self._proc.poll() is not None:  # never started, or died: a fresh one
-            self.close()
-            self.start()
+        if self._parent is None or not self._parent.alive():  # never started, or died: a fresh one
+            self.renew()
         timeout_s = spec.timeout if timeout_s is SPEC_LIMIT else timeout_s
         memory_limit = spec.memory_limit if memory_limit_bytes is SPEC_LIMIT else memory_limit_bytes
         started = utc_now()
@@ -274,26 +348,26 @@ class WarmParent:
                 finally:
                     if events_write is not None:
                         os.close(events_write)  # the child holds the write end now: its exit ends the reader
+                ident, log = self.id, self._parent.log_text()
                 outcome = self._await(pid, timeout_s)
             if outcome is None:
                 return failure_row(spec, "crashed", "the warm parent died during the run (its log: "
-                                   f"{'; '.join(stderr_tail(self._log_text(), 3)) or 'empty'})",
+                                   f"{'; '.join(stderr_tail(log, 3)) or 'empty'})",
                                    err_path.read_text(errors="replace"), started,
-                                   {"process_start": "fork", "warm_parent": self.id})
+                                   {"process_start": "fork", "warm_parent": ident})
             return outcome_row(spec, started, outcome, result_path, err_path, timeout_s, memory_limit)
 
     def _fork(self, request: dict[str, str], fds: list[int]) -> int:
         """Ask the parent to fork a child for ``request`` with ``fds`` (stderr, events); returns its pid. A parent
-        found dead before it forked (killed between runs) is started again once: nothing of the run ran yet."""
+        found dead before it forked (killed between runs) is replaced once: nothing of the run ran yet."""
         for attempt in (1, 2):
             try:
-                socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
-                reply = self._receive(GRACE_S)
+                socket.send_fds(self._parent.sock, [json.dumps(request).encode()], fds)
+                reply = self._parent.receive(GRACE_S)
             except (OSError, EOFError) as err:
                 if attempt == 2:
                     raise RuntimeError(f"the warm parent died before forking the run, twice ({err!r})") from None
-                self.close()
-                self.start()
+                self.renew()
                 continue
             if "unsafe" in reply:
                 raise ForkUnsafe(reply["unsafe"])
@@ -301,18 +375,18 @@ class WarmParent:
         raise AssertionError("unreachable")
 
     def _await(self, pid: int, timeout_s: float | None) -> Outcome | None:
-        """The child's outcome; None when the parent died first (it is closed then, and restarts on the next run)."""
-        timed_out = False
+        """The child's outcome; None when the parent died first (it is ended then; the next run starts one)."""
+        ident, timed_out = self.id, False
         try:
             try:
-                status = self._receive(timeout_s)["exit"]
+                status = self._parent.receive(timeout_s)["exit"]
             except TimeoutError:
                 timed_out = True
                 kill_group(pid)  # Note [process group]
-                status = self._receive(GRACE_S)["exit"]
+                status = self._parent.receive(GRACE_S)["exit"]
         except (TimeoutError, EOFError):
             kill_group(pid)
-            self.close()
+            self._end_parent()
             return None
         except BaseException:  # interrupted: leave no child behind
             kill_group(pid)
@@ -320,25 +394,19 @@ class WarmParent:
             raise
         finally:
             kill_group(pid)  # stragglers left in the child's group
-        return Outcome(timed_out, status, "fork", {"warm_parent": self.id})
+        return Outcome(timed_out, status, "fork", {"warm_parent": ident})
 
-    def _receive(self, timeout_s: float | None) -> dict[str, Any]:
-        self._sock.settimeout(timeout_s)
-        try:
-            message = self._sock.recv(_MESSAGE)
-        except socket.timeout:
-            raise TimeoutError from None
-        except OSError:
-            raise EOFError from None
-        if not message:
-            raise EOFError
-        return json.loads(message)
 
-    def _log_text(self) -> str:
-        try:
-            return self._log.read_text(errors="replace")
-        except (OSError, AttributeError):
-            return ""
+def _other_cpus(configs: Sequence[RunConfig]) -> str | None:
+    """The allowed CPUs that none of ``configs`` is pinned to, as a list; None when they are unpinned or use
+    every allowed CPU (Note [a spare parent])."""
+    from gnnbench.run.machine_state import cpulist, parse_cpulist
+
+    if any(c.cpus is None for c in configs):
+        return None
+    free = set(os.sched_getaffinity(0)) - set().union(*(parse_cpulist(c.cpus) for c in configs))
+    return cpulist(free) if free else None
+
 
 
 @contextmanager
@@ -515,9 +583,15 @@ def main(argv: list[str] | None = None) -> int:
     settings = json.loads(Path(argv[1]).read_text())
     from gnnbench.run import worker
 
-    worker.limit_and_pin({"cpus": settings["cpus"]})  # dies with the caller; pinned as its children will be
+    allowed = os.sched_getaffinity(0)
+    # dies with the caller; prepares where it was told (a spare: beside the runs), else where its children run
+    worker.limit_and_pin({"cpus": settings.get("prepare_cpus") or settings["cpus"]})
     baseline = _blas_threads()
     _prepare([RunConfig.from_dict(c) for c in settings["configs"]])
+    os.sched_setaffinity(0, allowed)  # its children start where a fresh worker would, then pin themselves
+    from gnnbench.run.pinning import pin
+
+    pin(settings["cpus"])
     ident = f"{os.uname().nodename}:{os.getpid()}:{time.time_ns()}"
     control.send(json.dumps({"id": ident, "unsafe": _unsafe(baseline)}).encode())
     return _serve(control, baseline)

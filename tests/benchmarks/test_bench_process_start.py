@@ -31,8 +31,9 @@ def _rows():
 
 
 def test_each_way_is_summarised_with_its_overhead_and_parents(bench):
-    fresh, one, per_round = bench.summarise(_rows())
-    assert [s["way"] for s in (fresh, one, per_round)] == list(bench.WAYS)
+    fresh, one, per_round, spare = bench.summarise(_rows())
+    assert [s["way"] for s in (fresh, one, per_round, spare)] == list(bench.WAYS)
+    assert spare == {"way": "fork, spare parent per round", "processes": 0}  # not in these rows
     assert fresh["processes"] == one["processes"] == per_round["processes"] == 4
     assert (fresh["parents"], one["parents"], per_round["parents"]) == (4, 1, 2)
     timed = fresh["timed_s"]

@@ -106,16 +106,18 @@ def test_a_parent_that_died_is_started_again_for_the_next_run(parent):
     assert row["status"] == "ok" and parent.id != old_id and parent.pid != old_pid
 
 
-def test_leaving_ends_the_parent_and_leaves_no_process_behind(monkeypatch):
+def test_leaving_ends_the_parent_and_its_spare_and_leaves_no_process_behind(monkeypatch):
+    """Note [a spare parent]: the next parent prepares while one serves, and renewing serves from it."""
     monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(SWEEP_SYSTEMS))
-    with WarmParent([_config("hanger")]) as warm:
-        pid = warm.pid
+    with WarmParent([_config("hanger")], spare=True) as warm:
+        pid, spare = warm.pid, warm._spare.proc.pid
         assert warm.run(_config("hanger"), timeout_s=1)["status"] == "timeout"
         first = warm.id
         warm.renew()  # a fresh parent: a new layout for the next round
-        assert warm.id != first and not _alive(pid) and warm.starts == 2
-        pid = warm.pid
-    assert not _alive(pid) and warm.pid is None
+        assert warm.id != first and warm.pid == spare and not _alive(pid) and warm.starts == 2
+        pid, spare = warm.pid, warm._spare.proc.pid
+        assert _alive(spare)
+    assert not _alive(pid) and not _alive(spare) and warm.pid is None
 
 
 def test_configurations_one_process_cannot_share_are_refused():
