@@ -173,8 +173,8 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
         f"{meta.get('cpus')}, systems `aa_one` and `aa_two` (built identically) as each round's pair, the three "
         "ways interleaved round by round. Overhead: a process's wall seconds, as its caller waits for it, less "
         "its timed epochs, plus its share of its warm parent's start (all of one parent's processes share it; "
-        "a round's two share the wait for the per-round parent). Spread across processes: the standard deviation of the "
-        "process medians over their mean; within: the median of each process's IQR / median "
+        "a round's two share the wait for the per-round parent). Spread across processes: the standard deviation "
+        "of the process medians over their mean; within: the median of each process's IQR / median "
         "(gnnbench.core.statistics.Processes). "
         "What a fork keeps and loses: Note [cheap processes] in gnnbench/run/warm.py." + toy, "",
         Table(header, rows, [False] + [True] * 8).render("markdown").rstrip("\n"), "",

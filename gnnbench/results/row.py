@@ -517,8 +517,8 @@ class RunResult:
         + _keys_text(SpmmKernelFigures) + "; see Note [spmm figures] and Note [bounds in a run] in gnnbench/run/bounds.py. "
         "A run with `--target-accuracy` has `time_to_accuracy`, " + _keys_text(TimeToAccuracy) + "; see Note [time "
         "to accuracy] in gnnbench/run/target.py. A successful run has `thread_pools`, what its thread pools ran "
-        "under, " + _keys_text(ThreadPools) + "; see Note [thread pools] in gnnbench/run/thread_pools.py. A run in a process of its own has "
-        "`process_start`: `fresh` for a new Python process, `fork` for one forked from a warm parent that had "
+        "under, " + _keys_text(ThreadPools) + "; see Note [thread pools] in gnnbench/run/thread_pools.py. A run in "
+        "a process of its own has `process_start`: `fresh` for a new Python process, `fork` for one forked from a warm parent that had "
         "imported the framework, the system and the dataset; a forked one has `warm_parent`, the same for every "
         "fork of one parent (forks of one parent share its memory layout); see Note [cheap processes] in "
         "gnnbench/run/warm.py.")

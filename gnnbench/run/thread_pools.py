@@ -69,8 +69,8 @@ import sys
 
 from gnnbench.results.row import ThreadPools
 
-__all__ = ["NUMBA_LAYER", "WAIT_POLICY", "INTEROP_THREADS", "pool_environment", "configure_this_process", "numba_pool_started",
-           "pools_in_use"]
+__all__ = ["NUMBA_LAYER", "WAIT_POLICY", "INTEROP_THREADS", "pool_environment", "configure_this_process",
+           "numba_pool_started", "pools_in_use"]
 
 #: Note [thread pools]: numba's threading layer in every run.
 NUMBA_LAYER = "workqueue"

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from gnnbench.results.row import MachineState, RunResult
-from gnnbench.run.machine_state import (MachineWindow, Probe, aslr_on, cpulist, parse_personality, other_cpu, parse_cfs_quota, parse_cpu_max,
+from gnnbench.run.machine_state import (MachineWindow, Probe, aslr_on, cpulist, other_cpu, parse_cfs_quota,
+                                        parse_cpu_max, parse_personality,
                                         parse_cpuinfo_mhz, parse_cpulist, parse_loadavg, parse_proc_stat,
                                         thread_running)
 

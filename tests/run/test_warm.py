@@ -65,7 +65,8 @@ def test_a_forked_row_has_the_shape_of_a_fresh_one_and_says_how_it_started(paren
     assert set(row) == set(in_process)
     assert set(row["extra"]) - set(in_process["extra"]) == {"process_start", "warm_parent"}
     assert row["extra"]["process_start"] == "fork" and row["extra"]["warm_parent"] == parent.id
-    assert row["extra"]["thread_pools"] == {  # the child's pools, sized in the child as a worker's (Note [thread pools])
+    # the child's pools, sized in the child as a worker's (Note [thread pools])
+    assert row["extra"]["thread_pools"] == {
         "threads": 1, "numba_layer": "workqueue", "numba_threads": 1, "omp_wait_policy": "PASSIVE", "torch_threads": 1,
         "torch_interop_threads": 1}
     assert events == [RunEvent("prepare")] + [RunEvent("epoch", i, 3, 1) for i in (1, 2, 3)]
