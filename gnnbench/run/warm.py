@@ -515,12 +515,17 @@ def _unsafe(baseline: int) -> str | None:
     return None
 
 
-def _child(request: dict[str, Any], fds: list[int], control: socket.socket) -> None:
+def _child(request: dict[str, Any], fds: list[int], control: socket.socket, parent: int) -> None:
     """The forked measurement process: the worker's steps, then exit with the worker's status. Never returns."""
     code = 1
     try:
         control.close()
         os.setsid()  # a group of its own (Note [process group])
+        from gnnbench.run import worker
+
+        worker.die_with_parent()
+        if os.getppid() != parent:  # the parent died before the death signal was asked for: nobody waits
+            os._exit(1)
         err = fds[0]
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -530,8 +535,6 @@ def _child(request: dict[str, Any], fds: list[int], control: socket.socket) -> N
             os.close(fd)
         if len(fds) > 1:
             os.environ[EVENTS_FD_ENV] = str(fds[1])
-        from gnnbench.run import worker
-
         data = json.loads(Path(request["spec"]).read_text())
         worker.limit_and_pin(data)
         worker.write_row(worker.run_spec(data), request["result"])
@@ -566,9 +569,10 @@ def _serve(control: socket.socket, baseline: int) -> int:
             continue
         sys.stdout.flush()
         sys.stderr.flush()
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child(json.loads(message), fds, control)
+            _child(json.loads(message), fds, control, me)
         for fd in fds:
             os.close(fd)
         control.send(json.dumps({"pid": pid}).encode())

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to kill this worker when its parent dies, so a cancelled sweep leaves no orphan."""
     try:
         import ctypes
@@ -36,7 +36,7 @@ def limit_and_pin(data: dict) -> None:
     if data.get("memory_limit"):
         limit = int(data["memory_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _die_with_parent()
+    die_with_parent()
     from gnnbench.run.pinning import pin
 
     pin(data.get("cpus"))  # before any framework starts a thread (Note [pinned runs])

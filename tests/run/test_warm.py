@@ -33,6 +33,18 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _gone(pids: list[int], within_s: float = 10.0) -> bool:
+    """Whether every process of ``pids`` has ended within ``within_s`` (a death signal is not instant)."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while any(_alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _children_of(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -105,6 +117,33 @@ def test_a_parent_that_died_is_started_again_for_the_next_run(parent):
     os.kill(old_pid, signal.SIGKILL)  # between runs: the next run is not lost
     row = parent.run(_config())
     assert row["status"] == "ok" and parent.id != old_id and parent.pid != old_pid
+
+
+def test_a_parent_killed_mid_run_takes_its_child_along_and_the_row_says_so(parent):
+    """PR_SET_PDEATHSIG: the child dies with its parent, which dies with the caller; nothing is left behind."""
+    import threading
+
+    pid, ident = parent.pid, parent.id
+    children: list[int] = []
+
+    def kill_parent_once_its_child_runs():
+        import time
+
+        for _ in range(200):
+            children.extend(_children_of(pid))
+            if children:
+                break
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_parent_once_its_child_runs)
+    killer.start()
+    row = parent.run(_config("hanger"), timeout_s=60)
+    killer.join()
+    assert row["status"] == "crashed" and row["error"].startswith("the warm parent died during the run")
+    assert row["extra"]["process_start"] == "fork" and row["extra"]["warm_parent"] == ident
+    assert children and _gone(children)
+    assert parent.run(_config())["status"] == "ok"  # a fresh parent serves the next run
 
 
 def test_leaving_ends_the_parent_and_its_spare_and_leaves_no_process_behind(monkeypatch):
