@@ -36,7 +36,9 @@ Note [cheap processes]
       inherits its parent's, and since the child allocates in the same
       order from the same allocator state (tcmalloc's or jemalloc's,
       inherited too) its tensors land at the same virtual addresses in
-      every fork. Issue 54 measured that layout is a large part of the
+      every fork (checked under tcmalloc: two forks of one parent got a
+      NumPy array, a torch tensor and a Python object at the same
+      addresses; two parents at different ones). Issue 54 measured that layout is a large part of the
       spread (10-12 % with ASLR, 6-8 % under ``setarch -R``): forks of
       one parent sample it once. Also shared: Python's hash seed (set
       orders), the imports' order and what the parent's preparation left
@@ -51,7 +53,11 @@ Note [cheap processes]
       cancels in part, and rounds sample layouts as fresh processes do.
       The parent's start (the imports) is then paid once per round instead
       of once per process. Rows say which parent they came from
-      (``extra.warm_parent``), so statistics can group them.
+      (``extra.warm_parent``), so statistics can group them. (Not built:
+      shifting each child's later allocations by a random number of pages,
+      a cheap re-draw of the data's layout within one parent, though not
+      of the code's; the benchmark would show whether it restores the
+      fresh processes' spread.)
 
     Measured by ``benchmarks/bench_process_start.py`` (results/process_start.md),
     on the A/A configuration: the wall time per process and the spread of
