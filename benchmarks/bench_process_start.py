@@ -17,9 +17,9 @@ round interleaved (the order of the three rotates each round) so that they share
 
 For each: the per-process overhead (wall seconds of a process less its timed epochs, plus its share of its
 parent's start), the median epoch, and the spread of process medians across processes and within them
-(:class:`gnnbench.core.statistics.Processes`). Every process's row is kept in ``results/process_start.sqlite``
+(:class:`gnnbench.core.statistics.Processes`). Every process's row is kept in ``results/process_start_*.sqlite``
 (``extra.bench``: its way and round). ``--toy`` runs a tiny graph instead, only to prove the script works.
-Writes results/process_start.{md,json}.
+Writes results/process_start_{quiet,loaded}.{md,json} (rows in the .sqlite of the same name).
 """
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ TOY_DATASET = "sbm:nodes=400,classes=3,features=16,degree=8"
 
 
 def store_of(args) -> Path:
-    return ROOT / "results" / ("tmp/process_start_toy.sqlite" if args.toy else "process_start.sqlite")
+    """Each condition's rows apart (a toy run's in results/tmp/), so that a quiet table pools quiet processes."""
+    name = f"process_start_{args.condition}" if not args.toy else "tmp/process_start_toy"
+    return ROOT / "results" / f"{name}.sqlite"
 
 
 def configs(toy: bool, rounds: int) -> list:
@@ -205,7 +207,7 @@ def _run(args) -> int:
                       cpus=config.cpus, rounds=args.rounds, condition=args.condition, toy=args.toy,
                       measured=f"{args.condition}: " + measured_note(rows_load(rows) if load[0] is None else load,
                                                                    commits))
-    out = args.out if not args.toy or args.out != _DEFAULT_OUT else str(ROOT / "results" / "tmp" / "process_start_toy")
+    out = args.out if args.out != _DEFAULT_OUT else str(store_of(args).with_suffix(""))
     write_results(out, {"meta": meta, "ways": summaries}, render(summaries, meta))
     return 0
 
@@ -222,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--toy", action="store_true",
                         help="a tiny graph and 6 epochs, to prove the script works (its own store and output)")
     parser.add_argument("--render-only", action="store_true", help="render the stored rows; run nothing")
-    parser.add_argument("--out", type=out_path, default=_DEFAULT_OUT, help="output path without suffix")
+    parser.add_argument("--out", type=out_path, default=_DEFAULT_OUT,
+                        help="output path without suffix (default: results/process_start_CONDITION)")
     return run_script("bench_process_start", parser, _run, argv)
 
 

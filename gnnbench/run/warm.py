@@ -59,7 +59,7 @@ Note [cheap processes]
       of the code's; the benchmark would show whether it restores the
       fresh processes' spread.)
 
-    Measured by ``benchmarks/bench_process_start.py`` (results/process_start.md),
+    Measured by ``benchmarks/bench_process_start.py`` (results/process_start_quiet.md),
     on the A/A configuration: the wall time per process and the spread of
     process medians across (a) fresh processes, (b) forks of one parent,
     (c) forks with a fresh parent per round of two, (d) the same with a
