@@ -188,6 +188,10 @@ class _ParentProcess:
                     [sys.executable, "-m", "gnnbench.run.warm", str(theirs.fileno()), str(configs_path)], env=env,
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                     pass_fds=(theirs.fileno(),))
+        except BaseException:
+            self.sock.close()
+            self._scratch.__exit__(None, None, None)
+            raise
         finally:
             theirs.close()
         self.id: str | None = None
@@ -272,7 +276,11 @@ class WarmParent:
 
     # ---------------------------------------------------------------- the parent's life
     def __enter__(self) -> "WarmParent":
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *_) -> None:
@@ -283,13 +291,11 @@ class WarmParent:
         if self._parent is not None:
             return
         parent, self._spare = self._spare or self._launch(), None
-        try:
-            parent.ready()
-        finally:
-            if self.spare:
-                self._spare = self._launch(beside=True)
+        parent.ready()  # closes it and raises when it could not prepare
         self._parent = parent
         self.starts += 1
+        if self.spare:  # the next one prepares while this one serves (Note [a spare parent])
+            self._spare = self._launch(beside=True)
 
     def renew(self) -> None:
         """End this parent and serve from a fresh one: a new memory layout for the runs that follow (Note [cheap

@@ -189,3 +189,11 @@ def test_measurement_processes_gives_one_callable_for_either_start(monkeypatch):
     with pytest.raises(ValueError, match="process start must be one of fresh, fork"):
         with measurement_processes("spawn", [_config()]):
             pass
+
+
+def test_a_parent_that_cannot_prepare_is_an_error_naming_its_last_words(monkeypatch):
+    monkeypatch.setattr("sys.executable", "/bin/sh")  # `sh -m gnnbench.run.warm ...`: sh says why it cannot
+    said = r"^the warm parent exited while preparing: .*cannot open gnnbench\.run\.warm"
+    with pytest.raises(RuntimeError, match=said):
+        with WarmParent([_config()], spare=True):
+            pass
