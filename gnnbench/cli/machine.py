@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from ._common import print_json
 
 HELP = ("show this machine's state now (load, other processes' CPU share, affinity, quota, frequency, governor, "
-        "allocator, SMT) and what to do about it without root")
+        "allocator, SMT, ASLR) and what to do about it without root")
 
 
 def add_arguments(p) -> None:
@@ -75,6 +75,11 @@ def advice(state, allocator: str, smt: bool | None) -> list[str]:
     if allocator == "system":
         out.append("no tcmalloc or jemalloc: runs use the C library's malloc, which hands large tensors back to the "
                    "kernel every epoch (Note [allocator]); Debian: apt-get install libtcmalloc-minimal4")
+    from gnnbench.run.machine_state import aslr_on
+
+    if aslr_on(state) is False:
+        out.append("address-space randomisation is off: every run gets the same memory layout, which can favour "
+                   "one system every time; leave it on and measure more processes (Note [ASLR state])")
     if smt:
         out.append("SMT is on: two hardware threads share a core; for --threads N pin runs to one CPU of each core "
                    "(--cpus, see /sys/devices/system/cpu/cpu*/topology/thread_siblings_list)")
@@ -102,11 +107,26 @@ def render(report: MachineReport) -> str:
         ("governor", s.governor or unknown("governor")),
         ("allocator", report.allocator),
         ("SMT", {True: "on", False: "off", None: "unknown"}[report.smt]),
+        ("ASLR", _aslr(s, unknown)),
     ]
     lines = [f"{name:<11} {value}" for name, value in rows]
     lines += ["", "advice:", *(f"  * {line}" for line in report.advice)] if report.advice else \
         ["", "nothing to do: the machine is quiet"]
     return "\n".join(lines)
+
+
+#: ``randomize_va_space`` in words, as pyperf's ``system show`` says it
+_RANDOMISATION = {0: "no randomization", 1: "conservative randomization", 2: "full randomization"}
+
+
+def _aslr(s, unknown) -> str:
+    """The ASLR line (Note [ASLR state]): the kernel's setting and this process's personality."""
+    space = s.randomize_va_space
+    kernel = (f"{_RANDOMISATION.get(space, 'setting')} (randomize_va_space {space})" if space is not None
+              else unknown("randomize_va_space"))
+    if s.aslr_personality_off:
+        return f"off for this process (ADDR_NO_RANDOMIZE personality, setarch -R); kernel: {kernel}"
+    return kernel
 
 
 def _cpus(text: str | None) -> frozenset[int]:

@@ -291,6 +291,8 @@ class Extra:
     blocks_note: str | None = None
     time_to_accuracy: TimeToAccuracy | None = None  # Note [time to accuracy]
     thread_pools: ThreadPools | None = None      # Note [thread pools]
+    process_start: str | None = None             # Note [cheap processes]: fresh or fork
+    warm_parent: str | None = None               # the parent a forked process came from
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not declare, as they came
 
     def as_dict(self) -> dict[str, Any]:
@@ -366,6 +368,13 @@ class MachineState:
     cpu_freq_mhz: float | None = _null_key("the allowed CPUs' mean current frequency in MHz at the window's end "
                                       "(`scaling_cur_freq`, else `/proc/cpuinfo`)")
     governor: str | None = _null_key("their cpufreq governor(s) (`scaling_governor`), comma-separated when they differ")
+    randomize_va_space: int | None = _null_key(
+        "the kernel's address-space randomisation (`/proc/sys/kernel/randomize_va_space`, as pyperf's `system "
+        "show` reads it): 0 none, 1 conservative (stack, mmap, vDSO), 2 full (the brk heap too) (Note [ASLR state] "
+        "in gnnbench/run/machine_state.py)")
+    aslr_personality_off: bool | None = _null_key(
+        "whether the worker ran with the `ADDR_NO_RANDOMIZE` personality (`setarch -R`), which turns randomisation "
+        "off for it and what it starts whatever the kernel's setting (`/proc/self/personality`)")
     unreadable: dict[str, str] | None = _null_key("key -> why it could not be read, for each key left null for that "
                                              "reason")
 
@@ -508,7 +517,11 @@ class RunResult:
         + _keys_text(SpmmKernelFigures) + "; see Note [spmm figures] and Note [bounds in a run] in gnnbench/run/bounds.py. "
         "A run with `--target-accuracy` has `time_to_accuracy`, " + _keys_text(TimeToAccuracy) + "; see Note [time "
         "to accuracy] in gnnbench/run/target.py. A successful run has `thread_pools`, what its thread pools ran "
-        "under, " + _keys_text(ThreadPools) + "; see Note [thread pools] in gnnbench/run/thread_pools.py.")
+        "under, " + _keys_text(ThreadPools) + "; see Note [thread pools] in gnnbench/run/thread_pools.py. A run in "
+        "a process of its own has `process_start`: `fresh` for a new Python process, `fork` for one forked from a warm parent that had "
+        "imported the framework, the system and the dataset; a forked one has `warm_parent`, the same for every "
+        "fork of one parent (forks of one parent share its memory layout); see Note [cheap processes] in "
+        "gnnbench/run/warm.py.")
     stderr: str | None = outcome(
         "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
         "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")

@@ -28,6 +28,19 @@ Note [machine state]
 
     The share above which ``gnnbench run`` warns is :data:`~gnnbench.core.stability.OTHER_CPU_LIMIT`
     (Note [stability thresholds]).
+
+Note [ASLR state]
+    Part of the spread across processes is memory layout: with address-space randomisation off (``setarch
+    -R``) the spread of the A/A configuration's process medians fell from 10-12 % to 6-8 % (issue 54). Off is
+    not the honest setting (one fixed layout can favour one system every time), but rows measured with it off
+    are a different experiment, so every row records it, as pyperf's ``system show`` does:
+    ``randomize_va_space`` is the kernel's setting (``/proc/sys/kernel/randomize_va_space``: 0 none, 1
+    conservative, 2 full), and ``aslr_personality_off`` whether the worker itself runs with the
+    ``ADDR_NO_RANDOMIZE`` personality (``/proc/self/personality``, bit :data:`ADDR_NO_RANDOMIZE`), which
+    ``setarch -R`` sets and every child inherits: it turns randomisation off for that process whatever the
+    kernel says. Randomisation is on for a run only when the first is above 0 and the second false
+    (:func:`aslr_on`). A forked measurement process (Note [cheap processes] in :mod:`gnnbench.run.warm`)
+    reads the same files; what it inherits of its parent's layout is that Note's subject.
 """
 from __future__ import annotations
 
@@ -42,7 +55,10 @@ from gnnbench.results.row import MachineState
 
 __all__ = ["CpuTimes", "ProcStat", "parse_proc_stat", "parse_cpulist", "cpulist", "parse_loadavg",
            "parse_cpu_max", "parse_cfs_quota", "parse_cpuinfo_mhz", "thread_running", "other_cpu", "Probe",
-           "MachineWindow", "machine_now"]
+           "MachineWindow", "machine_now", "ADDR_NO_RANDOMIZE", "parse_personality", "aslr_on"]
+
+#: the personality bit that turns address-space randomisation off (``<linux/personality.h>``; Note [ASLR state])
+ADDR_NO_RANDOMIZE = 0x0040000
 
 
 @dataclass(frozen=True)
@@ -140,6 +156,19 @@ def parse_cpuinfo_mhz(text: str, cpus: Iterable[int]) -> float | None:
         elif key == "cpu MHz" and processor in wanted:
             found.append(float(value))
     return sum(found) / len(found) if found else None
+
+
+def parse_personality(text: str) -> bool:
+    """Whether ``/proc/PID/personality`` text (hex) has :data:`ADDR_NO_RANDOMIZE` set (Note [ASLR state])."""
+    return bool(int(text.strip(), 16) & ADDR_NO_RANDOMIZE)
+
+
+def aslr_on(state: MachineState) -> bool | None:
+    """Whether address-space randomisation was on for the run of ``state``; None when it is not known."""
+    space, off = state.randomize_va_space, state.aslr_personality_off
+    if space == 0 or off:
+        return False
+    return None if space is None or off is None else True
 
 
 def thread_running(stat_text: str) -> bool:
@@ -252,11 +281,12 @@ class Probe:
             for key in ("cpu_freq_mhz", "governor"):
                 self._note(key, "the allowed CPUs are unknown")
         runnable = self._runnable(before, after)
+        space, personality_off = self.aslr()
         return MachineState(
             load_before=before.load, load_after=after.load, window_s=after.at - before.at,
             other_cpu_share=share, steal_share=steal, other_cpu_seconds=seconds, runnable_threads=runnable,
             cpus_allowed=cpulist(cpus) if cpus else None, cpu_quota=quota, cpu_freq_mhz=freq, governor=governor,
-            unreadable=dict(self.unreadable) or None)
+            randomize_va_space=space, aslr_personality_off=personality_off, unreadable=dict(self.unreadable) or None)
 
     def _allowed(self, stat: ProcStat | None) -> frozenset[int]:
         try:
@@ -322,6 +352,20 @@ class Probe:
             self._note("governor", "no cpufreq under /sys/devices/system/cpu (a VM, or a kernel without it)")
             return None
         return ",".join(sorted(found))
+
+    def aslr(self) -> tuple[int | None, bool | None]:
+        """``(randomize_va_space, aslr_personality_off)`` of this process (Note [ASLR state]); a value that
+        cannot be read is None, with its reason."""
+        space = personality_off = None
+        try:
+            space = int(self._text("proc/sys/kernel/randomize_va_space").strip())
+        except (OSError, ValueError) as err:
+            self._note("randomize_va_space", _why(err))
+        try:
+            personality_off = parse_personality(self._text("proc/self/personality"))
+        except (OSError, ValueError) as err:
+            self._note("aslr_personality_off", _why(err))
+        return space, personality_off
 
     def smt(self) -> bool | None:
         """Whether simultaneous multithreading is on (``/sys/devices/system/cpu/smt/active``); None if unknown."""

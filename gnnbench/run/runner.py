@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from gnnbench.run.allocator import resolve_allocator
@@ -58,9 +59,11 @@ from gnnbench.run.scratch import run_folder
 from gnnbench.run.thread_pools import pool_environment
 from gnnbench.results.store import utc_now
 
-__all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail"]
+__all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail", "kill_group", "write_spec", "Outcome",
+           "outcome_row", "reading_events", "SPEC_LIMIT"]
 
-_UNSET: Any = object()
+#: the default of a limit argument: the spec's own ``timeout`` or ``memory_limit``
+SPEC_LIMIT: Any = object()
 
 
 def worker_env(threads: int | None, allocator: str = "auto") -> dict[str, str]:
@@ -115,9 +118,10 @@ def _describe_exit(code: int, stderr: str, memory_limit: int | None) -> tuple[st
     return "crashed", f"worker exited with status {code}"
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(pid: int) -> None:
+    """Kill the process group ``pid`` leads, stragglers and all (Note [process group]); nothing if it is gone."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -136,7 +140,7 @@ def _keep_log(path: Path, spec: RunConfig) -> str | None:
         return None
 
 
-def _reading(fd: int | None, on_event):
+def reading_events(fd: int | None, on_event):
     """An :class:`~gnnbench.run.events.EventReader` on ``fd``, or nothing when no events were asked for."""
     from contextlib import nullcontext
 
@@ -148,8 +152,8 @@ def worker_command(spec_path: Path, result_path: Path) -> list[str]:
     return [sys.executable, "-m", "gnnbench.run.worker", str(spec_path), str(result_path)]
 
 
-def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _UNSET,
-             memory_limit_bytes: int | None = _UNSET,
+def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = SPEC_LIMIT,
+             memory_limit_bytes: int | None = SPEC_LIMIT,
              on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run ``spec`` and return its row (never raises for a failing system when isolated).
 
@@ -164,20 +168,19 @@ def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _U
         on_event (callable, optional): receives the run's progress events as they happen, e.g. to draw
             a bar; best effort (Note [progress channel]); default: none are sent.
     """
-    timeout_s = spec.timeout if timeout_s is _UNSET else timeout_s
-    memory_limit = spec.memory_limit if memory_limit_bytes is _UNSET else memory_limit_bytes
+    timeout_s = spec.timeout if timeout_s is SPEC_LIMIT else timeout_s
+    memory_limit = spec.memory_limit if memory_limit_bytes is SPEC_LIMIT else memory_limit_bytes
     if not isolate:
         return train(spec, on_event=on_event)
     started = utc_now()
     with run_folder() as tmp:  # killed runs' folders are cleaned up here (Note [run folders])
-        spec_path, result_path, err_path = Path(tmp, "spec.json"), Path(tmp, "result.json"), Path(tmp, "stderr")
-        spec_path.write_text(json.dumps({**spec.as_dict(), "memory_limit": memory_limit}))
+        spec_path, result_path, err_path = write_spec(tmp, spec, memory_limit)
         cmd = worker_command(spec_path, result_path)
         env = worker_env(spec.threads, spec.allocator)
         events_read, events_write = os.pipe() if on_event is not None else (None, None)
         if events_write is not None:
             env[EVENTS_FD_ENV] = str(events_write)
-        with open(err_path, "wb") as err_file, _reading(events_read, on_event):
+        with open(err_path, "wb") as err_file, reading_events(events_read, on_event):
             try:
                 proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=err_file, stderr=err_file,
                                         start_new_session=True, pass_fds=() if events_write is None else (events_write,))
@@ -190,26 +193,57 @@ def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = _U
             except subprocess.TimeoutExpired:
                 timed_out = True
             except BaseException:  # interrupted: leave no worker behind
-                _kill_group(proc)
+                kill_group(proc.pid)
                 proc.wait()
                 raise
             finally:
-                _kill_group(proc)  # Note [process group]
+                kill_group(proc.pid)  # Note [process group]
             proc.wait()
-        stderr = err_path.read_text(errors="replace")
-        row = None
-        if not timed_out and result_path.exists():
-            row = json.loads(result_path.read_text())
-            if row.get("status") == "ok" or bad_input_error(row) is not None:
-                return row  # bad input: its one line says it all, no log kept (Note [bad input in a worker])
-        kept = _keep_log(err_path, spec)
-        extra = {"stderr_path": kept} if kept else None
-        if timed_out:
-            return failure_row(spec, "timeout", f"run exceeded its time limit of {timeout_s:g} s", stderr,
-                               started, extra)
-        if row is not None:  # an expected failure the worker wrote itself
-            row["stderr"] = (row.get("stderr") or stderr)[-20000:] or None
-            row["extra"] = {**(row.get("extra") or {}), **(extra or {})}
+        return outcome_row(spec, started, Outcome(timed_out, proc.returncode, "fresh"), result_path, err_path,
+                           timeout_s, memory_limit)
+
+
+def write_spec(folder: str | os.PathLike, spec: RunConfig, memory_limit: int | None) -> tuple[Path, Path, Path]:
+    """Write what a measurement process reads into ``folder``; returns the paths of the spec, of the result it
+    writes and of its stderr log."""
+    spec_path, result_path, err_path = Path(folder, "spec.json"), Path(folder, "result.json"), Path(folder, "stderr")
+    spec_path.write_text(json.dumps({**spec.as_dict(), "memory_limit": memory_limit}))
+    return spec_path, result_path, err_path
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a measurement process ended: killed at its time limit, else its exit status as ``Popen.returncode``
+    gives it (minus the signal that killed it), and how it started (``extra.process_start``: ``fresh`` or
+    ``fork``; Note [cheap processes] in :mod:`gnnbench.run.warm`)."""
+
+    timed_out: bool
+    returncode: int | None
+    process_start: str
+    extra: dict | None = None  # more of ``extra`` for every row of this process (the warm parent's id)
+
+
+def outcome_row(spec: RunConfig, started: str, outcome: Outcome, result_path: Path, err_path: Path,
+                timeout_s: float | None, memory_limit: int | None) -> dict[str, Any]:
+    """The row of a measurement process that has ended, from what it wrote and how it ended (Note [exit
+    statuses], Note [bad input in a worker]); every row says how its process started."""
+    started_as = {"process_start": outcome.process_start, **(outcome.extra or {})}
+    stderr = err_path.read_text(errors="replace") if err_path.exists() else ""
+    row = None
+    if not outcome.timed_out and result_path.exists():
+        row = json.loads(result_path.read_text())
+        if row.get("status") == "ok" or bad_input_error(row) is not None:
+            # bad input: its one line says it all, no log kept (Note [bad input in a worker])
+            row["extra"] = {**(row.get("extra") or {}), **started_as}
             return row
-        status, error = _describe_exit(proc.returncode, stderr, memory_limit)
-        return failure_row(spec, status, error, stderr, started, extra)
+    kept = _keep_log(err_path, spec)
+    extra = {**({"stderr_path": kept} if kept else {}), **started_as}
+    if outcome.timed_out:
+        return failure_row(spec, "timeout", f"run exceeded its time limit of {timeout_s:g} s", stderr,
+                           started, extra)
+    if row is not None:  # an expected failure the worker wrote itself
+        row["stderr"] = (row.get("stderr") or stderr)[-20000:] or None
+        row["extra"] = {**(row.get("extra") or {}), **extra}
+        return row
+    status, error = _describe_exit(outcome.returncode, stderr, memory_limit)
+    return failure_row(spec, status, error, stderr, started, extra)

@@ -70,7 +70,7 @@ import sys
 from gnnbench.results.row import ThreadPools
 
 __all__ = ["NUMBA_LAYER", "WAIT_POLICY", "INTEROP_THREADS", "pool_environment", "configure_this_process",
-           "pools_in_use"]
+           "numba_pool_started", "pools_in_use"]
 
 #: Note [thread pools]: numba's threading layer in every run.
 NUMBA_LAYER = "workqueue"
@@ -104,7 +104,7 @@ def configure_this_process(threads: int | None) -> None:
     """Give this process's pools what :func:`pool_environment` gives a worker, as far as a running process
     still can (Note [thread pools]); a worker started with that environment is left as it is."""
     numba = sys.modules.get("numba")
-    if numba is not None and not _numba_pool_started():
+    if numba is not None and not numba_pool_started():
         numba.config.THREADING_LAYER = os.environ.get("NUMBA_THREADING_LAYER", NUMBA_LAYER)
     if not threads:
         return
@@ -120,7 +120,7 @@ def configure_this_process(threads: int | None) -> None:
                 pass
 
 
-def _numba_pool_started() -> bool:
+def numba_pool_started() -> bool:
     parallel = sys.modules.get("numba.np.ufunc.parallel")
     return bool(parallel is not None and parallel._is_initialized)
 
@@ -128,7 +128,7 @@ def _numba_pool_started() -> bool:
 def pools_in_use(threads: int | None) -> ThreadPools:
     """What this process's pools run under now: the record of ``extra.thread_pools`` (Note [thread pools])."""
     numba_layer = numba_threads = None
-    if _numba_pool_started():
+    if numba_pool_started():
         import numba
 
         numba_layer, numba_threads = numba.threading_layer(), numba.get_num_threads()

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to kill this worker when its parent dies, so a cancelled sweep leaves no orphan."""
     try:
         import ctypes
@@ -29,19 +29,22 @@ def _die_with_parent() -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gnnbench.run.worker")
-    parser.add_argument("spec")
-    parser.add_argument("result")
-    args = parser.parse_args(argv)
-    data = json.loads(Path(args.spec).read_text())
+def limit_and_pin(data: dict) -> None:
+    """What a measurement process does first, before any framework starts a thread: the memory limit, death with
+    its parent, the pinned CPUs (Note [pinned runs]). A fresh worker and a forked one
+    (:mod:`gnnbench.run.warm`) both call it, with the spec's ``data`` as the parent wrote it."""
     if data.get("memory_limit"):
         limit = int(data["memory_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _die_with_parent()
+    die_with_parent()
     from gnnbench.run.pinning import pin
 
     pin(data.get("cpus"))  # before any framework starts a thread (Note [pinned runs])
+
+
+def run_spec(data: dict) -> dict:
+    """Train the run ``data`` names and return its row, or the row of an expected failure (module docstring);
+    anything unexpected propagates. Progress goes to ``$GNNBENCH_EVENTS_FD`` when set."""
     from gnnbench.run.events import event_pipe
 
     report = event_pipe()  # progress to the parent (Note [progress channel])
@@ -56,25 +59,39 @@ def main(argv: list[str] | None = None) -> int:
     spec = RunConfig.from_dict(data)  # validated again: the same checks as the parent's
     started = utc_now()
     try:
-        row = train(spec, on_event=report)
+        return train(spec, on_event=report)
     except UnavailableError as err:  # e.g. the model needs an operator the system does not implement
         traceback.print_exc()  # into the run's stderr log, which the parent keeps (Note [process group])
-        row = run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
-                         timestamp=started)
+        return run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+                          timestamp=started)
     except UserError as err:  # bad input found only here: one line, no traceback (Note [bad input in a worker])
-        row = run_record(spec, "failed", error=(str(err).splitlines() or [type(err).__name__])[0],
-                         timestamp=started, extra={BAD_INPUT: True})
+        return run_record(spec, "failed", error=(str(err).splitlines() or [type(err).__name__])[0],
+                          timestamp=started, extra={BAD_INPUT: True})
     except RunCheckError as err:  # Note [run-time check]: the system's output is wrong on this run's graph
         traceback.print_exc()
-        row = run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
-                         timestamp=started, extra={"run_check": err.details})
+        return run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+                          timestamp=started, extra={"run_check": err.details})
     except MemoryError:
         traceback.print_exc()
-        row = run_record(spec, "oom", error="out of memory (MemoryError) under the memory limit",
-                         stderr=traceback.format_exc(), timestamp=started)
-    tmp = Path(args.result + ".tmp")
+        return run_record(spec, "oom", error="out of memory (MemoryError) under the memory limit",
+                          stderr=traceback.format_exc(), timestamp=started)
+
+
+def write_row(row: dict, result: str) -> None:
+    """Write ``row`` to ``result`` whole: a parent never reads half a row."""
+    tmp = Path(result + ".tmp")
     tmp.write_text(json.dumps(row, default=float))
-    tmp.replace(args.result)
+    tmp.replace(result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gnnbench.run.worker")
+    parser.add_argument("spec")
+    parser.add_argument("result")
+    args = parser.parse_args(argv)
+    data = json.loads(Path(args.spec).read_text())
+    limit_and_pin(data)
+    write_row(run_spec(data), args.result)
     return 0
 
 

@@ -27,6 +27,7 @@ frequency   2500 MHz
 governor    powersave
 allocator   system
 SMT         on
+ASLR        full randomization (randomize_va_space 2)
 
 advice:
   * load 3.2 on 2 CPUs: other processes took 60% of them over 1.0 s (limit 10%): results will be noisy. Wait, or \
@@ -58,8 +59,23 @@ frequency   2500 MHz
 governor    unknown (no cpufreq under /sys/devices/system/cpu (a VM, or a kernel without it))
 allocator   tcmalloc
 SMT         unknown
+ASLR        full randomization (randomize_va_space 2)
 
 nothing to do: the machine is quiet"""
+
+
+def test_aslr_off_for_this_process_is_shown_with_advice(tmp_path):
+    """Note [ASLR state]: under ``setarch -R`` the line says so and the advice says why to leave it on."""
+    fake_machine(tmp_path, quota="max 100000")
+    (tmp_path / "proc/self/personality").write_text("0040000\n")
+    quiet = lambda seconds: (tmp_path / "proc/stat").write_text(  # noqa: E731
+        "cpu0 110 0 50 890 0 0 0 10 0 0\ncpu1 210 0 50 890 0 0 0 10 0 0\nprocs_running 1\n")
+    report = run(1.0, probe=fake_probe(tmp_path), sleep=quiet, allocator="tcmalloc")
+    assert "ASLR        off for this process (ADDR_NO_RANDOMIZE personality, setarch -R); kernel: full " \
+           "randomization (randomize_va_space 2)" in render(report).splitlines()
+    assert report.advice[-2] == ("address-space randomisation is off: every run gets the same memory layout, which can "
+                                "favour one system every time; leave it on and measure more processes (Note [ASLR "
+                                "state])")
 
 
 def test_the_command_reads_this_machine_and_refuses_a_bad_window(capsys):

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from gnnbench.results.row import MachineState, RunResult
-from gnnbench.run.machine_state import (MachineWindow, Probe, cpulist, other_cpu, parse_cfs_quota, parse_cpu_max,
+from gnnbench.run.machine_state import (MachineWindow, Probe, aslr_on, cpulist, other_cpu, parse_cfs_quota,
+                                        parse_cpu_max, parse_personality,
                                         parse_cpuinfo_mhz, parse_cpulist, parse_loadavg, parse_proc_stat,
                                         thread_running)
 
@@ -31,7 +32,8 @@ def fake_machine(root: Path, governor: str = "powersave", quota: str = "150000 1
     files = {"proc/loadavg": "3.20 2.10 1.00 4/300 1234\n", "proc/stat": STAT_BEFORE,
              "proc/self/task/1/stat": "1 (python3 (x)) R 0 1 1 0\n", "proc/self/task/2/stat": "2 (w) S 0 1 1 0\n",
              "proc/self/cgroup": "0::/bench/run\n", "sys/fs/cgroup/bench/cpu.max": quota + "\n",
-             "sys/fs/cgroup/bench/run/cpu.max": "max 100000\n", "sys/devices/system/cpu/smt/active": "1\n"}
+             "sys/fs/cgroup/bench/run/cpu.max": "max 100000\n", "sys/devices/system/cpu/smt/active": "1\n",
+             "proc/sys/kernel/randomize_va_space": "2\n", "proc/self/personality": "00000000\n"}
     for cpu in (0, 1):
         files[f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq"] = f"{2400000 + cpu * 200000}\n"
         files[f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"] = governor + "\n"
@@ -88,7 +90,8 @@ def test_a_window_over_fixed_proc_contents_is_the_record_every_row_stores(tmp_pa
     assert window.state() == MachineState(
         load_before=[3.2, 2.1, 1.0], load_after=[3.2, 2.1, 1.0], window_s=1.0, other_cpu_share=pytest.approx(0.6),
         steal_share=pytest.approx(0.05), other_cpu_seconds=pytest.approx(1.2), runnable_threads=5,
-        cpus_allowed="0-1", cpu_quota=1.5, cpu_freq_mhz=2500.0, governor="powersave", unreadable=None)
+        cpus_allowed="0-1", cpu_quota=1.5, cpu_freq_mhz=2500.0, governor="powersave", randomize_va_space=2,
+        aslr_personality_off=False, unreadable=None)
 
 
 def test_what_cannot_be_read_is_null_with_its_reason_once(tmp_path):
@@ -102,8 +105,9 @@ def test_what_cannot_be_read_is_null_with_its_reason_once(tmp_path):
     state = window.state()
     assert (state.load_before, state.other_cpu_share, state.runnable_threads, state.cpus_allowed,
             state.cpu_quota, state.cpu_freq_mhz, state.governor) == (None,) * 7
-    assert sorted(state.unreadable) == ["cpu_freq_mhz", "cpu_quota", "cpus_allowed", "governor", "load_after",
-                                        "load_before", "other_cpu_share", "runnable_threads"]
+    assert sorted(state.unreadable) == ["aslr_personality_off", "cpu_freq_mhz", "cpu_quota", "cpus_allowed",
+                                        "governor", "load_after", "load_before", "other_cpu_share",
+                                        "randomize_va_space", "runnable_threads"]
     assert state.unreadable["load_before"] == f"{tmp_path}/proc/loadavg: No such file or directory"
 
 
@@ -139,3 +143,31 @@ def test_every_finished_run_records_the_machine_around_its_timed_epochs():
 def test_a_stored_shape_this_version_does_not_declare_loads_as_it_came():
     assert RunResult.from_row({"machine_state": {"later": 1}}).machine_state == {"later": 1}
     assert RunResult.from_row({"machine_state": {"later": 1}}).to_row()["machine_state"] == {"later": 1}
+
+
+def test_aslr_is_the_kernel_setting_and_this_process_personality(tmp_path):
+    """Note [ASLR state]: ``setarch -R`` (the ADDR_NO_RANDOMIZE personality) turns it off whatever the kernel says."""
+    assert parse_personality("00000000\n") is False and parse_personality("0040000\n") is True
+    assert parse_personality("04040000") is True  # with other personality bits set
+    fake_machine(tmp_path)
+    assert Probe(tmp_path).aslr() == (2, False)
+    (tmp_path / "proc/self/personality").write_text("0040000\n")
+    assert Probe(tmp_path).aslr() == (2, True)
+    assert [aslr_on(MachineState(randomize_va_space=v, aslr_personality_off=off))
+            for v, off in ((2, False), (1, False), (0, False), (2, True), (None, False), (None, True))] == \
+        [True, True, False, False, None, False]
+
+
+@pytest.mark.skipif(not Path("/proc/sys/kernel/randomize_va_space").exists(), reason="needs Linux's /proc")
+def test_a_process_under_setarch_r_records_aslr_off_for_itself():
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("setarch") is None:
+        pytest.skip("needs setarch (util-linux) to start a process without randomisation")
+    code = "from gnnbench.run.machine_state import Probe; print(Probe().aslr())"
+    shown = [subprocess.run(prefix + [sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+             for prefix in ([], ["setarch", "-R"])]
+    space = int(Path("/proc/sys/kernel/randomize_va_space").read_text())
+    assert shown == [f"({space}, False)\n", f"({space}, True)\n"]

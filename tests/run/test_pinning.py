@@ -82,7 +82,7 @@ def test_the_request_is_stored_only_when_pinned():
 
 
 def test_the_worker_pins_itself_before_training(tmp_path, monkeypatch):
-    monkeypatch.setattr(worker, "_die_with_parent", lambda: None)
+    monkeypatch.setattr(worker, "die_with_parent", lambda: None)
     order = []
     monkeypatch.setattr(pinning, "pin", lambda cpus: order.append(("pin", cpus)))
     import gnnbench.run.harness as harness

@@ -152,7 +152,7 @@ def test_events_reach_the_parent_in_order_and_garbage_is_ignored(config, monkeyp
                                f"open(sys.argv[1], 'w').write({json.dumps(json.dumps(row))})\n")
     events = []
     got = runner.run_task(config, on_event=events.append)
-    assert got == row
+    assert got == {**row, "extra": {"process_start": "fresh"}}  # Note [cheap processes]
     assert events == [RunEvent("prepare"), RunEvent("epoch", 1, 3, 1), RunEvent("log", text="tuned")]
 
 
@@ -176,7 +176,7 @@ def test_a_display_that_raises_costs_the_run_nothing(config, monkeypatch, logs):
     def broken(event):
         raise OSError("the terminal is gone")
 
-    assert runner.run_task(config, on_event=broken) == row
+    assert runner.run_task(config, on_event=broken) == {**row, "extra": {"process_start": "fresh"}}
 
 
 def test_a_process_outside_the_group_holding_the_pipe_cannot_hang_the_parent(config, monkeypatch, tmp_path, logs):
@@ -190,7 +190,8 @@ def test_a_process_outside_the_group_holding_the_pipe_cannot_hang_the_parent(con
                                f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
                                f"open(sys.argv[1], 'w').write({json.dumps(json.dumps(row))})\n")
     try:
-        assert runner.run_task(config, on_event=lambda event: None) == row  # returns after READER_GRACE_S
+        # it returns after READER_GRACE_S
+        assert runner.run_task(config, on_event=lambda event: None) == {**row, "extra": {"process_start": "fresh"}}
     finally:
         os.kill(int(pidfile.read_text()), signal.SIGKILL)
 

@@ -15,7 +15,7 @@ TINY = "sbm:nodes=200,classes=2,features=8,degree=4"
 
 @pytest.fixture(autouse=True)
 def _no_parent_death_signal(monkeypatch):
-    monkeypatch.setattr(worker, "_die_with_parent", lambda: None)  # would bind pytest's life to its parent
+    monkeypatch.setattr(worker, "die_with_parent", lambda: None)  # would bind pytest's life to its parent
 
 
 def _run(tmp_path, config: RunConfig) -> dict:
