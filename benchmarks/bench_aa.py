@@ -448,8 +448,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run trials of paired comparisons with the stopping rule instead (Note [A/A with the "
                              "stopping rule]); --trials defaults to 40")
     parser.add_argument("--budget", default="10m", help="--decide: each comparison's time budget (default: 10m)")
-    parser.add_argument("--processes", choices=("fresh", "warm"), default="fresh",
-                        help="--decide: fresh worker processes, or forked from a warm parent each round")
+    parser.add_argument("--processes", choices=("fresh", "warm"), default="warm",
+                        help="--decide: forked from a warm parent each round (default), or fresh worker processes")
     parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "aa"))
     return run_script("bench_aa", parser, _run, argv)
 

@@ -41,9 +41,10 @@ def add_arguments(p) -> None:
                         f"(default: {BUDGET})")
     p.add_argument("--threshold", default=f"{THRESHOLD:.0%}", metavar="FRACTION",
                    help="the smallest change called faster or slower, as 5%% or 0.05 (default: %(default)s)")
-    p.add_argument("--processes", choices=("fresh", "warm"), default="fresh",
-                   help="fresh: a worker process started for each measurement; warm: forked from a parent "
-                        "started once a round (Note [round runners] in gnnbench/run/ab.py) (default: fresh)")
+    p.add_argument("--processes", choices=("fresh", "warm"), default="warm",
+                   help="warm: forked from a parent started once a round, about 1 s a process (Note [cheap "
+                        "processes] in gnnbench/run/warm.py); fresh: a worker process started for each "
+                        "measurement, as `run` does (default: warm)")
     p.add_argument("--no-store", action="store_true", help="do not write the rows to the results store")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     add_results_option(p)

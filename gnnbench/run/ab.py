@@ -96,32 +96,22 @@ def fresh_round(specs: Sequence[Any]) -> Iterable[dict]:
 
 
 def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
-    """Each process forked from one warm parent, started for this round (issue 54; Note [round runners]).
-
-    THE PLACE WHERE THE WARM PARENT PLUGS IN: ``gnnbench.run.warm.WarmParent`` is a context manager started
-    from the round's RunConfigs whose ``.run(spec)`` returns the same row as ``run_task`` (Note [cheap
-    processes] there). A parent that cannot fork safely (``ForkUnsafe``: it started a thread pool) leaves
-    the round to fresh processes.
+    """Each process forked from one warm parent started for this round (Note [round runners]; Note [cheap
+    processes] in :mod:`gnnbench.run.warm`): a parent per round, so its memory layout is sampled as a fresh
+    process's is. Should the parent start a thread pool (``ForkUnsafe``, raised before anything of that run
+    ran), the rest of the round runs in fresh processes.
     """
-    try:
-        from gnnbench.run.warm import ForkUnsafe, WarmParent
-    except ModuleNotFoundError as err:
-        if err.name != "gnnbench.run.warm":
-            raise
-        raise UserError("--processes warm needs gnnbench.run.warm (issue 54's warm parent), which this "
-                        "installation lacks; use --processes fresh") from None
-    from contextlib import ExitStack
+    from gnnbench.run.warm import ForkUnsafe, WarmParent
 
-    with ExitStack() as stack:
-        try:
-            parent = stack.enter_context(WarmParent(list(specs)))  # a parent per round: its layout is sampled
-        except ForkUnsafe:
-            parent = None
-        if parent is None:
-            yield from fresh_round(specs)
-            return
-        for spec in specs:
-            yield parent.run(spec)
+    specs = list(specs)
+    with WarmParent(specs) as parent:
+        for index, spec in enumerate(specs):
+            try:
+                row = parent.run(spec)
+            except ForkUnsafe:
+                yield from fresh_round(specs[index:])
+                return
+            yield row
 
 
 ROUND_RUNNERS: dict[str, RoundRunner] = {"fresh": fresh_round, "warm": warm_round}

@@ -20,7 +20,9 @@ from gnnbench.run.runner import failure_row
 from gnnbench.run.sweep import identity
 
 TINY = "sbm:nodes=200,classes=2,features=8,degree=4"
-AB = ["ab", "--system", "mkl", "--baseline", "reference", "--model", "gcn", "--dataset", TINY, "--epochs", "6"]
+#: fresh processes, which _fake_workers stands in for (warm ones, the default, fork from a real parent)
+AB = ["ab", "--system", "mkl", "--baseline", "reference", "--model", "gcn", "--dataset", TINY, "--epochs", "6",
+      "--processes", "fresh"]
 
 
 def _fake_workers(monkeypatch, median_ms) -> list:
@@ -158,8 +160,6 @@ def test_warm_rounds_fork_from_a_parent_started_each_round(monkeypatch):
     class WarmParent:
         def __init__(self, configs):
             self.configs, self.ran, self.closed = configs, [], False
-            if len(parents) == 1:
-                raise ForkUnsafe("a thread pool started")
             parents.append(self)
 
         def __enter__(self):
@@ -168,7 +168,9 @@ def test_warm_rounds_fork_from_a_parent_started_each_round(monkeypatch):
         def __exit__(self, *_):
             self.closed = True
 
-        def run(self, spec):
+        def run(self, spec):  # as the real one: refuses before it forks, when a pool has started
+            if len(parents) == 2:
+                raise ForkUnsafe("a thread pool started")
             self.ran.append(spec)
             return {"system": spec, "extra": {"process_start": "fork"}}
 
@@ -178,6 +180,7 @@ def test_warm_rounds_fork_from_a_parent_started_each_round(monkeypatch):
     assert [r["extra"] for r in paired_runs.warm_round(["a", "b"])] == [{"process_start": "fork"}] * 2
     assert parents[0].ran == ["a", "b"] and parents[0].closed
     assert [r["extra"] for r in paired_runs.warm_round(["a", "b"])] == [{}, {}]  # ForkUnsafe: fresh processes
+    assert parents[1].ran == [] and parents[1].closed
 
 
 # ---------------------------------------------------------------- campaigns that decide (Note [deciding campaigns])
