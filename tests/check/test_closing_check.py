@@ -83,3 +83,30 @@ def test_no_check_runs_neither_check():
     row = train(make_config({"system": "reference", "model": "gcn", "dataset": TINY, "epochs": 2, "warmup": 1,
                              "allocator": "system", "check": False}))
     assert row["extra"]["run_check"] == {"status": "off", "reason": "--no-check"}
+
+
+def test_a_row_failed_after_the_epochs_is_never_published_nor_pooled():
+    """Its figures stay in the row, but compare shows only its status, and pooling (compare's configurations,
+    the spread of a run's processes) takes `ok` rows only."""
+    from gnnbench.check.run_check import RunCheckError, failed_after_epochs
+    from gnnbench.results.compare import compare
+    from gnnbench.results.configurations import configurations
+    from gnnbench.run.repeat import process_spread
+
+    ok = train(make_config({"system": "reference", "model": "gcn", "dataset": TINY, "epochs": 4, "warmup": 1,
+                            "allocator": "system"}))
+    assert ok["status"] == "ok"
+
+    def failed(row):
+        return failed_after_epochs({**row, "extra": {**row["extra"], "run_check": dict(row["extra"]["run_check"])}},
+                                   RunCheckError("run-time check after the timed epochs: spmm(reduce=sum) output ...",
+                                                 {"status": "failed"}))
+
+    rows = [dict(ok, id=1), dict(ok, id=2, system="demo"), dict(failed(ok), id=3, system="demo", timestamp="2099")]
+    assert rows[2]["epoch_time_median_s"] == ok["epoch_time_median_s"] and rows[2]["status"] == "failed"
+    (_, pooled), _ = configurations(rows, ("dataset", "model", "framework"))
+    assert [r["id"] for r in pooled.rows] == [2]
+    assert process_spread(rows[1:]).processes == 2 and len(process_spread(rows[1:]).medians) == 1
+    only_failed = {r.system: r for r in compare([rows[0], rows[2]]).results}["demo"]
+    assert (only_failed.status, only_failed.mark, only_failed.median_s, only_failed.speedup) == \
+        ("failed", "!", None, None)
