@@ -291,7 +291,7 @@ def test_every_model_matches_its_dense_formulation_on_reference(dtype):
 def test_plan_lists_every_group_in_report_order():
     tasks = plan("reference", None, slow=False, e2e=True)
     kinds = [kind for kind, _ in tasks]
-    assert kinds == sorted(kinds, key=["op", "dims", "quantised", "large", "model", "e2e"].index)
+    assert kinds == sorted(kinds, key=["op", "dims", "quantised", "repeat", "large", "model", "e2e"].index)
     assert ("model", "model weighted-gcn") in tasks and ("e2e", "end-to-end gat on sbm") in tasks
     assert [label for kind, label in plan("pim", "spmm", False, False) if kind == "quantised"] == [
         "spmm(reduce=sum, arithmetic=int32)", "spmm(reduce=sum, weight, arithmetic=int32)",
