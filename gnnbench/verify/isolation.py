@@ -235,7 +235,7 @@ def _run_task(system: str, kind: str, label: str, settings: VerifySettings, send
     if kind == "repeat":
         from gnnbench.verify.repeated import check_repeated
 
-        return [check_repeated(system, dtype=dtype, operator=settings.operator,
+        return [check_repeated(system, dtype=dtype, operator=settings.operator, profile=settings.profile,
                                on_case=lambda where: send(("case", label, where)), **common)]
     if kind == "quantised":
         from gnnbench.check.quantised import check_quantised

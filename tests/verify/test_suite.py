@@ -20,6 +20,7 @@ from gnnbench.check.model_check import check_model, model_check_names
 from gnnbench.results.store import ResultsStore
 
 from gnnbench.verify.large_index import large_index_case
+from gnnbench.verify.repeated import REPEATED_LABEL
 from gnnbench.verify.settings import VerifySettings
 from gnnbench.verify.suite import plan, verify
 
@@ -140,7 +141,7 @@ def test_cli_table_json_and_exit_codes(demos, tmp_path, capsys):
     assert data["status"] == "passed" and data["recorded_id"] is None    # a passing partial run does not
     rows = ["edge_softmax", "edge_softmax(large scores)", "edge_softmax(extreme scores)", "edge_softmax(NaN/inf)"]
     # every check once in each float type reference supports (Note [what runs])
-    assert [r["operator"] for r in data["operators"]] == rows + [f"{r} [float32]" for r in rows]
+    assert [r["operator"] for r in data["operators"]] == rows + [f"{r} [float32]" for r in rows] + [REPEATED_LABEL]
 
     assert cli(["verify", "--system", "no-such-system"]) == 2
     assert "unknown system 'no-such-system'" in capsys.readouterr().err
