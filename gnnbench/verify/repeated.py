@@ -101,17 +101,15 @@ def check_repeated(system: str, *, dtype: str, operator: str | None = None, prof
             return magnitude[0]
 
         row.cases += 1
-        for call in range(1, REPEATED_CALLS + 1):
-            with guarded(sys_glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
-                got = _run_one(F_sys, b_sys, case, arrays, seed, device)
-            problems = _problems(got, expected, tol, absolute)
-            if problems:
-                row.failed_cases += 1
-                row.failures.extend(f"{case.label} {quantity} on {where}, call {call} of {REPEATED_CALLS}: {text}"
-                                    for quantity, text in problems[:2])
-                if name not in row.failed_graphs:
-                    row.failed_graphs.append(name)
-                break
+        with guarded(sys_glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
+            for call in range(1, REPEATED_CALLS + 1):
+                problems = _problems(_run_one(F_sys, b_sys, case, arrays, seed, device), expected, tol, absolute)
+                if problems:
+                    row.failed_cases += 1
+                    row.failures.extend(f"{case.label} {quantity} on {where}, call {call} of {REPEATED_CALLS}: "
+                                        f"{text}" for quantity, text in problems[:2])
+                    row.failed_graphs = [name]
+                    break
     row.status = "failed" if row.failed_cases else "passed"
     if row.status == "passed":
         row.detail = (f"{len(variants)} variants, {REPEATED_CALLS} calls each, forward and gradients, on "
