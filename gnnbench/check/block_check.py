@@ -30,6 +30,14 @@ Note [run-time check on blocks]
     ``batch``). ``--no-check`` turns it off (``status`` ``off``), as for
     full-graph runs; a native baseline runs no system kernels and is not
     checked.
+
+    After the timed epochs and the per-block tuning of the warm-ups (Note
+    [tuning blocks] in :mod:`gnnbench.run.sampled`), the run checks the last
+    batch of its last epoch the same way (:func:`check_blocks_after_epochs`,
+    Note [closing check] in :mod:`gnnbench.check.run_check`), drawn again
+    with that epoch's keys: ``extra.run_check.closing`` holds it, with
+    ``epoch`` and ``when``, and a mismatch there turns the finished row
+    ``failed`` naming the operator, the layer, the batch and the epoch.
 """
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""The run-time check: the system's first forward on the run's own graph, width and dtype, against ``reference``.
+"""The run-time check: the system's forward and backward on the run's own graph, width and dtype, against
+``reference``, before the first epoch and again after the timed epochs.
 
 Note [run-time check]
     verify judges a system on its own graphs; ``gnnbench run`` publishes it
     on a dataset, width and dtype verify may never have used, and verify's
     guard is not there. So before its first epoch a run calls
     :func:`check_run`: one forward of the model (no dropout, no autograd) on
-    the system, recording the first call of every operator variant
+    the system, recording every call of every operator variant
     (``spmm(reduce=sum)``, ``sddmm(op=add)``, ...) with its inputs and output.
     Each recorded call is then recomputed by ``reference`` in float64 on the
     sub-graph of the edges entering :data:`SAMPLED_ROWS` sampled rows (plus the
@@ -24,7 +25,7 @@ Note [run-time check]
     holds whatever a first call costs, a JIT compile included, that the
     untimed warm-up would otherwise pay). A
     mismatch or an input write raises :class:`RunCheckError`, and the worker
-    stores the row as ``failed`` with the operator named. ``--no-check``
+    stores the row as ``failed`` with the operator and layer named. ``--no-check``
     (``RunConfig.check=False``) skips it and the row says so
     (``extra.run_check.status == "off"``). Torch runs only: under TensorFlow
     the row says the check was skipped and why.
