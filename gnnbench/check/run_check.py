@@ -105,6 +105,8 @@ SAMPLED_ROWS = 64
 _INPUTS = {"spmm": ("x", "weight"), "sddmm": ("src", "dst"), "edge_softmax": ("scores",),
            "gat_aggregate": ("x", "score_src", "score_dst")}
 _EDGE_INPUTS = ("weight", "scores")
+#: the node inputs indexed by destination; every other node input by source
+_INPUT_SPACE = {"x": "src", "src": "src", "score_src": "src", "dst": "dst", "score_dst": "dst"}
 
 #: when a check runs, as its messages and ``extra.run_check`` say (Note [closing check])
 OPENING, CLOSING = "before the first epoch", "after the timed epochs"
@@ -294,8 +296,7 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
     sampled ``rows``, or None (Note [backward on sampled rows])."""
     import torch
 
-    from gnnbench.check.conformance import TOLERANCES, Tolerance, _torch_threads, compare, longest_row
-    from gnnbench.frameworks import get_frontend
+    from gnnbench.check.conformance import TOLERANCES, _torch_threads, longest_row
     from gnnbench.runtime.glue import BoundGraph
     from gnnbench.runtime.registry import load_system
 
@@ -303,41 +304,61 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
     wanted = [i for i, t in enumerate(inputs) if t is not None and t.is_floating_point()]
     if not wanted:
         return None
-    leaves = [None if t is None else t.detach().clone().requires_grad_(i in wanted) for i, t in enumerate(inputs)]
+    sub, positions = _sub_graph(graph, rows)
+    edge_out = operator in ("sddmm", "edge_softmax")
+    picked = torch.from_numpy(positions)
+    leaves = [None if t is None else t.detach().requires_grad_(i in wanted) for i, t in enumerate(inputs)]
     with torch.enable_grad():
         out = _apply(F, bound, operator, attrs, leaves)
-        sub, positions = _sub_graph(graph, rows)
-        edge_out = operator in ("sddmm", "edge_softmax")
-        mask = torch.zeros(out.shape[0], dtype=torch.bool)
-        mask[torch.from_numpy(positions if edge_out else rows)] = True
-        rng = torch.Generator().manual_seed(spec.seed)
-        grad = torch.rand(out.shape, generator=rng, dtype=torch.float64) - 0.5
-        grad[~mask] = 0
-        got = torch.autograd.grad(out, [leaves[i] for i in wanted], grad.to(out.dtype).to(out.device),
-                                  allow_unused=True)
-    picked = torch.from_numpy(positions)
+        where = picked if edge_out else torch.from_numpy(rows)
+        nonzero = torch.rand((len(where), *out.shape[1:]), generator=torch.Generator().manual_seed(spec.seed),
+                             dtype=torch.float64) - 0.5
+        grad = out.new_zeros(out.shape)
+        grad[where.to(out.device)] = nonzero.to(out.dtype).to(out.device)
+        got = torch.autograd.grad(out, [leaves[i] for i in wanted], grad, allow_unused=True)
     ref_leaves = [None if t is None else (t.detach()[picked.to(t.device)] if name in _EDGE_INPUTS else t.detach())
                   .cpu().to(torch.float64).requires_grad_(i in wanted)
                   for i, (name, t) in enumerate(zip(names, inputs))]
-    R = get_frontend("torch", "cpu", "float64")
+    from gnnbench.frameworks import get_frontend
+
     with torch.enable_grad(), _torch_threads(1):
-        expected = _apply(R, BoundGraph(sub, load_system("reference")), operator, attrs, ref_leaves)
-        want = torch.autograd.grad(expected, [ref_leaves[i] for i in wanted], grad[picked] if edge_out else grad,
-                                   allow_unused=True)
+        expected = _apply(get_frontend("torch", "cpu", "float64"), BoundGraph(sub, load_system("reference")),
+                          operator, attrs, ref_leaves)
+        ref_grad = expected.new_zeros(expected.shape)
+        ref_grad[torch.arange(len(positions)) if edge_out else where] = nonzero
+        want = torch.autograd.grad(expected, [ref_leaves[i] for i in wanted], ref_grad, allow_unused=True)
     out_degree = int(np.bincount(graph.indices, minlength=1).max()) if graph.num_edges else 0
     tol = TOLERANCES[spec.dtype].for_rows(max(longest_row(graph), out_degree,
                                               inputs[0].shape[-1] if operator == "sddmm" else 1))
+    sources = torch.from_numpy(np.unique(graph.indices[positions]).astype(np.int64))
     for i, g, w in zip(wanted, got, want):
         g = torch.zeros_like(leaves[i]) if g is None else g.detach()
         w = torch.zeros_like(ref_leaves[i]) if w is None else w
-        if names[i] in _EDGE_INPUTS:
-            g = g[picked.to(g.device)]
-        w = w.numpy()
-        scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(w[np.isfinite(w)]).max(initial=0.0))))
-        bad = compare(g.cpu().to(torch.float64).numpy(), w, scaled)
+        bad = _grad_differs(g, w, names[i], picked, sources, rows, tol)
         if bad:
             return f"grad {names[i]}: {bad}"
     return None
+
+
+def _grad_differs(got, want, name: str, picked, sources, rows: np.ndarray, tol) -> str | None:
+    """What is wrong with one input's gradient ``got`` against the oracle's ``want``: compared in float64 where a
+    sampled row's in-edges reach (their edges; the sources or the rows they leave), exactly zero elsewhere."""
+    import torch
+
+    from gnnbench.check.conformance import Tolerance, compare
+
+    if name in _EDGE_INPUTS:
+        reached, want = picked, want.numpy()
+    else:
+        reached = sources if _INPUT_SPACE.get(name) == "src" else torch.from_numpy(rows)
+        want = want[reached].numpy()
+    elsewhere = torch.ones(got.shape[0], dtype=torch.bool)
+    elsewhere[reached] = False
+    stray = int(torch.count_nonzero(got[elsewhere.to(got.device)]))
+    if stray:
+        return f"{stray} nonzero values where no sampled row's edge reaches (expected exactly 0)"
+    scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
+    return compare(got[reached.to(got.device)].cpu().to(torch.float64).numpy(), want, scaled)
 
 
 def _apply(F, bound, operator: str, attrs: dict, inputs):
