@@ -110,3 +110,12 @@ def test_a_row_failed_after_the_epochs_is_never_published_nor_pooled():
     only_failed = {r.system: r for r in compare([rows[0], rows[2]]).results}["demo"]
     assert (only_failed.status, only_failed.mark, only_failed.median_s, only_failed.speedup) == \
         ("failed", "!", None, None)
+
+
+def test_verify_end_to_end_reports_a_failure_after_the_epoch(tuned_wrong):
+    """verify starts each end-to-end model as `gnnbench run` would; its closing check fails the row, not raises."""
+    from gnnbench.verify.training import _run_time_check
+
+    found = _run_time_check("demo_tuned_wrong", "gcn", GRAPH, "torch", "cpu", "float32", None, 1)
+    assert found.startswith("run-time check after the timed epochs: spmm(reduce=sum) output on ")
+    assert _run_time_check("reference", "gcn", GRAPH, "torch", "cpu", "float32", None, 1) is None
