@@ -30,6 +30,14 @@ Note [run-time check on blocks]
     ``batch``). ``--no-check`` turns it off (``status`` ``off``), as for
     full-graph runs; a native baseline runs no system kernels and is not
     checked.
+
+    After the timed epochs and the per-block tuning of the warm-ups (Note
+    [tuning blocks] in :mod:`gnnbench.run.sampled`), the run checks the last
+    batch of its last epoch the same way (:func:`check_blocks_after_epochs`,
+    Note [closing check] in :mod:`gnnbench.check.run_check`), drawn again
+    with that epoch's keys: ``extra.run_check.closing`` holds it, with
+    ``epoch`` and ``when``, and a mismatch there turns the finished row
+    ``failed`` naming the operator, the layer, the batch and the epoch.
 """
 from __future__ import annotations
 
@@ -38,10 +46,11 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.check.run_check import (RunCheckError, _checksummed, _compare, _recording, _sample_rows,
-                                      check_not_run, mismatch)
+from gnnbench.check.run_check import (CLOSING, OPENING, RunCheckError, _checksummed, _recording, _sample_rows,
+                                      _verdict, check_not_run, checked, failed_after_epochs, judged, mismatch,
+                                      prefix)
 
-__all__ = ["check_blocks", "checked_batches"]
+__all__ = ["check_blocks", "check_blocks_after_epochs", "checked_batches"]
 
 
 def checked_batches(num_batches: int, seed: int) -> list[int]:
@@ -52,7 +61,7 @@ def checked_batches(num_batches: int, seed: int) -> list[int]:
 
 
 def check_blocks(spec, F, blocks, sampler, seed_nodes: np.ndarray, features: np.ndarray, self_loops: bool,
-                 clock=time.perf_counter) -> dict[str, Any]:
+                 clock=time.perf_counter, epoch: int = 0, last_batch: bool = False) -> dict[str, Any]:
     """Note [run-time check on blocks]: ``extra.run_check`` of a sampled run, or raises :class:`RunCheckError`.
 
     Args:
@@ -62,6 +71,9 @@ def check_blocks(spec, F, blocks, sampler, seed_nodes: np.ndarray, features: np.
         features (np.ndarray): the dataset's features, gathered per batch as the loop gathers them.
         self_loops (bool): whether the model's blocks carry destination self loops.
         clock (callable): the timer (default: ``time.perf_counter``).
+        epoch (int): the epoch whose batches are checked (the opening check: 0).
+        last_batch (bool): check that epoch's last batch (the closing check, Note [closing check]) instead of
+            :func:`checked_batches`.
     """
     from gnnbench.sampling import epoch_batches
 
@@ -69,21 +81,40 @@ def check_blocks(spec, F, blocks, sampler, seed_nodes: np.ndarray, features: np.
     if not_run is not None:
         return not_run
     start = clock()
-    seeds = epoch_batches(seed_nodes, spec.batch_size, sampler.seed, 0, shuffle=spec.mode == "train")
+    seeds = epoch_batches(seed_nodes, spec.batch_size, sampler.seed, epoch, shuffle=spec.mode == "train")
+    when = CLOSING if last_batch else OPENING
     details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [], "batches": [],
-                               "layers": [], "forward_seconds": 0.0}
+                               "layers": [], "forward_seconds": 0.0, **({"epoch": epoch, "when": when}
+                                                                         if last_batch else {})}
     try:
-        for b in checked_batches(len(seeds), spec.seed):
-            batch = sampler.sample(seeds[b], 0, b)
+        for b in [len(seeds) - 1] if last_batch else checked_batches(len(seeds), spec.seed):
+            batch = sampler.sample(seeds[b], epoch, b)
             prepared = blocks.prepare(batch.graphs(self_loops))
-            _check_batch(spec, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock)
+            _check_batch(spec, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock, when)
             details["batches"].append(b)
     finally:
         details["seconds"] = clock() - start
     return details
 
 
-def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str, Any], clock) -> None:
+def check_blocks_after_epochs(row: dict[str, Any], spec, F, blocks, sampler, seed_nodes: np.ndarray,
+                              features: np.ndarray, self_loops: bool, epoch: int) -> dict[str, Any]:
+    """Note [closing check]: ``row`` with the last batch of ``epoch`` (the last the run trained) checked into
+    ``extra.run_check.closing``, turned ``failed`` if the check failed; nothing runs unless the opening check
+    passed."""
+    opening = (row.get("extra") or {}).get("run_check") or {}
+    if opening.get("status") != "passed":
+        return row
+    try:
+        opening["closing"] = check_blocks(spec, F, blocks, sampler, seed_nodes, features, self_loops, epoch=epoch,
+                                          last_batch=True)
+    except RunCheckError as err:
+        return failed_after_epochs(row, err)
+    return row
+
+
+def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str, Any], clock,
+                 when: str = OPENING) -> None:
     """One batch's forward on the system, every layer's recorded calls compared; fills ``details`` or raises."""
     layer_of = {id(bound): layer for layer, bound in enumerate(prepared)}
     calls: dict[tuple[int, str], tuple] = {}
@@ -95,25 +126,20 @@ def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str,
     details["forward_seconds"] += clock() - start
     if written:
         details.update(status="failed", batch=b)
-        raise RunCheckError(f"run-time check: {written[0]} during the forward on batch {b}'s blocks of "
-                            f"{spec.dataset} ({spec.dtype}); the row is not a measurement", details)
+        raise RunCheckError(f"{prefix(when)}: {written[0]} during the forward on batch {b}'s blocks of "
+                            f"{spec.dataset} ({spec.dtype}); {_verdict(when)}", details)
     layers = details["layers"]
     layers.extend({"operators": [], "rows_sampled": []} for _ in range(len(prepared) - len(layers)))
     rng = np.random.default_rng([spec.seed, b])
     rows_of = {layer: _sample_rows(bound.graph, rng) for layer, bound in enumerate(prepared)}
-    for (layer, label), (operator, attrs, inputs, out, scales) in calls.items():
+    for (layer, label), call in calls.items():
         graph, rows = prepared[layer].graph, rows_of[layer]
-        bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
+        bad = judged(call, graph, rows, spec, F)
         if bad:
             details.update(status="failed", operator=label, layer=layer, batch=b)
-            where = f"layer {layer}'s block of batch {b} of {spec.dataset}"
-            raise RunCheckError(mismatch(spec, label, where, graph, inputs, rows, bad), details)
-        if label not in layers[layer]["operators"]:
-            layers[layer]["operators"].append(label)
-        if label not in details["operators"]:
-            details["operators"].append(label)
-        quantised = details.setdefault("quantised", []) if scales is not None else []
-        if scales is not None and label not in quantised:  # Note [quantised verification]: the stated bound
-            quantised.append(label)
+            epoch = f" of epoch {details['epoch']}" if "epoch" in details else ""
+            where = f"layer {layer}'s block of batch {b}{epoch} of {spec.dataset}"
+            raise RunCheckError(mismatch(spec, label, where, graph, call[2], rows, bad, when), details)
+        checked(details, layer, label, call)
     for layer, rows in rows_of.items():
         layers[layer]["rows_sampled"].append(int(len(rows)))

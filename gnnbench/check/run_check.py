@@ -1,11 +1,12 @@
-"""The run-time check: the system's first forward on the run's own graph, width and dtype, against ``reference``.
+"""The run-time check: the system's forward and backward on the run's own graph, width and dtype, against
+``reference``, before the first epoch and again after the timed epochs.
 
 Note [run-time check]
     verify judges a system on its own graphs; ``gnnbench run`` publishes it
     on a dataset, width and dtype verify may never have used, and verify's
     guard is not there. So before its first epoch a run calls
     :func:`check_run`: one forward of the model (no dropout, no autograd) on
-    the system, recording the first call of every operator variant
+    the system, recording every call of every operator variant
     (``spmm(reduce=sum)``, ``sddmm(op=add)``, ...) with its inputs and output.
     Each recorded call is then recomputed by ``reference`` in float64 on the
     sub-graph of the edges entering :data:`SAMPLED_ROWS` sampled rows (plus the
@@ -24,7 +25,7 @@ Note [run-time check]
     holds whatever a first call costs, a JIT compile included, that the
     untimed warm-up would otherwise pay). A
     mismatch or an input write raises :class:`RunCheckError`, and the worker
-    stores the row as ``failed`` with the operator named. ``--no-check``
+    stores the row as ``failed`` with the operator and layer named. ``--no-check``
     (``RunConfig.check=False``) skips it and the row says so
     (``extra.run_check.status == "off"``). Torch runs only: under TensorFlow
     the row says the check was skipped and why.
@@ -34,6 +35,55 @@ Note [run-time check]
     in the aggregations that mode changes: those calls are judged by the
     quantisation's stated bound with the scales of the call itself, and the
     row lists them (``extra.run_check.quantised``).
+
+    Every call of a variant in the forward is recorded, keyed by its layer
+    (the ``k``-th call of a variant in one forward is layer ``k``'s: every
+    model calls each variant once a layer), since a width a later layer runs
+    at may take another kernel path. Each is judged forward and backward
+    (Note [backward on sampled rows]); ``extra.run_check.layers`` lists, per
+    layer, the ``operators`` checked, and a failure names ``operator`` and
+    ``layer``.
+
+Note [backward on sampled rows]
+    The backward of a recorded call is judged on the same sampled rows: the
+    system's operator runs again with autograd on the recorded inputs, and
+    its gradients are taken for a seeded random output gradient that is zero
+    outside the sampled rows (outside their in-edges, for an operator whose
+    output is per edge). Only the sampled rows' in-edges then carry any
+    gradient, so ``reference`` on the sub-graph of those edges gives every
+    node input's whole gradient exactly, and an edge input's on those edges,
+    which are compared with the forward's tolerance, widened for the longest
+    row of either orientation (a node's gradient sums over its out-edges).
+    Two kinds of call are judged forward only: ``spmm(reduce=max)``, whose
+    gradient goes to whichever of tied maxima the kernel picked (real
+    features after a ReLU tie often), and a call in a quantised mode, whose
+    bound covers its forward only.
+
+Note [closing check]
+    The check above runs before the first epoch, so before the warm-ups and
+    before first-use tuning (Note [tune on first use] in
+    :mod:`gnnbench.run.harness`): a system that switches kernels there, as
+    an auto-tuner does, runs its timed epochs on a kernel nothing judged.
+    So after the timed epochs, after the peak memory is read and the model
+    scored, a run checks once more with the same code
+    (:func:`check_after_epochs`): the same forward on the run's own graph,
+    width and dtype, every layer's calls, forward and backward, whatever
+    kernels the system runs by then; a sampled run checks its last batch's
+    blocks (Note [run-time check on blocks]). It lands in
+    ``extra.run_check.closing`` (``status``, ``operators``, ``layers``,
+    ``seconds``, ... as the opening check's, and ``when``).
+
+    A mismatch there does not throw the run away: :func:`failed_after_epochs`
+    turns the finished row into a ``failed`` one (returned, not raised, so
+    the worker stores it as it stores any row), its ``error`` naming the
+    operator, the layer and "after the timed epochs", and keeps every timed
+    figure in it (``extra.run_check.figures`` says they are a failed run's:
+    :data:`FAILED_FIGURES`).
+    A ``failed`` row is never published nor pooled: compare, report, plots,
+    repeats' pooling and the benchmarks' tables take ``ok`` rows only. The
+    closing check runs only where the opening one passed; ``--no-check``
+    turns both off. Its cost is stated beside the opening's in
+    ``results/bench_run_check.md``.
 """
 from __future__ import annotations
 
@@ -45,7 +95,8 @@ from typing import Any, Callable, Hashable, Iterator
 
 import numpy as np
 
-__all__ = ["RunCheckError", "check_run", "check_not_run", "mismatch", "SAMPLED_ROWS"]
+__all__ = ["RunCheckError", "check_run", "check_after_epochs", "failed_after_epochs", "check_not_run", "mismatch",
+           "SAMPLED_ROWS", "OPENING", "CLOSING"]
 
 #: rows of each operator's output recomputed by the oracle (plus the graph's longest row)
 SAMPLED_ROWS = 64
@@ -54,6 +105,13 @@ SAMPLED_ROWS = 64
 _INPUTS = {"spmm": ("x", "weight"), "sddmm": ("src", "dst"), "edge_softmax": ("scores",),
            "gat_aggregate": ("x", "score_src", "score_dst")}
 _EDGE_INPUTS = ("weight", "scores")
+#: the node inputs indexed by destination; every other node input by source
+_INPUT_SPACE = {"x": "src", "src": "src", "score_src": "src", "dst": "dst", "score_dst": "dst"}
+
+#: when a check runs, as its messages and ``extra.run_check`` say (Note [closing check])
+OPENING, CLOSING = "before the first epoch", "after the timed epochs"
+#: ``extra.run_check.figures`` of a row the closing check failed: what its timed figures are
+FAILED_FIGURES = "of a failed run: the closing check found the system wrong; never published nor pooled"
 
 
 class RunCheckError(RuntimeError):
@@ -64,7 +122,7 @@ class RunCheckError(RuntimeError):
         self.details = details
 
 
-def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any]:
+def check_run(spec, F, forward, bound, clock=time.perf_counter, when: str = OPENING) -> dict[str, Any]:
     """Note [run-time check]: ``extra.run_check`` of the run, or raises :class:`RunCheckError`.
 
     Args:
@@ -72,6 +130,7 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
         F: the run's frontend; ``forward(training)`` its model's forward on ``bound``.
         bound (BoundGraph): the run's graph bound to its system.
         clock (callable): the timer (default: ``time.perf_counter``).
+        when (str): :data:`OPENING` (before the first epoch) or :data:`CLOSING` (Note [closing check]).
     """
     not_run = check_not_run(spec, F)
     if not_run is not None:
@@ -79,29 +138,85 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
     if not hasattr(bound, "graph") or not hasattr(bound, "system"):
         return {"status": "skipped", "reason": f"no single system's graph to check ({type(bound).__name__})"}
     start = clock()
-    calls: dict[str, tuple] = {}
+    calls: dict[tuple[int, str], tuple] = {}
     written: list[str] = []
-    with _recording(F, calls), _checksummed(bound.system, written), F.no_grad():
+    with _recording(F, calls, key=_by_layer()), _checksummed(bound.system, written), F.no_grad():
         forward(False)
     # the system's own first forward: work (JIT, first touch) its warm-up epoch would otherwise do
-    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": list(calls),
+    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [], "layers": [],
                                "forward_seconds": clock() - start}
+    if when != OPENING:
+        details["when"] = when
     if written:
         details.update(status="failed", seconds=clock() - start)
-        raise RunCheckError(f"run-time check: {written[0]} during the first forward on {spec.dataset} "
-                            f"({spec.dtype}); the row is not a measurement", details)
+        raise RunCheckError(f"{prefix(when)}: {written[0]} during the {'first ' if when == OPENING else ''}forward "
+                            f"on {spec.dataset} ({spec.dtype}); {_verdict(when)}", details)
     graph = bound.graph
     rows = _sample_rows(graph, np.random.default_rng(spec.seed))
-    for label, (operator, attrs, inputs, out, scales) in calls.items():
-        bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
+    for (layer, label), call in calls.items():
+        bad = judged(call, graph, rows, spec, F)
         if bad:
-            details.update(status="failed", operator=label, seconds=clock() - start)
-            raise RunCheckError(mismatch(spec, label, spec.dataset, graph, inputs, rows, bad), details)
-    quantised = [label for label, call in calls.items() if call[4] is not None]
-    if quantised:  # Note [quantised verification]: judged by the quantisation's stated bound
-        details["quantised"] = quantised
+            details.update(status="failed", operator=label, layer=layer, seconds=clock() - start)
+            raise RunCheckError(mismatch(spec, label, f"{spec.dataset} at layer {layer}", graph, call[2], rows, bad,
+                                         when), details)
+        checked(details, layer, label, call)
     details.update(rows_sampled=int(len(rows)), seconds=clock() - start)
     return details
+
+
+def check_after_epochs(row: dict[str, Any], spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any]:
+    """Note [closing check]: ``row`` with ``extra.run_check.closing`` added, turned ``failed`` if the check failed
+    (:func:`failed_after_epochs`); nothing runs unless the opening check passed."""
+    opening = (row.get("extra") or {}).get("run_check") or {}
+    if opening.get("status") != "passed":
+        return row
+    try:
+        opening["closing"] = check_run(spec, F, forward, bound, clock, when=CLOSING)
+    except RunCheckError as err:
+        return failed_after_epochs(row, err)
+    return row
+
+
+def failed_after_epochs(row: dict[str, Any], err: RunCheckError) -> dict[str, Any]:
+    """``row`` turned ``failed`` by the closing check's ``err``: its ``error`` is ``err``'s line, ``err``'s details
+    its ``extra.run_check.closing``, its timed figures kept and marked as a failed run's (Note [closing check])."""
+    check = row["extra"]["run_check"]
+    check["closing"] = err.details
+    check["figures"] = FAILED_FIGURES
+    row.update(status="failed", error=str(err).splitlines()[0])
+    return row
+
+
+def judged(call: tuple, graph, rows: np.ndarray, spec, F) -> str | None:
+    """What is wrong with a recorded ``call``'s output or gradients (through the run's frontend ``F``) on the
+    sampled ``rows``, or None."""
+    operator, attrs, inputs, out, scales, bound = call
+    bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
+    if bad is None and scales is None and attrs.get("reduce") != "max":  # Note [backward on sampled rows]
+        bad = _compare_backward(operator, attrs, inputs, bound, graph, rows, spec, F)
+    return bad
+
+
+def checked(details: dict[str, Any], layer: int, label: str, call: tuple) -> None:
+    """``label``, checked on ``layer``, into ``details``' ``operators`` and ``layers`` (and ``quantised``)."""
+    layers = details["layers"]
+    layers.extend({"operators": []} for _ in range(layer + 1 - len(layers)))
+    for names in (layers[layer]["operators"], details["operators"],
+                  details.setdefault("quantised", []) if call[4] is not None else []):
+        if label not in names:  # quantised: Note [quantised verification], judged by the stated bound
+            names.append(label)
+
+
+def _by_layer() -> Callable[[Any, str], tuple[int, str]]:
+    """A recording key for a full-graph forward: ``(layer, label)``, the ``k``-th call of a variant layer
+    ``k``'s (Note [run-time check])."""
+    seen: dict[str, int] = {}
+
+    def key(graph, label: str) -> tuple[int, str]:
+        seen[label] = seen.get(label, -1) + 1
+        return seen[label], label
+
+    return key
 
 
 def check_not_run(spec, F) -> dict[str, Any] | None:
@@ -114,14 +229,25 @@ def check_not_run(spec, F) -> dict[str, Any] | None:
     return None
 
 
-def mismatch(spec, label: str, where: str, graph, inputs, rows: np.ndarray, bad: str) -> str:
-    """The one line a wrong output fails the run with: the operator, where (the dataset, or a block of it), the
-    graph's shape (``S`` too on a block), the width, the dtype and what differs."""
+def mismatch(spec, label: str, where: str, graph, inputs, rows: np.ndarray, bad: str, when: str = OPENING) -> str:
+    """The one line a wrong output fails the run with: when, the operator, where (a layer on the dataset, or a
+    layer's block of a batch), the graph's shape (``S`` too on a block), the width, the dtype and what differs."""
     width = inputs[0].shape[-1] if inputs[0] is not None and inputs[0].dim() == 3 else None
     shape = f"N={graph.num_nodes}{f', S={graph.num_src}' if graph.is_block else ''}, E={graph.num_edges}"
-    return (f"run-time check: {label} output on {where} ({shape}{f', F={width}' if width else ''}, {spec.dtype}) "
-            f"differs from reference on {len(rows)} sampled rows: {bad}; the row is not a measurement (run "
+    what = "backward" if bad.startswith("grad ") else "output"  # Note [backward on sampled rows]
+    return (f"{prefix(when)}: {label} {what} on {where} ({shape}{f', F={width}' if width else ''}, "
+            f"{spec.dtype}) differs from reference on {len(rows)} sampled rows: {bad}; {_verdict(when)} (run "
             f"`gnnbench verify --system {spec.system}`)")
+
+
+def prefix(when: str = OPENING) -> str:
+    """How a check's one line starts: ``run-time check``, and when, for the closing check."""
+    return "run-time check" if when == OPENING else f"run-time check {when}"
+
+
+def _verdict(when: str) -> str:
+    return "the row is not a measurement" if when == OPENING else \
+        "the row keeps its timed figures, marked as a failed run's"
 
 
 def _label(operator: str, attrs: dict, inputs) -> str:
@@ -143,7 +269,7 @@ def _recording(F, calls: dict, key: Callable[[Any, str], Hashable] = lambda grap
         label = key(graph, _label(operator, attrs, inputs))
         if label not in calls:
             calls[label] = (operator, dict(attrs), [None if t is None else t.detach().clone() for t in inputs],
-                            out.detach().clone(), quantised_mode_scales(graph.system, operator, attrs))
+                            out.detach().clone(), quantised_mode_scales(graph.system, operator, attrs), graph)
 
     def recorded_call(graph, operator, attrs, *inputs):
         out = call(graph, operator, attrs, *inputs)
@@ -162,6 +288,93 @@ def _recording(F, calls: dict, key: Callable[[Any, str], Hashable] = lambda grap
         yield
     finally:
         del F._call, F.gat_aggregate
+
+
+# ----------------------------------------------------------------- the backward on sampled rows
+def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np.ndarray, spec, F) -> str | None:
+    """What is wrong with the system's gradients of a recorded call for an output gradient zero outside the
+    sampled ``rows``, or None (Note [backward on sampled rows])."""
+    import torch
+
+    from gnnbench.check.conformance import TOLERANCES, _torch_threads, longest_row
+    from gnnbench.runtime.glue import BoundGraph
+    from gnnbench.runtime.registry import load_system
+
+    names = _INPUTS[operator]
+    wanted = [i for i, t in enumerate(inputs) if t is not None and t.is_floating_point()]
+    if not wanted:
+        return None
+    sub, positions = _sub_graph(graph, rows)
+    edge_out = operator in ("sddmm", "edge_softmax")
+    picked = torch.from_numpy(positions)
+    leaves = [None if t is None else t.detach().requires_grad_(i in wanted) for i, t in enumerate(inputs)]
+    with torch.enable_grad():
+        out = _apply(F, bound, operator, attrs, leaves)
+        where = picked if edge_out else torch.from_numpy(rows)
+        nonzero = torch.rand((len(where), *out.shape[1:]), generator=torch.Generator().manual_seed(spec.seed),
+                             dtype=torch.float64) - 0.5
+        grad = out.new_zeros(out.shape)
+        grad[where.to(out.device)] = nonzero.to(out.dtype).to(out.device)
+        got = torch.autograd.grad(out, [leaves[i] for i in wanted], grad, allow_unused=True)
+    ref_leaves = [None if t is None else (t.detach()[picked.to(t.device)] if name in _EDGE_INPUTS else t.detach())
+                  .cpu().to(torch.float64).requires_grad_(i in wanted)
+                  for i, (name, t) in enumerate(zip(names, inputs))]
+    from gnnbench.frameworks import get_frontend
+
+    with torch.enable_grad(), _torch_threads(1):
+        expected = _apply(get_frontend("torch", "cpu", "float64"), BoundGraph(sub, load_system("reference")),
+                          operator, attrs, ref_leaves)
+        ref_grad = expected.new_zeros(expected.shape)
+        ref_grad[torch.arange(len(positions)) if edge_out else where] = nonzero
+        want = torch.autograd.grad(expected, [ref_leaves[i] for i in wanted], ref_grad, allow_unused=True)
+    out_degree = int(np.bincount(graph.indices, minlength=1).max()) if graph.num_edges else 0
+    tol = TOLERANCES[spec.dtype].for_rows(max(longest_row(graph), out_degree,
+                                              inputs[0].shape[-1] if operator == "sddmm" else 1))
+    sources = torch.from_numpy(np.unique(graph.indices[positions]).astype(np.int64))
+    for i, g, w in zip(wanted, got, want):
+        g = torch.zeros_like(leaves[i]) if g is None else g.detach()
+        w = torch.zeros_like(ref_leaves[i]) if w is None else w
+        bad = _grad_differs(g, w, names[i], picked, sources, rows, tol)
+        if bad:
+            return f"grad {names[i]}: {bad}"
+    return None
+
+
+def _grad_differs(got, want, name: str, picked, sources, rows: np.ndarray, tol) -> str | None:
+    """What is wrong with one input's gradient ``got`` against the oracle's ``want``: compared in float64 where a
+    sampled row's in-edges reach (their edges; the sources or the rows they leave), exactly zero elsewhere."""
+    import torch
+
+    from gnnbench.check.conformance import Tolerance, compare
+
+    if name in _EDGE_INPUTS:
+        reached, want = picked, want.numpy()
+    else:
+        reached = sources if _INPUT_SPACE.get(name) == "src" else torch.from_numpy(rows)
+        want = want[reached].numpy()
+    elsewhere = torch.ones(got.shape[0], dtype=torch.bool)
+    elsewhere[reached] = False
+    stray = int(torch.count_nonzero(got[elsewhere.to(got.device)]))
+    if stray:
+        return f"{stray} nonzero values where no sampled row's edge reaches (expected exactly 0)"
+    scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
+    return compare(got[reached.to(got.device)].cpu().to(torch.float64).numpy(), want, scaled)
+
+
+def _apply(F, bound, operator: str, attrs: dict, inputs):
+    return F.gat_aggregate(bound, *inputs, **attrs) if operator == "gat_aggregate" \
+        else F._call(bound, operator, attrs, *inputs)
+
+
+def _sub_graph(graph, rows: np.ndarray):
+    """The sub-graph of the edges entering ``rows`` (Note [sampled oracle]) and those edges' positions in
+    ``graph``."""
+    from gnnbench.runtime.graph import Graph
+
+    indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
+    positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
+    dst = np.repeat(rows, (indptr[rows + 1] - indptr[rows]))
+    return Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src), positions
 
 
 # ----------------------------------------------------------------- input checksums
@@ -219,13 +432,9 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     from gnnbench.check.conformance import TOLERANCES, Tolerance, compare, longest_row
     from gnnbench.frameworks import get_frontend
     from gnnbench.runtime.glue import BoundGraph
-    from gnnbench.runtime.graph import Graph
     from gnnbench.runtime.registry import load_system
 
-    indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
-    positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
-    dst = np.repeat(rows, (indptr[rows + 1] - indptr[rows]))
-    sub = Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src)  # a block too
+    sub, positions = _sub_graph(graph, rows)  # a block too
     names = _INPUTS[operator]
     picked = torch.from_numpy(positions)
     tensors = [None if t is None else (t[picked.to(t.device)] if name in _EDGE_INPUTS else t).cpu().to(torch.float64)
@@ -235,8 +444,7 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     from gnnbench.check.conformance import _torch_threads
 
     with torch.no_grad(), _torch_threads(1):
-        expected = F.gat_aggregate(ref, *tensors, **attrs) if operator == "gat_aggregate" \
-            else F._call(ref, operator, attrs, *tensors)
+        expected = _apply(F, ref, operator, attrs, tensors)
     edge_out = operator in ("sddmm", "edge_softmax")
     got = (out[picked.to(out.device)] if edge_out else out[torch.from_numpy(rows).to(out.device)]).cpu()
     want = expected if edge_out else expected[torch.from_numpy(rows)]

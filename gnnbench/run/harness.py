@@ -196,9 +196,14 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
-    return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
-                  accuracy=best if spec.selection == "best_val" else final,
-                  prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
+    row = ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
+                 accuracy=best if spec.selection == "best_val" else final,
+                 prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
+    if checked is not None:  # Note [closing check]: what the timed epochs ran, after tuning; keeps the figures
+        from gnnbench.check.run_check import check_after_epochs
+
+        return check_after_epochs(row, spec, F, forward, checked)
+    return row
 
 
 def _last_epoch(spec: RunConfig, hyper, phases: Phases) -> int:

@@ -195,10 +195,16 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     accuracy = _scored(spec, hyper, evaluate, objective.metric, target, phases, edges, system, extra, prepare_s,
                        tune_s)
     epoch = Measurement(tuple(phases.seconds["epoch"])).median
-    return ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
-                  prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
-                  seeds_per_s=np.median(seeds) / epoch if epoch else None,
-                  edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=spec.accuracy_method)
+    row = ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
+                 prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
+                 seeds_per_s=np.median(seeds) / epoch if epoch else None,
+                 edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=spec.accuracy_method)
+    if blocks.checks_kernels:  # Note [closing check]: the last batch's blocks, after the epochs and tuning
+        from gnnbench.check.block_check import check_blocks_after_epochs
+
+        return check_blocks_after_epochs(row, spec, F, blocks, sampler, _seed_nodes(spec, dataset),
+                                         np.asarray(dataset.features), model_cls.self_loops, extra["selected_epoch"])
+    return row
 
 
 def _scored(spec, hyper, evaluate, metric: str, target, phases, edges: list[int], system, extra: dict[str, Any],

@@ -232,6 +232,11 @@ def _run_task(system: str, kind: str, label: str, settings: VerifySettings, send
 
         send(("case", label, "'ring' (int32, F=64, H=1, float32)"))
         return [large_index_case(system, **common)]
+    if kind == "repeat":
+        from gnnbench.verify.repeated import check_repeated
+
+        return [check_repeated(system, dtype=dtype, operator=settings.operator, profile=settings.profile,
+                               on_case=lambda where: send(("case", label, where)), **common)]
     if kind == "quantised":
         from gnnbench.check.quantised import check_quantised
 

@@ -37,7 +37,8 @@ class VerifySettings:
             (default: :data:`DEFAULT_TIME_LIMIT`).
         models (str, optional): ``"module:attribute"`` of a model table to check instead of
             ``models.MODELS`` (Note [model check]; for testing the check itself) (default: ``None``).
-        kinds (tuple of str, optional): only these check groups: ``op``, ``large``, ``model``, ``e2e``
+        kinds (tuple of str, optional): only these check groups: ``op``, ``dims``, ``quantised``, ``repeat``, ``large``,
+            ``model``, ``e2e``
             (default: all); like ``operator``, a partial run is recorded only when it fails.
     """
 

@@ -1,13 +1,16 @@
 """``verify``: the correctness gate a system passes before its figures count.
 
-Three parts, all against ``reference``:
+Four parts, all against ``reference``:
 
 1. the operator conformance suite (:mod:`gnnbench.check.conformance`): every
    operator the system implements, forward and every gradient, on
    adversarial graphs and sampled blocks (gnnbench.check.bipartite), under the guarded runtime;
-2. with ``slow=True``, one case whose flat element index passes ``2**31``
+2. every variant called many times on one graph, forward and gradients
+   (:mod:`gnnbench.verify.repeated`, Note [repeated calls]): what a system
+   switches to after its first calls;
+3. with ``slow=True``, one case whose flat element index passes ``2**31``
    (:mod:`gnnbench.verify.large_index`), skipped with its reason where memory forbids;
-3. end-to-end parity (:mod:`gnnbench.verify.training`): each model whose
+4. end-to-end parity (:mod:`gnnbench.verify.training`): each model whose
    operators the system implements trains on the system as on ``reference``,
    guarded and then as ``gnnbench run`` starts it.
 
@@ -164,7 +167,8 @@ def _fill_rows(report: VerifyReport, tasks: list[tuple[str, str]], outcome: Outc
     if outcome.load_failure:
         report.load = CaseResult("load kernels", "failed", cases=1, failed_cases=1, failures=[outcome.load_failure])
     rows = {row.operator: row for row in outcome.rows}
-    report.operators = [rows[label] for kind, label in tasks if kind in ("op", "quantised", "dims") and label in rows]
+    report.operators = [rows[label] for kind, label in tasks
+                        if kind in ("op", "quantised", "dims", "repeat") and label in rows]
     report.models = [rows[label] for kind, label in tasks if kind == "model" and label in rows]
     report.end_to_end = [rows[label] for kind, label in tasks if kind == "e2e" and label in rows]
     if outcome.load_failure:
@@ -225,6 +229,9 @@ def plan(system: str, operator: str | None, slow: bool, e2e: bool, profile: str 
             tasks += [("quantised", label) for label in quantised_labels(system)]
         except Exception:  # noqa: BLE001 - glue that does not load fails in the child, with its cause
             pass
+    from gnnbench.verify.repeated import REPEATED_LABEL
+
+    tasks.append(("repeat", REPEATED_LABEL))  # Note [repeated calls]: what a tuner switches to after its warm-up
     if slow and operator in (None, "spmm"):
         tasks.append(("large", LARGE_INDEX_LABEL))
     if e2e and operator is None:

@@ -111,15 +111,17 @@ def _run_time_check(system, model, dataset, framework, device, dtype, fallback, 
     The end-to-end row trains under the guard, whose buffers a kernel can detect: one that writes into its
     input only when its output is not a guard view passes every guarded check and trains to NaN in a run
     (issue 35). So each end-to-end row also starts the run as ``gnnbench run`` does, unguarded, check on,
-    and reports what the check finds; the guarded training has passed by then, so the kernels are known not
-    to write past their outputs."""
+    and reports what the checks find, before the epoch and after it; the guarded training has passed by then,
+    so the kernels are known not to write past their outputs."""
     from gnnbench.check.run_check import RunCheckError
     from gnnbench.run.harness import RunConfig, train
 
     try:
         with _torch_threads(threads or _current_threads()):
-            train(RunConfig(system, model, dataset, framework=framework, device=device, epochs=1, warmup=0,
-                            dtype=dtype, fallback=fallback, check=True))
+            row = train(RunConfig(system, model, dataset, framework=framework, device=device, epochs=1, warmup=0,
+                                  dtype=dtype, fallback=fallback, check=True))
+        if row.get("status") == "failed":  # the closing check (Note [closing check]) fails the finished row
+            return row.get("error") or "failed"
     except RunCheckError as err:
         return str(err)
     except Exception as err:  # noqa: BLE001 - a run that fails where the guarded training did not is a finding

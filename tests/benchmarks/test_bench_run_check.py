@@ -9,9 +9,11 @@ def bench(load_benchmark):
     return load_benchmark("bench_run_check")
 
 
-def _row(system, model, check_s, epoch_s, status="ok"):
+def _row(system, model, check_s, epoch_s, status="ok", closing_s=None):
+    closing = {} if closing_s is None else {"closing": {"status": "passed", "seconds": closing_s}}
     return {"system": system, "model": model, "status": status, "error": None if status == "ok" else "boom",
-            "epoch_time_median_s": epoch_s, "extra": {"run_check": {"status": "passed", "seconds": check_s, "forward_seconds": check_s / 4}}}
+            "epoch_time_median_s": epoch_s,
+            "extra": {"run_check": {"status": "passed", "seconds": check_s, "forward_seconds": check_s / 4, **closing}}}
 
 
 def test_share_is_the_check_over_the_check_plus_200_epochs(bench):
@@ -19,14 +21,20 @@ def test_share_is_the_check_over_the_check_plus_200_epochs(bench):
     assert bench.share(0.0, 1.0) == 0.0
 
 
-def test_render_gives_every_row_its_share_and_names_the_largest(bench):
-    rows = [_row("isplib", "gcn", 1.0, 0.5), _row("reference", "gat", 4.0, 2.0), _row("mkl", "gcn", 1.0, 1.0, "oom")]
+def test_render_gives_every_row_both_shares_and_names_the_largest(bench):
+    rows = [_row("isplib", "gcn", 1.0, 0.5, closing_s=0.5), _row("reference", "gat", 4.0, 2.0),
+            _row("mkl", "gcn", 1.0, 1.0, "oom")]
     meta = {"dataset": "rmat:nodes=8", "epochs": 4, "warmup": 1, "threads": 2, "load": (1.0, 2.0),
             "measured_at": ["abc1234"]}
     text = bench.render(rows, meta)
     isplib = next(line for line in text.splitlines() if line.startswith("| isplib"))
-    assert [c.strip() for c in isplib.strip("|").split("|")] == ["isplib", "gcn", "passed", "1.00", "0.25", "0.50", "0.99 %"]
-    assert "oom: boom" in text and "Largest share: 0.99 % (the issue's bound: under 5 %)." in text
+    assert [c.strip() for c in isplib.strip("|").split("|")] == ["isplib", "gcn", "passed/passed", "1.00", "0.25",
+                                                                 "0.50", "0.50", "0.99 %", "0.50 %"]
+    reference = next(line for line in text.splitlines() if line.startswith("| reference"))
+    assert [c.strip() for c in reference.strip("|").split("|")][2:] == ["passed/-", "4.00", "1.00", "-", "2.00",
+                                                                        "0.99 %", "-"]
+    assert "oom: boom" in text and "Largest opening share: 0.99 % (the issue's bound: under 5 %)." in text
+    assert "Largest closing share: 0.50 % (the issue's bound: under 2 %)." in text
     assert "Measured at commit abc1234" in text
 
 

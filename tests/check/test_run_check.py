@@ -34,7 +34,7 @@ def test_no_check_says_so():
 
 
 def test_a_float32_path_is_caught_on_the_runs_graph(demos):
-    with pytest.raises(RunCheckError, match=r"^run-time check: spmm\(reduce=sum\) output on karate \(N=34, E=190, "
+    with pytest.raises(RunCheckError, match=r"^run-time check: spmm\(reduce=sum\) output on karate at layer 0 \(N=34, E=190, "
                                             r"F=16, float32\) differs from reference on \d+ sampled rows: max abs err"):
         train(_spec("demo_float32_path"))
     assert train(_spec("demo_float32_path", dtype="float64"))["extra"]["run_check"]["status"] == "passed"

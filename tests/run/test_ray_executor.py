@@ -108,9 +108,12 @@ def _comparable(rows: list[dict]) -> dict[tuple, dict]:
         if isinstance(kept.get("extra"), dict):  # per-kernel times and SpMM rates are timings, held memory too;
             kept["extra"] = {k: v for k, v in kept["extra"].items()  # log files are per run
                              if k not in ("kernel_median_s_by_kernel", "spmm_figures", "held_bytes", "stderr_path")}
-            if isinstance(kept["extra"].get("run_check"), dict):  # the check's own time is a timing too
-                kept["extra"]["run_check"] = {k: v for k, v in kept["extra"]["run_check"].items()
-                                             if k not in ("seconds", "forward_seconds")}
+            if isinstance(kept["extra"].get("run_check"), dict):  # the checks' own times are timings too
+                check = {k: v for k, v in kept["extra"]["run_check"].items() if k not in ("seconds", "forward_seconds")}
+                if isinstance(check.get("closing"), dict):  # Note [closing check]
+                    check["closing"] = {k: v for k, v in check["closing"].items()
+                                        if k not in ("seconds", "forward_seconds")}
+                kept["extra"]["run_check"] = check
         out[(row["system"], row["model"], row["seed"])] = kept
     return out
 

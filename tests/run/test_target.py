@@ -136,9 +136,11 @@ def test_a_sampled_run_evaluates_between_batches():
 
 
 def test_the_convergence_check_marks_a_system_that_passes_the_run_check_and_trains_another_function(monkeypatch):
-    """demo_converges_early is exact on every call the run-time check sees, then scales its aggregations, and
-    on Cora reaches the target in fewer epochs: only the convergence check (Note [convergence check]) can mark
-    it, and it must not mark reference. Five seeds each, as campaigns/time_to_accuracy.toml runs them."""
+    """demo_converges_early is exact on its first call, then scales its aggregations, and on Cora reaches the
+    target in fewer epochs: the convergence check (Note [convergence check]) must mark it, and must not mark
+    reference. Five seeds each, as campaigns/time_to_accuracy.toml runs them, with the run-time check off:
+    it now sees every layer's calls and checks again after the epochs (Note [closing check]), which store
+    this system `failed` before the convergence check could judge it."""
     from pathlib import Path
 
     from gnnbench.results.time_to_accuracy import compare_time_to_accuracy
@@ -155,8 +157,8 @@ def test_the_convergence_check_marks_a_system_that_passes_the_run_check_and_trai
                 kernels._calls.clear()
             row = train(make_config({"system": system, "model": "gcn", "dataset": "cora", "seed": seed,
                                      "data_dir": str(planetoid_dir()), "warmup": 1, "threads": 1,
-                                     "target_accuracy": 0.75, "max_epochs": 100}))
-            assert (row["status"], row["extra"]["run_check"]["status"]) == ("ok", "passed")
+                                     "target_accuracy": 0.75, "max_epochs": 100, "check": False}))
+            assert (row["status"], row["extra"]["run_check"]["status"]) == ("ok", "off")
             rows.append(dict(row, id=len(rows)))
     marks = {r.system: (r.mark, r.reached) for r in compare_time_to_accuracy(rows).results}
     assert marks == {"reference": ("", 5), "demo_converges_early": ("c", 5)}

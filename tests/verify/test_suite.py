@@ -20,6 +20,7 @@ from gnnbench.check.model_check import check_model, model_check_names
 from gnnbench.results.store import ResultsStore
 
 from gnnbench.verify.large_index import large_index_case
+from gnnbench.verify.repeated import REPEATED_LABEL
 from gnnbench.verify.settings import VerifySettings
 from gnnbench.verify.suite import plan, verify
 
@@ -140,7 +141,7 @@ def test_cli_table_json_and_exit_codes(demos, tmp_path, capsys):
     assert data["status"] == "passed" and data["recorded_id"] is None    # a passing partial run does not
     rows = ["edge_softmax", "edge_softmax(large scores)", "edge_softmax(extreme scores)", "edge_softmax(NaN/inf)"]
     # every check once in each float type reference supports (Note [what runs])
-    assert [r["operator"] for r in data["operators"]] == rows + [f"{r} [float32]" for r in rows]
+    assert [r["operator"] for r in data["operators"]] == rows + [f"{r} [float32]" for r in rows] + [REPEATED_LABEL]
 
     assert cli(["verify", "--system", "no-such-system"]) == 2
     assert "unknown system 'no-such-system'" in capsys.readouterr().err
@@ -291,7 +292,7 @@ def test_every_model_matches_its_dense_formulation_on_reference(dtype):
 def test_plan_lists_every_group_in_report_order():
     tasks = plan("reference", None, slow=False, e2e=True)
     kinds = [kind for kind, _ in tasks]
-    assert kinds == sorted(kinds, key=["op", "dims", "quantised", "large", "model", "e2e"].index)
+    assert kinds == sorted(kinds, key=["op", "dims", "quantised", "repeat", "large", "model", "e2e"].index)
     assert ("model", "model weighted-gcn") in tasks and ("e2e", "end-to-end gat on sbm") in tasks
     assert [label for kind, label in plan("pim", "spmm", False, False) if kind == "quantised"] == [
         "spmm(reduce=sum, arithmetic=int32)", "spmm(reduce=sum, weight, arithmetic=int32)",
