@@ -36,7 +36,7 @@ from pydantic.dataclasses import dataclass
 from gnnbench.errors import UserError
 
 __all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "ACCURACY_METHODS", "SAMPLED_ONLY", "make_config", "config_fields", "ConfigField",
-           "parse_memory", "parse_options", "parse_widths", "add_config_flags", "config_values_from_flags", "MAX_WIDTH"]
+           "check_fields", "parse_memory", "parse_options", "parse_widths", "add_config_flags", "config_values_from_flags", "MAX_WIDTH"]
 
 SELECTIONS = ("best_val", "last")
 MODES = ("train", "inference")  # Note [inference mode] in gnnbench.run.harness
@@ -362,6 +362,17 @@ def _one_line(err: ValidationError, values: Mapping[str, Any], name_of: Callable
         return f"{name_of(field)} {message}"
     return f"{name_of(field)} {message} (got {shown!r})" if isinstance(given, str) else \
         f"{name_of(field)} {message} (got {shown})"
+
+
+def check_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Some :class:`RunConfig` fields checked on their own, as ``run`` checks them (``verify``'s ``--framework``,
+    ``--device`` and ``--threads`` are a run's): field name -> the value as a run would hold it.
+
+    Raises:
+        UserError: one line naming the first bad flag and the value given.
+    """
+    config = make_config({"system": "reference", "model": _models()[0], **values})
+    return {name: getattr(config, name) for name in values}
 
 
 # ---------------------------------------------------------------- value parsers

@@ -468,7 +468,7 @@ def campaign_toml(raw: bytes, where: str) -> dict[str, Any]:
 
 def _expand(campaign: Campaign) -> list[Task]:
     """Every task of every matrix, deduplicated, in the order of Note [sweep order]; names checked first."""
-    from gnnbench.run.preflight import check_dataset_files, check_options, unavailable_reason
+    from gnnbench.run.preflight import check_dataset_files, check_limits, check_options, unavailable_reason
 
     rank: dict[str, dict[Any, int]] = {}
     position = lambda dim, value: rank.setdefault(dim, {}).setdefault(value, len(rank[dim]))  # noqa: E731
@@ -489,6 +489,9 @@ def _expand(campaign: Campaign) -> list[Task]:
             seen.add((config, rep))
             where = (config.system, config.framework, config.device)
             ident = identity(config, hashes)  # unknown system or model, epochs <= warmup: fails here
+            if campaign.executor == "local" and (config.cpus, config.threads) not in checked:
+                check_limits(config)  # as `run` checks them (Note [limits of a run on this machine])
+                checked.add((config.cpus, config.threads))
             if where not in reasons:
                 reasons[where] = unavailable_reason(config)
             if (config.dataset, config.data_dir) not in checked:
