@@ -327,7 +327,7 @@ def _matrix(data: Mapping[str, Any], where: str, flags: bool = False) -> Matrix:
         key = f.sweep or f.key
         return ("--" + key.replace("_", "-") if f.sweep else f.flag) if flags else f"{where}: '{key}'"
 
-    rounds = process_count(data.get("rounds", 1), name_of_key("rounds", where, flags))
+    rounds = _count(data.get("rounds", 1), "rounds", where, flags)
     axes, settings = [], []
     for key, f in by_key.items():
         if f.sweep:
@@ -362,6 +362,17 @@ def _lends_to_none(config: RunConfig) -> bool:
     return config.system == config.fallback or system_info(config.system).kind != "kernel"
 
 
+def _count(value: Any, key: str, where: str, flags: bool) -> int:
+    """A campaign's ``rounds`` (or ``repeat``): a TOML integer, as every count of a campaign is; text is a flag's
+    way to give it (``--rounds 5``), so ``rounds = "5"`` in a file is refused, not read as a number."""
+    from gnnbench.run.repeat import MAX_PROCESSES
+
+    if not flags and isinstance(value, str):
+        raise UserError(f"{where}: '{key}' must be an integer in [1, {MAX_PROCESSES}], written without quotes "
+                        f"(got {value!r})")
+    return process_count(value, name_of_key(key, where, flags))
+
+
 def name_of_key(key: str, where: str, flags: bool) -> str:
     return "--" + key.replace("_", "-") if flags else f"{where}: '{key}'"
 
@@ -379,7 +390,7 @@ def _unaliased(data: Mapping[str, Any], where: str, flags: bool) -> dict[str, An
     if "rounds" in out:
         both = "give --rounds or --repeat" if flags else f"{where}: give 'rounds' or 'repeat'"
         raise UserError(f"{both}, not both (they are the same count)")
-    out["rounds"] = process_count(value, name_of_key("repeat", where, flags))
+    out["rounds"] = _count(value, "repeat", where, flags)
     return out
 
 
@@ -425,7 +436,7 @@ def with_rounds(campaign: Campaign, data: Mapping[str, Any], where: str = "comma
     data = _unaliased(data, where, flags)
     if "rounds" not in data:
         return campaign
-    rounds = process_count(data["rounds"], name_of_key("rounds", where, flags))
+    rounds = _count(data["rounds"], "rounds", where, flags)
     return replace(campaign, matrices=tuple(replace(m, rounds=rounds) for m in campaign.matrices))
 
 
