@@ -535,6 +535,50 @@ def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
         assert sorted(r["seed"] for r in store.rows()) == [0, 1, 2, 3] and store.claims() == {}
 
 
+def test_when_one_of_two_sweeps_is_sigkilled_the_survivor_runs_its_configuration(tmp_path):
+    """Note [a killed sweep's configurations]: the probe's finding was the survivor exiting 0 with the killed
+    sweep's configuration "left to another sweep", unrun until its claim expired 40 minutes later."""
+    import signal
+    import sqlite3
+    import time
+
+    db = tmp_path / "shared.sqlite"
+    script = textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from tests.run.test_sweep import _campaign, _fake_runner
+        from gnnbench.run.executors import LocalExecutor
+        from gnnbench.run.sweep import run_sweep
+        fake, delay = _fake_runner(), float(sys.argv[1])
+        def slow(spec, **kw):
+            time.sleep(delay)
+            return fake(spec, **kw)
+        report = run_sweep(_campaign(systems=("reference",), seeds=(0,)), {str(db)!r}, LocalExecutor(slow))
+        print(len(report.rows), report.claimed_elsewhere, report.meanwhile)
+        """)
+    env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
+    ResultsStore(db).close()
+    start = lambda delay: subprocess.Popen([sys.executable, "-c", script, str(delay)], env=env,  # noqa: E731
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = start(600)
+    deadline = time.monotonic() + 120
+    while not ResultsStore(db, create=False).claims():  # it holds the one configuration, running it
+        assert killed.poll() is None and time.monotonic() < deadline, killed.communicate()
+        time.sleep(0.1)
+    survivor = start(0)
+    time.sleep(3)  # the survivor has planned and found the configuration claimed by a live sweep
+    assert survivor.poll() is None
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate()
+    out, err = survivor.communicate(timeout=120)
+    assert survivor.returncode == 0, err
+    assert out.split() == ["1", "0", "0"]  # ran it; nothing left to another sweep
+    with ResultsStore(db, create=False) as store:
+        assert [r["seed"] for r in store.rows()] == [0] and store.claims() == {}
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
 def _dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()  # reaped: no process has this pid now
