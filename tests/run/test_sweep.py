@@ -291,7 +291,8 @@ def test_the_count_on_the_command_line_replaces_a_campaigns_rounds(tmp_path, cap
     ({"repeat": False}, "c.toml: 'repeat' is now the number of processes per configuration, as 'rounds' is (got "
                         "false); write 'rerun = true' to run stored configurations again"),
     ({"repeat": 0}, "c.toml: 'repeat' must be an integer in [1, 10000] (got 0)"),
-    ({"repeat": "x"}, "c.toml: 'repeat' must be an integer in [1, 10000] (got 'x')"),
+    ({"repeat": "x"}, "c.toml: 'repeat' must be an integer in [1, 10000], written without quotes (got 'x')"),
+    ({"rounds": "5"}, "c.toml: 'rounds' must be an integer in [1, 10000], written without quotes (got '5')"),
     ({"rounds": 2.5}, "c.toml: 'rounds' must be an integer in [1, 10000] (got 2.5)"),
     ({"repeat": 2, "rounds": 2}, "c.toml: give 'rounds' or 'repeat', not both (they are the same count)"),
     ({"matrix": [{"repeat": True}]}, "c.toml [[matrix]] #1: 'repeat' is now the number of processes per "
@@ -521,7 +522,8 @@ def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
             time.sleep(0.5)
             return fake(spec, **kw)
         report = run_sweep(_campaign(systems=("reference",), seeds=(0, 1, 2, 3)), {str(db)!r}, LocalExecutor(slow))
-        print(len(report.rows), report.claimed_elsewhere + report.meanwhile)
+        # a sweep that plans after the other stored a row finds it already stored (a loaded machine starts late)
+        print(len(report.rows), report.claimed_elsewhere + report.meanwhile + report.already_stored)
         """)
     env = {**os.environ, "GNNBENCH_SYSTEMS_PATH": str(SWEEP_SYSTEMS)}
     ResultsStore(db).close()
@@ -530,7 +532,7 @@ def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
     ran = [tuple(map(int, out.split())) for out, _ in outs]
-    assert sum(r for r, _ in ran) == 4 and all(r + left == 4 for r, left in ran)
+    assert sum(r for r, _ in ran) == 4 and all(r + left == 4 for r, left in ran), outs
     with ResultsStore(db) as store:
         assert sorted(r["seed"] for r in store.rows()) == [0, 1, 2, 3] and store.claims() == {}
 
