@@ -617,3 +617,18 @@ def test_a_claim_of_a_live_sweep_or_another_host_is_left_to_it(tmp_path):
     calls: list = []
     report = run_sweep(campaign, db, LocalExecutor(_fake_runner(calls)))
     assert [s.seed for s in calls] == [0] and report.claimed_elsewhere == 2
+
+
+def test_only_another_live_process_of_this_host_is_watched():
+    import psutil
+
+    from gnnbench.run.claimant import claim_owner, owner_is_another_live_process
+
+    host, parent = socket.gethostname(), os.getppid()
+    started = f"{psutil.Process(parent).create_time():.2f}"
+    assert owner_is_another_live_process(f"{host}:{parent}:{started}:nonce000")
+    assert not owner_is_another_live_process(claim_owner())  # this process: its own claims are not waited on
+    assert not owner_is_another_live_process(f"{host}:{_dead_pid()}:1700000000.00:killed0")
+    assert not owner_is_another_live_process(f"{host}:{parent}:1.00:reused00")  # the pid of another process now
+    assert not owner_is_another_live_process(f"elsewhere.example:{parent}:{started}:remote00")
+    assert not owner_is_another_live_process("another-sweep")
