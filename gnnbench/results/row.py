@@ -66,7 +66,8 @@ from typing_extensions import TypedDict  # pydantic reads typing's only from Pyt
 from gnnbench.core.phases import PHASES, phase
 
 __all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
-           "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Hyperparameters", "json_problem", "Field", "column", "identity", "measured", "outcome",
+           "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Hyperparameters", "json_problem", "Field", "column",
+           "identity", "measured", "outcome",
            "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS"]

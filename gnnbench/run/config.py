@@ -36,7 +36,8 @@ from pydantic.dataclasses import dataclass
 from gnnbench.errors import UserError
 
 __all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "ACCURACY_METHODS", "SAMPLED_ONLY", "make_config", "config_fields", "ConfigField",
-           "check_fields", "parse_memory", "parse_options", "parse_widths", "add_config_flags", "config_values_from_flags", "MAX_WIDTH"]
+           "check_fields", "parse_memory", "parse_options", "parse_widths", "add_config_flags",
+           "config_values_from_flags", "MAX_WIDTH"]
 
 SELECTIONS = ("best_val", "last")
 MODES = ("train", "inference")  # Note [inference mode] in gnnbench.run.harness

@@ -764,7 +764,8 @@ def _claim(db: Any, key: str, owner: str, ttl: float) -> bool:
 
 
 _CLAIM_TTL_S = 24 * 3600.0   # a claim of a run without a time limit expires after a day
-_WATCH_POLL_S = 1.0          # how often a sweep looks at another live sweep's claims (Note [a killed sweep's ...])
+#: how often a sweep looks at the claims of another live sweep (Note [a killed sweep's configurations])
+_WATCH_POLL_S = 1.0
 _CLAIM_MARGIN_S = 600.0      # beyond the run's time limit: start-up, loading, storing
 
 
