@@ -127,8 +127,8 @@ class RunConfig:
     lr: float | None = _field(None, help="learning rate, a finite number > 0 (default: the model's)", gt=0,
                               allow_inf_nan=False)
     seed: int = _field(0, help="random seed", sweep="seeds", ge=0, le=_MAX_SEED)
-    threads: int | None = _field(None, help="threads for the framework and kernels (default: one per --cpus CPU when "
-                                 "pinned, else the libraries' own)", gt=0, le=4096)
+    threads: int | None = _field(None, help="threads for the framework and kernels, at most the CPUs this process may run "
+                                 "on (default: one per --cpus CPU when pinned, else the libraries' own)", gt=0, le=4096)
     cpus: str | None = _field(None, help="pin the run's process to these CPUs, a list as taskset -c takes it: 1, 0-3 "
                               "or 0,2 (default: not pinned; Note [pinned runs])", metavar="LIST", min_length=1,
                               max_length=200)
