@@ -43,7 +43,8 @@ def _check_memory(graph, widths, dtype: str) -> None:
     import numpy as np
     import psutil
 
-    need = 3 * graph.num_nodes * max(widths) * np.dtype(dtype).itemsize  # features, float64 draws, output
+    # the features drawn in float64, then cast to the dtype, and the output in it (systems/isplib/tuning.py)
+    need = graph.num_nodes * max(widths) * (8 + 2 * np.dtype(dtype).itemsize)
     free = psutil.virtual_memory().available
     if need > free:
         raise UserError(f"--widths {max(widths)}: tuning on {graph.num_nodes:,} nodes needs about {need / 2**30:.1f} "
