@@ -20,8 +20,11 @@ Note [fetch writes only its own files]
     is one (replacing it would delete another folder's files); an archive is
     extracted and checked to hold every raw file first, and only then does the
     old folder move aside, the new one take its place, and the old one go.
-    ``CHECKSUMS.json`` is written whole beside itself and renamed into place,
-    so a link there is replaced, not written through.
+    ``CHECKSUMS.json`` is written whole beside itself and renamed into place.
+    Every folder and file fetch creates or replaces below the data root
+    (``.downloads``, a ``.part``, ``CHECKSUMS.json``) goes through
+    :mod:`gnnbench.safe_write`, which refuses a symbolic link on any of them
+    (Note [writes refuse links]).
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.errors import UserError
+from gnnbench.safe_write import check_no_links, make_folder, open_append, write_file
 
 from .sources import SOURCES, Source, data_root, file_sha256, find_raw_folder, missing_files_message
 
@@ -70,23 +74,14 @@ def _checksums(root: Path) -> dict[str, str]:
 def _write_checksums(root: Path, recorded: dict[str, str]) -> None:
     """Writes the checksums whole, then renames them into place: a crash leaves the old file, and a symbolic
     link at ``CHECKSUMS.json`` is replaced, never written through (Note [fetch writes only its own files])."""
-    fd, temporary = tempfile.mkstemp(prefix=CHECKSUMS + ".", suffix=".tmp", dir=root)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(recorded, fh, indent=1, sort_keys=True)
-        os.replace(temporary, root / CHECKSUMS)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_file(root / CHECKSUMS, json.dumps(recorded, indent=1, sort_keys=True), root)
 
 
 def _download(url: str, part: Path, timeout: float, progress: bool, source: Source, root: Path) -> None:
     """``url`` into ``part``, resuming from its current size (Note [fetch])."""
     from tqdm import tqdm
 
-    if part.is_symlink():
-        raise UserError(f"{part} is a symbolic link; remove it and fetch again (Note [fetch writes only its own "
-                        f"files])")
+    check_no_links(part, root)  # the .part and .downloads (Note [writes refuse links])
     offset = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"User-Agent": "gnnbench"})
     if offset:
@@ -106,7 +101,7 @@ def _download(url: str, part: Path, timeout: float, progress: bool, source: Sour
         resumed = offset and response.status == 206
         length = response.headers.get("Content-Length")
         total = (int(length) + (offset if resumed else 0)) if length and length.isdigit() else None
-        with open(part, "ab" if resumed else "wb") as out, \
+        with open_append(part, root, append=bool(resumed)) as out, \
                 tqdm(total=total, initial=offset if resumed else 0, unit="B", unit_scale=True,
                      desc=Path(url).name, disable=not progress, leave=False) as bar:
             try:
@@ -164,13 +159,17 @@ def _install(downloaded: Path, source: Source, root: Path) -> None:
         raise UserError(f"{target} is a symbolic link to {target.resolve()}; fetch replaces the folder, so remove the "
                         f"link or pass --data-dir (Note [fetch writes only its own files])")
     if downloaded.suffix != ".zip":
-        target.mkdir(parents=True, exist_ok=True)
+        make_folder(target, root)
+        check_no_links(target / downloaded.name, root)
         os.replace(downloaded, target / downloaded.name)
         return
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".extract-{source.archive_folder}."))
     try:
         extracted = tmp / "archive"
         _safe_extract(downloaded, extracted)
+        if not extracted.is_dir():  # an archive of no members extracts nothing, not even its folder
+            raise UserError(f"{downloaded.name} is an empty archive: it holds no {', '.join(source.files)}; kept the "
+                            f"files in {target} (Note [fetch writes only its own files])")
         entries = [p for p in extracted.iterdir() if not p.name.startswith(("__MACOSX", "."))]
         content = entries[0] if len(entries) == 1 and entries[0].is_dir() else extracted
         if not _holds_files(content, source):
@@ -203,8 +202,8 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, url: str | None 
                         f"are generated on first use)")
     root, _ = data_root(data_dir)
     root.mkdir(parents=True, exist_ok=True)
-    downloads = root / ".downloads"
-    downloads.mkdir(exist_ok=True)
+    check_no_links(root / CHECKSUMS, root)  # refused before anything is downloaded, not after
+    downloads = make_folder(root / ".downloads", root)  # a link there is refused (Note [writes refuse links])
     recorded = _checksums(root)
     sums: dict[str, str] = {}
     for link in ([url] if url else source.urls):
@@ -218,7 +217,7 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, url: str | None 
             raise UserError(f"{link}: downloaded file has sha256 {digest[:16]}..., expected {expected[:16]}...; it "
                             f"was deleted, fetch again (or check the mirror)")
         recorded[link] = sums[link] = digest
-        done = part.with_name(part.name[:-len(".part")])
+        done = check_no_links(part.with_name(part.name[:-len(".part")]), root)
         os.replace(part, done)
         _install(done, source, root)
     _write_checksums(root, recorded)

@@ -27,7 +27,6 @@ import collections
 import hashlib
 import os
 import pickle
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -38,6 +37,7 @@ import scipy.sparse as sp
 
 from gnnbench.errors import UserError
 from gnnbench.places import cache_root
+from gnnbench.safe_write import write_file
 
 from .dataset import Dataset, build_dataset, index_mask, symmetric_graph
 
@@ -201,11 +201,8 @@ def _download(name: str, folder: Path) -> None:
             raise UserError(f"could not download {url} ({err}); {HOW_TO_FIX}") from None
         if f in SHA256 and hashlib.sha256(payload).hexdigest() != SHA256[f]:
             raise UserError(f"downloaded {url} does not match its known sha256; {HOW_TO_FIX}")
-        # temp file + rename: an interrupted download never leaves a partial file
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{f}.", suffix=".part")
-        with os.fdopen(fd, "wb") as out:
-            out.write(payload)
-        os.replace(tmp, target)
+        # whole, then renamed: an interrupted download never leaves a partial file (Note [writes refuse links])
+        write_file(target, payload)
 
 
 def _dense(m: Any, path: Path) -> np.ndarray:

@@ -21,6 +21,7 @@ from pathlib import Path
 import jinja2
 
 from gnnbench.places import systems_path_folders, systems_root
+from gnnbench.safe_write import check_no_links, write_file
 
 from .hooks import hook_problem
 from .parse import load_spec
@@ -193,6 +194,8 @@ class GlueWriter:
 
     check: bool = False
     dry_run: bool = False
+    #: a folder the glue's paths must lie in with no symbolic link below it (history: the commit's systems folder)
+    within: Path | None = None
     written: list[Path] = field(default_factory=list)
     unchanged: list[Path] = field(default_factory=list)
     removed: list[Path] = field(default_factory=list)
@@ -204,6 +207,7 @@ class GlueWriter:
             if path in self._seen:
                 raise RuntimeError(f"two generated files want the path {path}")
             self._seen.add(path)
+            check_no_links(path, self.within or path.parent)  # Note [writes refuse links]
             old = path.read_text(encoding="utf-8") if path.exists() else None
             if old == text:
                 self.unchanged.append(path)
@@ -213,9 +217,7 @@ class GlueWriter:
                                             f"{path} (checked in)", f"{path} (from spec)", n=1)
                 self.drift.append("".join(list(diff)[:40]) if old is not None else f"{path}: missing\n")
             elif not self.dry_run:
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(text, encoding="utf-8")
-                tmp.replace(path)
+                write_file(path, text, self.within or path.parent)
                 self.written.append(path)
             else:
                 self.written.append(path)
@@ -234,10 +236,14 @@ class GlueWriter:
                 self.removed.append(path)
 
 
-def regenerate(targets: list[Path] | None = None, check: bool = False, dry_run: bool = False) -> GlueWriter:
-    """Regenerate (or check) the glue of the given specs, default all of ``systems/``."""
-    writer = GlueWriter(check=check, dry_run=dry_run)
+def regenerate(targets: list[Path] | None = None, check: bool = False, dry_run: bool = False,
+               within: Path | None = None) -> GlueWriter:
+    """Regenerate (or check) the glue of the given specs, default all of ``systems/``; ``within``, a folder no
+    system folder below may link out of (``history``'s checkout; Note [writes refuse links])."""
+    writer = GlueWriter(check=check, dry_run=dry_run, within=within)
     for path in targets or spec_paths():
+        if within is not None:  # the system's folder as named, before anything resolves the link
+            check_no_links(Path(path).parent, within)
         spec = load_spec(path)
         problem = hook_problem(spec, Path(path))  # Note [hook check]
         if problem:

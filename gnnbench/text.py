@@ -4,6 +4,15 @@ A spec's summary, a system report or a worker's stderr may hold terminal
 escape sequences (``\\x1b[2J`` clears the screen, OSC 8 forges links) or
 bidirectional overrides that reorder what a reader sees. :func:`printable`
 shows them as visible escapes (``\\x1b``) instead of sending them raw.
+
+Note [names escaped once]
+    A name the user supplies (a system or dataset from argv or a campaign, a
+    baseline, a stored value) reaches the terminal through this one helper:
+    the CLI passes every one-line error (:class:`~gnnbench.errors.UserError`)
+    through :func:`printable` where it prints it (``gnnbench.cli.main``), so a
+    message may quote the name as given and never send its escape sequences;
+    tables pass their cells through it in every format, CSV and HTML included
+    (Note [cells escaped for their medium] in :mod:`gnnbench.results.tables`).
 """
 from __future__ import annotations
 

@@ -73,6 +73,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class _OutputFailed(Exception):
+    """stdout refused what a command printed (a full device, an I/O error): one line and exit status 1."""
+
+
+class _GuardedStdout:
+    """``sys.stdout`` while a command runs: a write or flush that fails (other than a closed pipe) becomes
+    :class:`_OutputFailed`, so that it is told apart from a failure of a file the command opened itself."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _OutputFailed(err.strerror or str(err)) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _OutputFailed(err.strerror or str(err)) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     from gnnbench.dsl.spec import SpecError
     from gnnbench.errors import UserError
@@ -82,20 +119,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:  # bare `gnnbench`: the list of commands
         parser.print_help()
         return 0
+    stdout, sys.stdout = sys.stdout, _GuardedStdout(sys.stdout)
     try:
-        return args._main(args) or 0
+        status = args._main(args) or 0
+        sys.stdout.flush()
+        return status
     except (UserError, SpecError) as err:
+        from gnnbench.text import printable
+
         text = str(err)
         first, _, context = text.partition("\n")
-        print(f"gnnbench {args.command}: {first}", file=sys.stderr)
+        # Note [names escaped once]: the line may quote a name the user gave (argv, a campaign, a store)
+        print(f"gnnbench {args.command}: {printable(first)}", file=sys.stderr)
         if context and isinstance(err, SpecError):
-            print(context, file=sys.stderr)
+            print(printable(context, keep_newlines=True), file=sys.stderr)
         return 2
     except BrokenPipeError:  # `gnnbench ... | head`: the reader left, nothing more to say
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 0
+    except _OutputFailed as err:
+        sys.stdout = stdout
+        _silence_stdout()  # the interpreter's last flush at exit would fail the same way
+        print(f"gnnbench {args.command}: cannot write the output to stdout: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("gnnbench: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = stdout

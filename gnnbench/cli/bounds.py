@@ -7,7 +7,8 @@ HELP = "show this machine's STREAM triad and random-gather bounds (measured once
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--threads", type=int, default=None, help="threads to measure on (default: all)")
+    p.add_argument("--threads", type=int, default=None, help="threads to measure on, at most the CPUs this process may run on "
+                   "(default: all)")
     p.add_argument("--refresh", action="store_true", help="measure again even when cached")
     p.add_argument("--json", action="store_true", help="print the bounds as one JSON object")
 
@@ -21,10 +22,9 @@ def run(threads=None, refresh=False):
 def main(args) -> int:
     from dataclasses import asdict
 
-    from gnnbench.errors import UserError
+    from gnnbench.run.preflight import check_threads
 
-    if args.threads is not None and args.threads < 1:
-        raise UserError(f"--threads must be at least 1 (got {args.threads})")
+    check_threads(args.threads)  # as a run's (Note [limits of a run on this machine])
     b = run(args.threads, args.refresh)
     if args.json:
         print_json(asdict(b))

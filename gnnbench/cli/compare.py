@@ -92,6 +92,10 @@ def _time_to_accuracy(args) -> int:
     if not result.results:
         raise UserError("no stored run was made with --target-accuracy; run `gnnbench run ... --target-accuracy A` "
                         "or the campaign campaigns/time_to_accuracy.toml first")
+    present = sorted({r.system for r in result.results})
+    if args.baseline is not None and args.baseline not in present:
+        raise UserError(f"--baseline {args.baseline} has no stored runs with --target-accuracy; systems present: "
+                        f"{', '.join(present)}")
     if args.format == "text":
         from gnnbench.results.tables import print_table
 

@@ -6,7 +6,6 @@ What it reads is what every run records around its timed epochs (Note [machine s
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -38,12 +37,10 @@ class MachineReport:
 
 def run(window_s: float = 1.0, probe=None, sleep=time.sleep, allocator: str | None = None) -> MachineReport:
     """Measure the machine over ``window_s`` seconds (``probe``, ``sleep`` and ``allocator`` are for tests)."""
-    from gnnbench.errors import UserError
     from gnnbench.run.allocator import resolve_allocator
-    from gnnbench.run.machine_state import Probe, machine_now
+    from gnnbench.run.machine_state import Probe, check_window, machine_now
 
-    if not (math.isfinite(window_s) and window_s > 0):
-        raise UserError(f"--window must be a positive number of seconds (got {window_s:g})")
+    check_window(window_s)
     probe = probe or Probe()
     state = machine_now(window_s, probe, sleep)
     allocator = allocator or resolve_allocator("auto").name

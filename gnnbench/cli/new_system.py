@@ -108,6 +108,15 @@ def _place(staging: Path, target: Path) -> None:
     staging.rename(target)
 
 
+def _check_folder(flag: str, folder: Path) -> None:
+    """``folder``, or the nearest of its parents that exists, is a folder: a file there is one line, up front."""
+    while not folder.exists() and folder != folder.parent and not folder.is_symlink():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UserError(f"{flag}: {folder} is {'a file' if folder.is_file() else 'not a folder'}; give a folder to "
+                        f"create the system in")
+
+
 def _missing_folders(folder: Path) -> list[Path]:
     """``folder`` and those of its parents that do not exist yet, outermost first (to undo a mkdir)."""
     missing = []
@@ -136,6 +145,8 @@ def run(name: str, folder: str | None = None, tests: str | None = None) -> list[
     existing = [str(p) for p in (target, test_file) if p.exists()]
     if existing:
         raise UserError(f"refusing to overwrite {', '.join(existing)}")
+    for flag, given, folder_path in (("--dir", folder, root), ("--tests", tests, test_dir)):
+        _check_folder(flag if given else "the folder", folder_path)
 
     files = _render(name, f"gnnbench.systems.{name}.kernels" if in_package else f"{name}.kernels")
     test_text = files.pop("test")
@@ -162,12 +173,15 @@ def run(name: str, folder: str | None = None, tests: str | None = None) -> list[
             created.append(conftest)
             written.append(conftest)
         writer = regenerate([target / f"{name}.gnn"])
-    except BaseException:
+    except BaseException as err:
         for path in reversed(created):
-            if path.is_dir():
+            if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
-            else:
+            elif path.is_file() or path.is_symlink():
                 path.unlink(missing_ok=True)
+        if isinstance(err, OSError):  # a place that cannot be written (/proc, a read-only mount): one line
+            raise UserError(f"cannot create {err.filename or root}: {err.strerror or err}; nothing was "
+                            f"written") from None
         raise
     finally:
         forget_systems()

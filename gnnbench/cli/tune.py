@@ -32,16 +32,29 @@ def run(system: str, dataset: str = "sbm", data_dir=None, widths=(16, 32, 64, 12
         raise UserError(f"system '{system}' has nothing to tune (its spec declares no `tune` hook)")
     ds = load_dataset(dataset, data_dir=data_dir)
     graph = ds.graph.with_self_loops() if self_loops else ds.graph
+    _check_memory(graph, widths, dtype)
     start = time.perf_counter()
     result = tune(graph, tuple(widths), dtype)
     return result, time.perf_counter() - start
 
 
+def _check_memory(graph, widths, dtype: str) -> None:
+    """The widest width's features and output fit in the memory free now: refused before anything is allocated."""
+    import numpy as np
+    import psutil
+
+    # the features drawn in float64, then cast to the dtype, and the output in it (systems/isplib/tuning.py)
+    need = graph.num_nodes * max(widths) * (8 + 2 * np.dtype(dtype).itemsize)
+    free = psutil.virtual_memory().available
+    if need > free:
+        raise UserError(f"--widths {max(widths)}: tuning on {graph.num_nodes:,} nodes needs about {need / 2**30:.1f} "
+                        f"GiB, and {free / 2**30:.1f} GiB is free; give smaller widths")
+
+
 def main(args) -> int:
-    try:
-        widths = tuple(int(w) for w in args.widths.split(","))
-    except ValueError:
-        raise UserError(f"--widths expects integers separated by commas (got {args.widths!r})") from None
+    from gnnbench.run.config import parse_widths
+
+    widths = parse_widths(args.widths)
     result, seconds = run(args.system, args.dataset, args.data_dir, widths, args.dtype, args.self_loops)
     if args.json:
         print_json({"system": args.system, "dataset": args.dataset, "tune_time_s": seconds,

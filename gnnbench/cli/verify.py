@@ -40,7 +40,8 @@ def add_arguments(p) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     p.add_argument("--framework", default="torch",
                    help="framework whose glue is verified: torch or tensorflow (default: torch)")
-    p.add_argument("--threads", type=int, default=None, help="torch threads for the system (default: unchanged)")
+    p.add_argument("--threads", default=None, help="torch threads for the system, at most the CPUs this process may "
+                   "run on (default: unchanged)")
     p.add_argument("--no-e2e", action="store_true", help="skip end-to-end training parity and the model checks")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds a check group may go without progress before it counts as hung "
@@ -53,10 +54,26 @@ def add_arguments(p) -> None:
 
 
 def settings_from(args):
-    """The :class:`~gnnbench.verify.settings.VerifySettings` that ``args`` ask for, built once here."""
+    """The :class:`~gnnbench.verify.settings.VerifySettings` that ``args`` ask for, built once here; the framework,
+    device and threads checked as ``run`` checks them, the time limit a positive number of seconds (bad input
+    is refused, never verified and reported "skipped" or "failed")."""
+    import math
+
+    from gnnbench.errors import UserError
+    from gnnbench.run.config import check_fields
+    from gnnbench.run.preflight import check_threads
+
+    given = {"framework": args.framework, "device": args.device}
+    if args.threads is not None:
+        given["threads"] = args.threads
+    checked = check_fields(given)
+    check_threads(checked.get("threads"))
+    if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        raise UserError(f"--time-limit must be a positive number of seconds (got {args.time_limit:g})")
     return VerifySettings(operator=args.operator, slow=args.slow, profile="fast" if args.fast else "full",
-                          framework=args.framework, device=args.device, threads=args.threads, e2e=not args.no_e2e,
-                          time_limit=args.time_limit or DEFAULT_TIME_LIMIT, fallback=args.fallback)
+                          framework=checked["framework"], device=checked["device"], threads=checked.get("threads"),
+                          e2e=not args.no_e2e, time_limit=args.time_limit or DEFAULT_TIME_LIMIT,
+                          fallback=args.fallback)
 
 
 def run(system: str, settings: VerifySettings, store_path: str | None = None, store: bool = True):

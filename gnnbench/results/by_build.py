@@ -185,9 +185,9 @@ class BuildComparison:
 
     def render(self, format: str = "text") -> str:
         if format == "csv":
-            import pandas as pd
+            from gnnbench.results.tables import records_csv
 
-            return pd.DataFrame(self.as_dicts()).to_csv(index=False, lineterminator="\n")
+            return records_csv(self.as_dicts())
         return self.table().render(format)
 
 

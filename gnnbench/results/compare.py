@@ -222,10 +222,10 @@ class Comparison:
             warnings (bool): append :attr:`warnings` after the footer (default: True).
         """
         if format == "csv":
-            import pandas as pd
+            from gnnbench.results.tables import records_csv
 
             columns = [*self.group_by, *(f for f in SystemResult.__dataclass_fields__ if f != "group")]
-            return pd.DataFrame(self.as_dicts(), columns=columns).to_csv(index=False, lineterminator="\n")
+            return records_csv(self.as_dicts(), columns)
         if format not in FORMATS:
             from gnnbench.errors import UserError
 

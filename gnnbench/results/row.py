@@ -38,17 +38,36 @@ as they came.
 
 :meth:`RunResult.to_row` and :meth:`RunResult.from_row` convert to and from
 the stored dict; ``from_row(to_row(r)) == r`` for every status.
+
+Note [JSON columns checked when read]
+    A JSON column is text anyone with ``sqlite3`` can edit, and its readers
+    (``compare --metric time-to-accuracy``, the benchmarks' ``--render-only``)
+    trust the types its declaration gives. So the store checks every JSON
+    value it reads against its annotation here, nested keys included
+    (:func:`json_problem`): ``extra``'s typed records (:class:`TimeToAccuracy`
+    holds numbers in ``seconds``), :class:`Hyperparameters` (``system_options``
+    is an object of text, ``target_accuracy`` a number). A value that is not
+    is one line naming the run, the column and the key (exit status 2), never
+    a traceback in a reader. A record with other keys than this version
+    declares (an older or later row) is kept as it came, as :func:`_record`
+    keeps it, and is read as such; keys no declaration names are not checked.
 """
 from __future__ import annotations
 
+import functools
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, NamedTuple
 
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
+
 from gnnbench.core.phases import PHASES, phase
 
 __all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
-           "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Field", "column", "identity", "measured", "outcome",
+           "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Hyperparameters", "json_problem", "Field", "column",
+           "identity", "measured", "outcome",
            "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS"]
@@ -115,10 +134,42 @@ def sql_type(annotation: str) -> str:
     base = annotation.removesuffix(" | None")
     if base in _SQL_TYPES:
         return _SQL_TYPES[base]
-    if base.startswith(("list[", "dict[")) or base in ("Extra", "MachineState"):
+    if base.startswith(("list[", "dict[")) or base in ("Extra", "MachineState", "Hyperparameters"):
         return "JSON"
     raise TypeError(f"a column annotated {annotation!r} has no SQL type: annotate it float, int, str, list[...], "
-                    f"dict[...], Extra or MachineState, each `| None`")
+                    f"dict[...], Extra, MachineState or Hyperparameters, each `| None`")
+
+
+# ---------------------------------------------------------------- the hyperparameters column
+
+class Hyperparameters(TypedDict, total=False):
+    """The ``hyperparameters`` column's keys, each with its type (Note [JSON columns checked when read]); built by
+    ``gnnbench.run.resolved.stored_hyperparameters``. Keys of another version are kept, unchecked."""
+
+    hidden: int | None
+    layers: int | None
+    heads: int | None
+    dropout: float | None
+    lr: float | None
+    weight_decay: float | None
+    epochs: int | None
+    normalisation: str | None
+    warmup: int | None
+    dtype: str | None
+    index_dtype: str | None
+    selection: str | None
+    system_options: dict[str, str] | None
+    fallback: str | None
+    mode: str | None
+    cpus: str | None
+    tune: bool | None
+    target_accuracy: float | None
+    eval_every: float | None
+    batching: str | None
+    fanouts: list[int] | None
+    batch_size: int | None
+    sampler: str | None
+    accuracy_method: str | None
 
 
 # ---------------------------------------------------------------- typed records of ``extra``
@@ -431,7 +482,7 @@ class RunResult:
         "comparable.")
     verified: str | None = outcome("Correctness against `reference`: `passed`, `failed` or `unverified`.")
     model: str | None = identity("Model name (`gcn`, `gat`, `gin`, `sage`).")
-    hyperparameters: dict[str, Any] | None = identity(
+    hyperparameters: Hyperparameters | None = identity(
         "Object: the model's resolved hyperparameters (hidden, layers, heads, lr, epochs, ...) with warmup, "
         "dtype, index_dtype, selection and system_options; the same shape for every outcome; `fallback` (a "
         "system name) only for a run with `--fallback`; `cpus` (a CPU list) only for a run pinned with `--cpus` "
@@ -629,3 +680,106 @@ PROVENANCE_FIELDS: tuple[str, ...] = _with_role(PROVENANCE)
 COMPARABLE_FIELDS: tuple[str, ...] = tuple(sorted((f.name for f in fields(RunResult)
                                                    if f.metadata["comparable"] is not None),
                                                   key=lambda n: _meta(n)["comparable"]))
+
+
+# ---------------------------------------------------------------- JSON columns checked when read
+
+_EXPECTED = {"float": "a number", "int": "an integer", "string": "text", "bool": "true or false", "dict": "an object",
+             "list": "a list"}
+
+
+def json_problem(column: str, value: Any) -> str | None:
+    """Why ``value``, the decoded JSON of ``column``, is not what the column declares, nested keys included
+    (Note [JSON columns checked when read]); None when it is.
+
+    Example: ``json_problem("extra", {"time_to_accuracy": {..., "seconds": "abc"}})`` is
+    ``"time_to_accuracy.seconds holds 'abc', not a number"``.
+    """
+    if value is None:
+        return None
+    hint = _without_none(_column_hints()[column])
+    if hint is Extra:
+        return _extra_problem(value)
+    return _problem(value, hint, "")
+
+
+@functools.cache
+def _column_hints() -> dict[str, Any]:
+    return typing.get_type_hints(RunResult)
+
+
+@functools.cache
+def _hints(cls) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _extra_problem(data: Any) -> str | None:
+    if not isinstance(data, Mapping):
+        return None  # the store's top-level check names it
+    hints = _hints(Extra)
+    for f in fields(Extra):
+        if f.name in ("tuning", "other") or f.name not in data:
+            continue
+        problem = _problem(data[f.name], hints[f.name], f.name)
+        if problem:
+            return problem
+    after = data.get("tuned_after_timed_epoch")
+    return None if after is None or isinstance(after, bool) else \
+        f"tuned_after_timed_epoch holds {_shown(after)}, not true or false"
+
+
+def _without_none(hint: Any) -> Any:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        rest = [a for a in typing.get_args(hint) if a is not type(None)]
+        return rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]
+    return hint
+
+
+def _problem(value: Any, hint: Any, where: str) -> str | None:
+    """The first place inside ``value`` that is not of type ``hint`` (records: when they have exactly their keys,
+    as :func:`_record` builds them; other shapes are kept as they came, and read as such)."""
+    if value is None:
+        return None  # every declared key may be null
+    hint = _without_none(hint)
+    if is_dataclass(hint):
+        if isinstance(value, Mapping) and set(value) == {f.name for f in fields(hint)}:
+            hints = _hints(hint)
+            for f in fields(hint):
+                problem = _problem(value[f.name], hints[f.name], f"{where}.{f.name}".lstrip("."))
+                if problem:
+                    return problem
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (dict, Mapping) and args and is_dataclass(args[1]):
+        if not isinstance(value, Mapping):
+            return f"{where} holds {_shown(value)}, not an object"
+        for key, item in value.items():
+            problem = _problem(item, args[1], f"{where}.{key}".lstrip("."))
+            if problem:
+                return problem
+        return None
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        _adapter(hint).validate_python(value, strict=True)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        path = path.lstrip(".")
+        expected = _EXPECTED.get(first["type"].split("_")[0], first["msg"].removeprefix("Input should be "))
+        return f"{path or 'the value'} holds {_shown(first['input'])}, not {expected}"
+    return None
+
+
+@functools.cache
+def _adapter(hint: Any):
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(hint)
+
+
+def _shown(value: Any) -> str:
+    from gnnbench.text import printable
+
+    text = repr(value)
+    return printable(text if len(text) <= 40 else text[:37] + "...")

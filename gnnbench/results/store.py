@@ -59,7 +59,7 @@ from typing import Any
 
 from gnnbench.errors import UserError
 from gnnbench.text import printable
-from gnnbench.results.row import RUN_COLUMNS, Field
+from gnnbench.results.row import RUN_COLUMNS, Field, json_problem
 
 __all__ = [
     "Field", "RUN_FIELDS", "VERIFICATION_FIELDS", "SCHEMA_VERSION", "STATUSES",
@@ -285,6 +285,9 @@ def _decode(fields: tuple[Field, ...], values: Iterable[Any]) -> dict[str, Any]:
                     raise ValueError(f"column {f.name} holds {_shown(v)}, not JSON") from None
                 if v is not None and not _has_shape(v, f.shape):
                     raise ValueError(f"column {f.name} holds {_shown(v)}, not {_shape_name(f.shape)}")
+                problem = json_problem(f.name, v) if v is not None and f in RUN_FIELDS else None
+                if problem:  # Note [JSON columns checked when read] in gnnbench/results/row.py
+                    raise ValueError(f"column {f.name}: {problem}")
         out[f.name] = v
     return out
 

@@ -19,7 +19,9 @@ Note [cells escaped for their medium]
     title also write ``&``, ``<`` and ``>`` as entities and ``|`` as ``\\|``, so a
     stored ``<script>`` stays text under a plain CommonMark renderer, which
     passes raw HTML through; notes are gnnbench's own Markdown and keep theirs.
-    CSV is data and keeps the value as stored.
+    CSV and HTML cells go through :func:`~gnnbench.text.printable` too (Note [names escaped once]): a CSV is
+    read on terminals (``cat``, ``column``) as often as by programs, and an HTML page's text is copied into
+    them; HTML's ``<`` and ``&`` are then tabulate's to escape.
 """
 from __future__ import annotations
 
@@ -33,9 +35,20 @@ from typing import IO, Any
 from gnnbench.errors import UserError
 from gnnbench.text import printable
 
-__all__ = ["Table", "print_table", "FORMATS", "fmt_number", "flat_records"]
+__all__ = ["Table", "print_table", "FORMATS", "fmt_number", "flat_records", "records_csv"]
 
 FORMATS = ("text", "markdown", "csv", "html")
+
+
+def records_csv(records: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """Records as CSV with a header, text values through :func:`~gnnbench.text.printable` (Note [cells escaped
+    for their medium]): the one CSV writer of comparisons; numbers keep full precision."""
+    import pandas as pd
+
+    frame = pd.DataFrame(list(records), columns=list(columns) if columns is not None else None)
+    frame = frame.map(lambda v: printable(v) if isinstance(v, str) else v)
+    frame.columns = [printable(c) for c in frame.columns]
+    return frame.to_csv(index=False, lineterminator="\n")
 
 
 def fmt_number(value: float) -> str:
@@ -90,12 +103,12 @@ class Table:
         if format == "csv":
             buf = io.StringIO()
             writer = csv.writer(buf, lineterminator="\n")
-            writer.writerow(self.header)
-            writer.writerows(self._cells())
+            writer.writerow([printable(h) for h in self.header])
+            writer.writerows(self._shown_cells())
             return buf.getvalue()
         from tabulate import tabulate
 
-        cells = self._cells() if format == "html" else self._shown_cells(markdown=format == "markdown")
+        cells = self._shown_cells(markdown=format == "markdown")
         fmt = {"text": "simple", "markdown": "pipe", "html": "html"}[format]
         body = tabulate(cells, list(self.header), tablefmt=fmt, colalign=self._align(), disable_numparse=True)
         if format == "text":

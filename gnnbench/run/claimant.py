@@ -22,7 +22,7 @@ import uuid
 
 import psutil
 
-__all__ = ["claim_owner", "owner_is_gone", "process_gone"]
+__all__ = ["claim_owner", "owner_is_gone", "owner_is_another_live_process", "process_gone"]
 
 
 def _started(pid: int) -> str | None:
@@ -47,6 +47,15 @@ def owner_is_gone(owner: str) -> bool:
     if len(parts) not in (3, 4) or parts[0] != socket.gethostname() or not parts[1].isdigit():
         return False
     return process_gone(int(parts[1]), parts[2] if len(parts) == 4 else None)
+
+
+def owner_is_another_live_process(owner: str) -> bool:
+    """Whether ``owner`` is a running process of this host other than this one: a sweep that can be watched
+    until it stores its configuration or dies (Note [a killed sweep's configurations] in gnnbench/run/sweep.py)."""
+    parts = owner.split(":")
+    if len(parts) not in (3, 4) or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    return int(parts[1]) != os.getpid() and not process_gone(int(parts[1]), parts[2] if len(parts) == 4 else None)
 
 
 def process_gone(pid: int, started: str | None = None) -> bool:

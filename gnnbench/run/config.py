@@ -36,7 +36,8 @@ from pydantic.dataclasses import dataclass
 from gnnbench.errors import UserError
 
 __all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "ACCURACY_METHODS", "SAMPLED_ONLY", "make_config", "config_fields", "ConfigField",
-           "parse_memory", "parse_options", "add_config_flags", "config_values_from_flags"]
+           "check_fields", "parse_memory", "parse_options", "parse_widths", "add_config_flags",
+           "config_values_from_flags", "MAX_WIDTH"]
 
 SELECTIONS = ("best_val", "last")
 MODES = ("train", "inference")  # Note [inference mode] in gnnbench.run.harness
@@ -47,6 +48,9 @@ ACCURACY_METHODS = ("full-neighbour", "fixed-fanout")  # Note [sampled evaluatio
 #: the fields only a sampled run reads: a full-graph run's identity and description leave them out
 SAMPLED_ONLY = ("fanouts", "batch_size", "sampler", "accuracy_method")
 _MAX_SEED = 2**32 - 1  # NumPy's SeedSequence takes 32-bit words
+#: the widest feature width a run (``--hidden``) or a tuning (``tune --widths``) takes: 2^16, past any GNN layer
+#: published, and already 256 KiB a row in float32
+MAX_WIDTH = 65536
 
 
 def _models() -> tuple[str, ...]:
@@ -115,7 +119,7 @@ class RunConfig:
     epochs: int | None = _field(None, help="training epochs, warm-ups included (default: the model's)",
                                 gt=0, le=1_000_000)
     warmup: int = _field(5, help="untimed first epochs", ge=0, le=1_000_000)
-    hidden: int | None = _field(None, help="hidden width (default: the model's)", gt=0, le=65536)
+    hidden: int | None = _field(None, help="hidden width (default: the model's)", gt=0, le=MAX_WIDTH)
     heads: int | None = _field(None, help="attention heads for GAT (default: the model's)", gt=0, le=1024)
     normalisation: str | None = _field(None, help="GCN's normalisation: node (D^-1/2 scales around an unweighted "
                                        "spmm) or edge (per-edge weights) (default: the model's, node; Note [GCN as "
@@ -123,8 +127,8 @@ class RunConfig:
     lr: float | None = _field(None, help="learning rate, a finite number > 0 (default: the model's)", gt=0,
                               allow_inf_nan=False)
     seed: int = _field(0, help="random seed", sweep="seeds", ge=0, le=_MAX_SEED)
-    threads: int | None = _field(None, help="threads for the framework and kernels (default: one per --cpus CPU when "
-                                 "pinned, else the libraries' own)", gt=0, le=4096)
+    threads: int | None = _field(None, help="threads for the framework and kernels, at most the CPUs this process may run "
+                                 "on (default: one per --cpus CPU when pinned, else the libraries' own)", gt=0, le=4096)
     cpus: str | None = _field(None, help="pin the run's process to these CPUs, a list as taskset -c takes it: 1, 0-3 "
                               "or 0,2 (default: not pinned; Note [pinned runs])", metavar="LIST", min_length=1,
                               max_length=200)
@@ -361,6 +365,17 @@ def _one_line(err: ValidationError, values: Mapping[str, Any], name_of: Callable
         f"{name_of(field)} {message} (got {shown})"
 
 
+def check_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Some :class:`RunConfig` fields checked on their own, as ``run`` checks them (``verify``'s ``--framework``,
+    ``--device`` and ``--threads`` are a run's): field name -> the value as a run would hold it.
+
+    Raises:
+        UserError: one line naming the first bad flag and the value given.
+    """
+    config = make_config({"system": "reference", "model": _models()[0], **values})
+    return {name: getattr(config, name) for name in values}
+
+
 # ---------------------------------------------------------------- value parsers
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -380,6 +395,22 @@ def parse_memory(text: str | int | None) -> int | None:
     if not math.isfinite(value) or value >= 1 << 62:
         raise UserError(f"memory limit {text!r} is beyond any machine; give e.g. 4G")
     return int(value)
+
+
+def parse_widths(text: str, flag: str = "--widths") -> tuple[int, ...]:
+    """``"16,32"`` -> ``(16, 32)``: feature widths in ``[1, MAX_WIDTH]``, as ``--hidden`` takes them.
+
+    Raises:
+        UserError: one line naming ``flag`` and the value given.
+    """
+    pieces = [p.strip() for p in str(text).split(",")]
+    if not all(p.isascii() and p.isdigit() for p in pieces):
+        raise UserError(f"{flag} expects integers separated by commas (got {text!r})")
+    widths = tuple(int(p) for p in pieces)
+    wrong = [w for w in widths if not 1 <= w <= MAX_WIDTH]
+    if wrong:
+        raise UserError(f"{flag} {wrong[0]} is outside [1, {MAX_WIDTH}], the widths a run's --hidden takes")
+    return widths
 
 
 def parse_options(value: Any) -> tuple[tuple[str, str], ...]:

@@ -337,8 +337,8 @@ def _work(job_path: Path) -> None:
         from gnnbench.dsl.gen import regenerate
 
         specs = sorted(systems.glob("*/*.gnn"))
-        if specs:
-            regenerate(specs)
+        if specs:  # a system folder committed as a link out of the tree is refused (Note [writes refuse links])
+            regenerate(specs, within=systems)
         report = run_sweep(campaign, job["store"])
     except (UserError, SpecError) as err:
         error = f"at commit {stamp['commit'][:7]}: {str(err).splitlines()[0]}"

@@ -44,6 +44,7 @@ Note [ASLR state]
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -431,9 +432,28 @@ class MachineWindow:
         return self.probe.state(self._before, self._after)
 
 
+#: the longest ``gnnbench machine --window``: an hour. The share it reports is an average over the window, so a
+#: longer one only hides the bursts that move epoch times, and ``time.sleep`` overflows near 1e11 seconds.
+MAX_WINDOW_S = 3600.0
+
+
+def check_window(window_s: float, flag: str = "--window") -> float:
+    """``window_s`` as a window to measure over: a finite number of seconds in ``(0, MAX_WINDOW_S]``.
+
+    Raises:
+        UserError: one line naming ``flag`` and the value given.
+    """
+    from gnnbench.errors import UserError
+
+    if not (math.isfinite(window_s) and 0 < window_s <= MAX_WINDOW_S):
+        raise UserError(f"{flag} must be a number of seconds in (0, {MAX_WINDOW_S:g}] (got {window_s:g})")
+    return window_s
+
+
 def machine_now(window_s: float = 1.0, probe: Probe | None = None,
                 sleep: Callable[[float], None] = time.sleep) -> MachineState:
     """The machine's state over ``window_s`` seconds of this process sleeping (``gnnbench machine``)."""
+    check_window(window_s)
     window = MachineWindow(probe)
     window.begin()
     sleep(window_s)

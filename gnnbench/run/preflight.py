@@ -7,6 +7,16 @@ exceed the warm-ups, the raw files of a dataset are present, the memory
 allocator is installed, the pinned CPUs (``--cpus``) are ones this process may use, and the system options
 are ones the system declares.
 Each failure is one :class:`~gnnbench.errors.UserError` line, exit status 2.
+``run``, ``sweep`` (and campaigns) and ``verify`` check a run's limits on this machine through one function,
+:func:`check_limits` (Note [limits of a run on this machine]).
+
+Note [limits of a run on this machine]
+    ``--cpus`` names CPUs this process may run on (``os.sched_getaffinity``), and ``--threads`` is at most
+    as many as those CPUs. A thread beyond one a CPU only takes turns with another, so its figures
+    measure the scheduler, not the kernels (the same reason a pinned run's threads never exceed its CPUs,
+    Note [pinned runs]); and far beyond, torch's OpenMP pool does not fail cleanly: ``--threads 2048`` on
+    two CPUs dies in the worker with SIGSEGV. Refusing here turns that crash, stored as a ``crashed`` row,
+    into one line before anything runs, the same for every command that starts runs.
 
 Note [system options]
     A system declares its options by its ``configure`` hook's keyword
@@ -22,7 +32,44 @@ import inspect
 
 from gnnbench.errors import UnavailableError, UserError
 
-__all__ = ["check", "check_names", "check_options", "check_dataset_files"]
+__all__ = ["check", "check_names", "check_options", "check_dataset_files", "check_limits", "check_threads"]
+
+
+def usable_cpus() -> int:
+    """How many CPUs this process may run on (its affinity; the CPU count where affinity is unknown)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def check_threads(threads: int | None, flag: str = "--threads") -> None:
+    """``threads`` is a positive whole number no larger than the CPUs this process may use (Note [limits of a
+    run on this machine]); None (the libraries' own) passes.
+
+    Raises:
+        UserError: one line naming ``flag``, the value and the bound.
+    """
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise UserError(f"{flag} must be a whole number of threads, at least 1 (got {threads})")
+    cpus = usable_cpus()
+    if threads > cpus:
+        raise UserError(f"{flag} {threads} is more than the {cpus} CPU{'s' if cpus > 1 else ''} this process may "
+                        f"run on: threads beyond one a CPU only take turns (see `gnnbench machine`)")
+
+
+def check_limits(config, isolate: bool = True) -> None:
+    """A run's limits on this machine: ``--threads`` and (isolated runs) ``--cpus`` (Note [limits of a run on this
+    machine]); the one check of them ``run``, ``sweep`` and campaigns make."""
+    from gnnbench.run.pinning import check_cpus
+
+    if isolate:
+        check_cpus(config.cpus)
+    check_threads(config.threads)
 
 
 def check_names(config):
@@ -95,8 +142,6 @@ def check(config, isolate: bool = True) -> None:
         UnavailableError: the system or framework cannot run here.
     """
     from gnnbench.run.allocator import resolve_allocator
-    from gnnbench.run.pinning import check_cpus
-
     from gnnbench.frameworks import framework_available
     from gnnbench.runtime.registry import system_info
 
@@ -108,9 +153,9 @@ def check(config, isolate: bool = True) -> None:
     if reason:
         raise UnavailableError(f"system '{config.system}' is unavailable: {reason}")
     check_dataset_files(config)
+    check_limits(config, isolate)
     if isolate:
         resolve_allocator(config.allocator)  # a named allocator that is not installed
-        check_cpus(config.cpus)
     elif config.allocator not in ("auto", "system"):
         raise UserError(f"--allocator {config.allocator} needs an isolated run: an --in-process run keeps this "
                         f"process's allocator (drop --in-process or --allocator)")

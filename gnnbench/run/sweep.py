@@ -41,6 +41,19 @@ Note [resuming]
     configuration another sweep on the same file is running or has finished
     is not run twice: two identical sweeps started together split the work.
 
+Note [a killed sweep's configurations]
+    A configuration claimed by another sweep is left to it only while that
+    sweep lives. A claim whose owner is a process of this host that is gone
+    (SIGKILLed, or its pid now another process's) is taken over at once
+    (Note [claim owners] in :mod:`gnnbench.run.claimant`). One whose owner is
+    alive is watched: after its own tasks, a (local, sequential) sweep looks
+    at the claims it left every ``_WATCH_POLL_S`` seconds, and runs a
+    configuration as soon as its holder dies without storing it; one the
+    holder stored counts as run meanwhile. So when one of two sweeps on a
+    store is killed, the survivor runs what the killed one held, and a rerun
+    started at once does too. A claim of another host, or of this process,
+    cannot be watched and is left to expire.
+
 Note [campaign keys]
     The keys of a campaign file and the ``gnnbench sweep`` flags are
     derived from :class:`~gnnbench.run.config.RunConfig`'s fields: a sweepable
@@ -64,7 +77,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gnnbench.run.claimant import claim_owner, owner_is_gone
+from gnnbench.run.claimant import claim_owner, owner_is_another_live_process, owner_is_gone
 from gnnbench.run.config import SAMPLED_ONLY, RunConfig, config_fields, make_config, parse_memory
 from gnnbench.run.repeat import process_count
 from gnnbench.errors import UserError
@@ -337,7 +350,7 @@ def _matrix(data: Mapping[str, Any], where: str, flags: bool = False) -> Matrix:
         key = f.sweep or f.key
         return ("--" + key.replace("_", "-") if f.sweep else f.flag) if flags else f"{where}: '{key}'"
 
-    rounds = process_count(data.get("rounds", 1), name_of_key("rounds", where, flags))
+    rounds = _count(data.get("rounds", 1), "rounds", where, flags)
     axes, settings = [], []
     for key, f in by_key.items():
         if f.sweep:
@@ -376,6 +389,17 @@ def _lends_to_none(config: RunConfig) -> bool:
     return config.system == config.fallback or system_info(config.system).kind != "kernel"
 
 
+def _count(value: Any, key: str, where: str, flags: bool) -> int:
+    """A campaign's ``rounds`` (or ``repeat``): a TOML integer, as every count of a campaign is; text is a flag's
+    way to give it (``--rounds 5``), so ``rounds = "5"`` in a file is refused, not read as a number."""
+    from gnnbench.run.repeat import MAX_PROCESSES
+
+    if not flags and isinstance(value, str):
+        raise UserError(f"{where}: '{key}' must be an integer in [1, {MAX_PROCESSES}], written without quotes "
+                        f"(got {value!r})")
+    return process_count(value, name_of_key(key, where, flags))
+
+
 def name_of_key(key: str, where: str, flags: bool) -> str:
     return "--" + key.replace("_", "-") if flags else f"{where}: '{key}'"
 
@@ -393,7 +417,7 @@ def _unaliased(data: Mapping[str, Any], where: str, flags: bool) -> dict[str, An
     if "rounds" in out:
         both = "give --rounds or --repeat" if flags else f"{where}: give 'rounds' or 'repeat'"
         raise UserError(f"{both}, not both (they are the same count)")
-    out["rounds"] = process_count(value, name_of_key("repeat", where, flags))
+    out["rounds"] = _count(value, "repeat", where, flags)
     return out
 
 
@@ -441,7 +465,7 @@ def with_rounds(campaign: Campaign, data: Mapping[str, Any], where: str = "comma
     data = _unaliased(data, where, flags)
     if "rounds" not in data:
         return campaign
-    rounds = process_count(data["rounds"], name_of_key("rounds", where, flags))
+    rounds = _count(data["rounds"], "rounds", where, flags)
     return replace(campaign, matrices=tuple(replace(m, rounds=rounds) for m in campaign.matrices))
 
 
@@ -484,7 +508,7 @@ def campaign_toml(raw: bytes, where: str) -> dict[str, Any]:
 
 def _expand(campaign: Campaign) -> list[Task]:
     """Every task of every matrix, deduplicated, in the order of Note [sweep order]; names checked first."""
-    from gnnbench.run.preflight import check_dataset_files, check_options, unavailable_reason
+    from gnnbench.run.preflight import check_dataset_files, check_limits, check_options, unavailable_reason
 
     rank: dict[str, dict[Any, int]] = {}
     position = lambda dim, value: rank.setdefault(dim, {}).setdefault(value, len(rank[dim]))  # noqa: E731
@@ -505,6 +529,9 @@ def _expand(campaign: Campaign) -> list[Task]:
             seen.add((config, rep))
             where = (config.system, config.framework, config.device)
             ident = identity(config, hashes)  # unknown system or model, epochs <= warmup: fails here
+            if campaign.executor == "local" and (config.cpus, config.threads) not in checked:
+                check_limits(config)  # as `run` checks them (Note [limits of a run on this machine])
+                checked.add((config.cpus, config.threads))
             if where not in reasons:
                 reasons[where] = unavailable_reason(config)
             if (config.dataset, config.data_dir) not in checked:
@@ -660,6 +687,7 @@ class _SweepRun:
         # host, pid and start time: a dead claimer's claims are taken over (Note [claim owners])
         self.owner = claim_owner()
         self.held: set[str] = set()
+        self.sleep = time.sleep
 
     def event(self, kind: str, task: Task, row: dict | None = None) -> None:
         if self.on_event is None:
@@ -670,21 +698,42 @@ class _SweepRun:
         self.on_event(SweepEvent(kind, task, row, done, self.total, elapsed, eta))
 
     def feed(self, sequential: bool) -> Iterator[Task]:
+        watched = []  # claimed by another live sweep of this host: run here if it dies first
         for task in self.todo:
             if not self.campaign.rerun and not self._claim(task):
+                if sequential and self._watchable(task):
+                    watched.append(task)
                 continue
             if sequential:
                 self.event("start", task)
             yield task
+        while watched:  # Note [a killed sweep's configurations]
+            self.sleep(_WATCH_POLL_S)
+            still = []
+            for task in watched:
+                if self._claim(task, again=True):
+                    self.event("start", task)
+                    yield task
+                elif self._watchable(task):
+                    still.append(task)
+            watched = still
 
-    def _claim(self, task: Task) -> bool:
-        """Whether this sweep now holds ``task``: not claimed by another sweep, nor stored since the plan."""
+    def _watchable(self, task: Task) -> bool:
+        holder = self.db.claims().get(task.claim_key)
+        return holder is not None and owner_is_another_live_process(holder)
+
+    def _claim(self, task: Task, again: bool = False) -> bool:
+        """Whether this sweep now holds ``task``: not claimed by another sweep, nor stored since the plan.
+        ``again``: a task this sweep found claimed before (Note [a killed sweep's configurations])."""
         db, report = self.db, self.report
         ttl = (task.timeout_s or _CLAIM_TTL_S) + _CLAIM_MARGIN_S
         if not _claim(db, task.claim_key, self.owner, ttl):  # another sweep runs it (Note [claims])
-            report.claimed_elsewhere += 1
-            self.event("claimed", task)
+            if not again:
+                report.claimed_elsewhere += 1
+                self.event("claimed", task)
             return False
+        if again:
+            report.claimed_elsewhere -= 1  # its holder is gone, or stored it (counted below)
         self.held.add(task.claim_key)
         if _stored(db, [task], self.counts, dict(self.campaign.history).get("commit"))[0][task.key] > task.occurrence:
             self._release(task.claim_key)
@@ -731,6 +780,8 @@ def _claim(db: Any, key: str, owner: str, ttl: float) -> bool:
 
 
 _CLAIM_TTL_S = 24 * 3600.0   # a claim of a run without a time limit expires after a day
+#: how often a sweep looks at the claims of another live sweep (Note [a killed sweep's configurations])
+_WATCH_POLL_S = 1.0
 _CLAIM_MARGIN_S = 600.0      # beyond the run's time limit: start-up, loading, storing
 
 

@@ -47,7 +47,12 @@ from dataclasses import dataclass, field
 from gnnbench.errors import UserError
 from gnnbench.results.row import TimeToAccuracy
 
-__all__ = ["TimeToAccuracy", "TargetTracker", "target_tracker", "check_target", "epochs_limit"]
+__all__ = ["TimeToAccuracy", "TargetTracker", "target_tracker", "check_target", "epochs_limit", "MAX_EVALUATIONS"]
+
+#: the most evaluations ``--eval-every`` may imply over a run's epochs: each one scores every validation node (a
+#: forward pass over the graph at least), so past this a run would be its evaluations, and at ``1e-12`` it would
+#: never end
+MAX_EVALUATIONS = 100_000
 
 
 def check_target(spec, model_epochs: int) -> None:
@@ -69,6 +74,9 @@ def check_target(spec, model_epochs: int) -> None:
     if every > limit:
         raise UserError(f"--eval-every ({every:g}) exceeds the run's {limit} epochs: the target would never be "
                         "evaluated")
+    if limit / every > MAX_EVALUATIONS:
+        raise UserError(f"--eval-every {every:g} means {limit / every:.3g} evaluations in the run's {limit} epochs, "
+                        f"more than {MAX_EVALUATIONS:,}: each scores every validation node; evaluate less often")
 
 
 def epochs_limit(spec, model_epochs: int) -> int:
@@ -111,8 +119,8 @@ class TargetTracker:
         # six places: an accuracy is a ratio of counts, which float32 scores miss by ~1e-7 (7/10 as 0.69999999)
         val = round(float(val_accuracy), 6)
         self.curve.append([_tidy(epochs_done), val])
-        while self._next <= epochs_done + 1e-9:
-            self._next += self.every
+        if self._next <= epochs_done + 1e-9:  # the next multiple of the interval after now, in one step
+            self._next = (math.floor((epochs_done + 1e-9) / self.every) + 1) * self.every
         if self.reached_at is None and val >= self.target:
             self.reached_at = (epochs_done, self.train_s, self.eval_s)
         return self.reached_at is not None

@@ -91,3 +91,26 @@ def test_rendering_a_store_that_does_not_exist_is_one_line(bench, tmp_path, caps
     assert err == (f"bench_time_to_accuracy: no results database at {tmp_path / 'none.sqlite'}: run the campaign "
                    "first (drop --render-only)\n")
     assert not (tmp_path / "tta.md").exists()
+
+
+@pytest.mark.parametrize("edit,problem", [
+    ("extra = json_set(extra, '$.time_to_accuracy.seconds', 'abc')",
+     "column extra: time_to_accuracy.seconds holds 'abc', not a number"),
+    ("hyperparameters = json_set(hyperparameters, '$.system_options', 'str')",
+     "column hyperparameters: system_options holds 'str', not an object"),
+])
+def test_rendering_a_store_edited_by_hand_is_one_line(bench, tmp_path, capsys, edit, problem):
+    """Note [JSON columns checked when read]: the probe's tampered values ended in a traceback here."""
+    import sqlite3
+
+    from gnnbench.results.store import ResultsStore
+
+    path = tmp_path / "r.sqlite"
+    with ResultsStore(path) as db:
+        db.insert_many([{k: v for k, v in row.items() if k != "timestamp"} for row in _rows()])
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE runs SET {edit} WHERE id = 2")
+    assert bench.main(["--render-only", "--results", str(path), "--out", str(tmp_path / "tta")]) == 2
+    assert capsys.readouterr().err == (f"bench_time_to_accuracy: results database {path}: run 2: {problem}; fix or "
+                                       "delete that row (e.g. with sqlite3)\n")
+    assert not (tmp_path / "tta.md").exists()

@@ -160,22 +160,59 @@ def test_a_symlinked_part_file_is_not_followed(tmp_path, server):
     victim.write_text("precious")
     (root / ".downloads").mkdir(parents=True)
     (root / ".downloads" / "reddit.zip.part").symlink_to(victim)
-    with pytest.raises(UserError, match=r"reddit\.zip\.part is a symbolic link; remove it and fetch again"):
+    with pytest.raises(UserError, match=r"reddit\.zip\.part is a symbolic link \(to .*victim\); remove it and try "
+                                        r"again: gnnbench writes only its own files, never through a link"):
         fetch("reddit", data_dir=root, url=url, progress=False)
     assert victim.read_text() == "precious"
 
 
-def test_a_symlinked_checksums_file_is_replaced_not_written_through(tmp_path, server):
+def test_a_symlinked_checksums_file_is_refused_before_anything_is_downloaded(tmp_path, server):
     server.payload = _reddit_zip(tmp_path)
     url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
     root, victim = tmp_path / "data", tmp_path / "victim"
     victim.write_text("precious")
     root.mkdir()
     (root / "CHECKSUMS.json").symlink_to(victim)
-    fetch("reddit", data_dir=root, url=url, progress=False)
-    assert victim.read_text() == "precious"
-    assert not (root / "CHECKSUMS.json").is_symlink() and url in (root / "CHECKSUMS.json").read_text()
-    assert sorted(p.name for p in root.iterdir()) == [".downloads", "CHECKSUMS.json", "reddit"]
+    with pytest.raises(UserError) as err:
+        fetch("reddit", data_dir=root, url=url, progress=False)
+    assert str(err.value) == (f"{root / 'CHECKSUMS.json'} is a symbolic link (to {victim}); remove it and try "
+                              f"again: gnnbench writes only its own files, never through a link (Note [writes "
+                              f"refuse links])")
+    assert victim.read_text() == "precious" and sorted(p.name for p in root.iterdir()) == ["CHECKSUMS.json"]
+
+
+def test_a_symlinked_downloads_folder_is_refused_and_what_it_links_to_is_kept(tmp_path, server):
+    """The probe's finding: a .downloads linking to the dataset's folder had a file there overwritten, then
+    deleted."""
+    server.payload = _reddit_zip(tmp_path)
+    url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
+    root, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "reddit.zip").write_text("mine")
+    root.mkdir()
+    (root / ".downloads").symlink_to(elsewhere)
+    with pytest.raises(UserError) as err:
+        fetch("reddit", data_dir=root, url=url, progress=False)
+    assert str(err.value) == (f"{root / '.downloads'} is a symbolic link (to {elsewhere}); remove it and try "
+                              f"again: gnnbench writes only its own files, never through a link (Note [writes "
+                              f"refuse links])")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["reddit.zip"]
+    assert (elsewhere / "reddit.zip").read_text() == "mine"
+
+
+def test_an_empty_archive_is_one_line_and_keeps_the_dataset(tmp_path, server):
+    buf = io.BytesIO()
+    zipfile.ZipFile(buf, "w").close()
+    server.payload = buf.getvalue()
+    url = f"http://127.0.0.1:{server.server_port}/reddit.zip"
+    root = tmp_path / "data"
+    with pytest.raises(UserError) as err:
+        fetch("reddit", data_dir=root, url=url, progress=False)
+    from gnnbench.datasets.sources import SOURCES
+
+    assert str(err.value) == (f"reddit.zip is an empty archive: it holds no {', '.join(SOURCES['reddit'].files)}; "
+                              f"kept the files in {root / 'reddit'} (Note [fetch writes only its own files])")
+    assert not (root / "reddit").exists()
 
 
 def test_a_refetch_lacking_the_files_keeps_the_good_dataset(tmp_path, server):

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gnnbench.cli import main as cli
+from gnnbench.errors import UserError
 from gnnbench.dsl.gen import GENERATED_MARK, GlueWriter, generate, py_literal, regenerate
 from gnnbench.places import systems_root
 from gnnbench.dsl.parse import load_spec, parse_spec
@@ -188,3 +189,45 @@ def test_compiler_returns_a_spec_or_its_own_error_and_never_a_partial_file(tmp_p
     writer = GlueWriter()
     writer.emit(files)
     assert sorted(p.name for p in folder.iterdir()) == sorted(["fuzz.gnn", *(p.name for p in files)])
+
+
+# ---- Note [writes refuse links]: glue is written only where it belongs
+
+def test_a_committed_tmp_link_is_never_written_through(tmp_path):
+    folder = _copy_reference(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (folder / "_glue.tmp").symlink_to(victim)  # what the old writer wrote to, then renamed
+    regenerate([folder / "reference.gnn"])
+    (folder / "_glue_torch.py").unlink()
+    assert regenerate([folder / "reference.gnn"]).written == [folder / "_glue_torch.py"]
+    assert victim.read_text() == "precious" and (folder / "_glue.tmp").is_symlink()
+
+
+def test_a_glue_file_that_is_a_link_is_one_line_and_left_alone(tmp_path):
+    folder = _copy_reference(tmp_path)
+    regenerate([folder / "reference.gnn"])
+    victim = tmp_path / "victim.py"
+    victim.write_text("precious")
+    (folder / "_glue_torch.py").unlink()
+    (folder / "_glue_torch.py").symlink_to(victim)
+    with pytest.raises(UserError) as err:
+        regenerate([folder / "reference.gnn"])
+    assert str(err.value) == (f"{folder / '_glue_torch.py'} is a symbolic link (to {victim}); remove it and try "
+                              f"again: gnnbench writes only its own files, never through a link (Note [writes "
+                              f"refuse links])")
+    assert victim.read_text() == "precious"
+
+
+def test_a_system_folder_linking_out_of_the_trusted_folder_gets_no_glue(tmp_path):
+    """history's finding: a commit's system folder committed as a link had its glue regenerated where it led."""
+    elsewhere = _copy_reference(tmp_path / "elsewhere")
+    regenerate([elsewhere / "reference.gnn"])
+    (elsewhere / "_glue_torch.py").unlink()
+    systems = tmp_path / "tree"
+    systems.mkdir()
+    (systems / "reference").symlink_to(elsewhere)
+    with pytest.raises(UserError) as err:
+        regenerate([systems / "reference" / "reference.gnn"], within=systems)
+    assert str(err.value).startswith(f"{systems / 'reference'} is a symbolic link (to {elsewhere}); remove it")
+    assert not (elsewhere / "_glue_torch.py").exists()

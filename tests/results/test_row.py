@@ -150,3 +150,37 @@ def test_spmm_figures_are_typed_records_and_other_shapes_load_as_they_came():
     assert loaded == extra and loaded.spmm_figures.top() == ("spmm_sum", kernel)
     odd = {"spmm_figures": {"GBps": 1.0}}  # a shape this version does not declare (a later one's, say)
     assert Extra.from_dict(odd).spmm_figures == {"GBps": 1.0} and Extra.from_dict(odd).as_dict() == odd
+
+
+# ---- Note [JSON columns checked when read]
+
+_TTA = {"target": 0.75, "reached": True, "epochs": 3, "seconds": 1.5, "train_s": 1, "eval_s": 0.5, "prepare_s": 0.0,
+        "tune_s": None, "max_epochs": 10, "eval_every": 1, "curve": [[1, 0.5], [3, 0.8]]}
+
+
+@pytest.mark.parametrize("column,value,problem", [
+    ("extra", {"time_to_accuracy": {**_TTA, "seconds": "abc"}}, "time_to_accuracy.seconds holds 'abc', not a number"),
+    ("extra", {"time_to_accuracy": {**_TTA, "epochs": "x"}}, "time_to_accuracy.epochs holds 'x', not a number"),
+    ("extra", {"time_to_accuracy": {**_TTA, "reached": 1}}, "time_to_accuracy.reached holds 1, not true or false"),
+    ("extra", {"time_to_accuracy": {**_TTA, "curve": [[1, "a"]]}},
+     "time_to_accuracy.curve[0][1] holds 'a', not a number"),
+    ("extra", {"final_accuracy": {"test": "x"}}, "final_accuracy.test holds 'x', not a number"),
+    ("extra", {"tuned_after_timed_epoch": "yes"}, "tuned_after_timed_epoch holds 'yes', not true or false"),
+    ("hyperparameters", {"target_accuracy": [1]}, "target_accuracy holds [1], not a number"),
+    ("hyperparameters", {"system_options": "str"}, "system_options holds 'str', not an object"),
+    ("hyperparameters", {"system_options": {"arithmetic": 1}}, "system_options.arithmetic holds 1, not text"),
+    ("hyperparameters", {"epochs": "x"}, "epochs holds 'x', not an integer"),
+])
+def test_a_json_value_not_of_its_declared_nested_type_is_named(column, value, problem):
+    from gnnbench.results.row import json_problem
+
+    assert json_problem(column, value) == problem
+
+
+def test_declared_shapes_pass_and_other_shapes_are_kept_as_they_came():
+    from gnnbench.results.row import json_problem
+
+    assert json_problem("extra", {"time_to_accuracy": _TTA, "final_accuracy": {"test": 0.5}, "later": "x"}) is None
+    assert json_problem("extra", {"time_to_accuracy": {"target": "an older record's shape"}}) is None
+    assert json_problem("hyperparameters", {"hidden": 16, "lr": 1, "system_options": {}, "a later key": [1]}) is None
+    assert json_problem("hyperparameters", {"normalisation": None}) is None

@@ -208,3 +208,26 @@ def test_a_campaign_that_is_not_utf8_at_a_commit_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert f"campaign.toml at commit {short}: not UTF-8 text (byte 0xe9 at offset " in err, err
     assert not db.exists()
+
+
+def test_a_system_folder_committed_as_a_link_gets_no_glue_where_it_leads(tmp_path, capsys):
+    """Note [writes refuse links]: the commit is stored failing, and the folder the link names is left alone."""
+    repo, _ = make_repo(tmp_path, delays=(0.0,))
+    outside = tmp_path / "outside" / "histsys"
+    outside.mkdir(parents=True)
+    for name in ("histsys.gnn", "__init__.py", "kernels.py"):
+        (outside / name).write_text((repo / "histsys" / name).read_text())
+    git(repo, "rm", "-q", "-r", "histsys")
+    (repo / "histsys").symlink_to(outside)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "histsys: a link out of the tree")
+    db = tmp_path / "h.sqlite"
+    assert cli(["history", "HEAD~1..HEAD", "--repo", str(repo), "--campaign", str(repo / "campaign.toml"),
+                "--results", str(db)]) == 0
+    rows = load_results(db)
+    assert list(rows["status"]) == ["failed"]
+    error = rows["error"][0]
+    assert error.startswith(f"at commit {git(repo, 'rev-parse', 'HEAD').strip()[:7]}: ") and error.endswith(
+        f"/histsys is a symbolic link (to {outside}); remove it and try again: gnnbench writes only its own files, "
+        f"never through a link (Note [writes refuse links])")
+    assert sorted(p.name for p in outside.iterdir()) == ["__init__.py", "histsys.gnn", "kernels.py"]

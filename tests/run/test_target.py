@@ -162,3 +162,14 @@ def test_the_convergence_check_marks_a_system_that_passes_the_run_check_and_trai
             rows.append(dict(row, id=len(rows)))
     marks = {r.system: (r.mark, r.reached) for r in compare_time_to_accuracy(rows).results}
     assert marks == {"reference": ("", 5), "demo_converges_early": ("c", 5)}
+
+
+def test_the_next_evaluation_is_found_in_one_step_whatever_the_interval():
+    """--eval-every 1e-12 once stepped its next evaluation 1e12 times an epoch: the run never ended."""
+    from gnnbench.run.target import TargetTracker
+
+    tracker = TargetTracker(target=0.9, every=1e-12, max_epochs=3)
+    assert tracker.evaluated(1.0, 0.5, 0.0) is False and tracker.due(1.001)
+    tracker = TargetTracker(target=0.9, every=0.1, max_epochs=3)
+    tracker.evaluated(0.30000000000000004, 0.5, 0.0)  # three batches of a tenth, summed
+    assert not tracker.due(0.35) and tracker.due(0.4)
