@@ -124,7 +124,9 @@ class GNN:
         return 1, out_dim
 
     def activation(self, F, x):
-        return F.relu(x)
+        """Between layers, on a convolution's output, which nothing else holds: so it may be overwritten (Note
+        [activation in place] in gnnbench/frameworks/torch_frontend.py)."""
+        return F.relu(x, overwrite=True)
 
     def init_params(self, seed: int) -> dict[str, np.ndarray]:
         """Initial parameters as NumPy arrays, identical for every system given the seed."""
