@@ -120,3 +120,12 @@ def test_what_cannot_be_profiled_is_refused_in_one_line(values, message):
     with pytest.raises(UserError) as err:
         make_config({"system": "reference", "model": "gcn", "profile": True, **values})
     assert str(err.value) == message
+
+
+def test_a_profiled_run_is_the_same_experiment_as_an_unprofiled_one():
+    """Its timed epochs are not profiled (Note [profiled epochs]), so the flag is no part of the row's identity;
+    ``extra.profile`` marks the row."""
+    from gnnbench.run.sweep import identity, provenance
+
+    plain = RunConfig(system="reference", model="gcn", dataset=TINY, epochs=3, warmup=1)
+    assert provenance(identity(plain.replace(profile=True))) == provenance(identity(plain))
