@@ -336,7 +336,7 @@ def _profile_table(group: dict[str, Any], runs: dict[str, tuple[Mapping[str, Any
     runs_named = ", ".join(f"{s} run {runs[s][0].get('id')}" for s in systems)
     epochs = sorted({p.epochs for p in profiles})
     return Table(header, rows, numeric=[False, True, *([False, True] * len(systems))], title=f"{where}: where an "
-                 f"epoch goes", notes=[f"Self CPU milliseconds per profiled epoch ({' or '.join(map(str, epochs))} "
+                 f"epoch goes", notes=[f"{where}: self CPU milliseconds per profiled epoch ({' or '.join(map(str, epochs))} "
                                       f"extra epochs after the timed ones, Note [profiled epochs]) of the latest "
                                       f"profiled run of each system ({runs_named}); * a system's own kernels."])
 
