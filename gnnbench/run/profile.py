@@ -27,9 +27,11 @@ Note [profiled epochs]
     (``isplib::spmm_sum``), marked as the system's in the table; what the
     bridge keeps is its own overhead. A kernel lent by a fallback system is
     named ``lender::kernel`` and not marked. A native baseline's library
-    operators (DGL's ``GSpMM``, PyG's ``torch_sparse`` ops) appear under the
-    names their library gives them, unmarked: the platform has no clock
-    inside them.
+    operators appear under the names their library gives them; those of
+    :data:`NATIVE_KERNELS` (DGL's ``GSpMM``, its backward node
+    ``GSpMMBackward``, PyG's ``torch_sparse::`` and ``torch_scatter::`` ops)
+    are marked as its kernels, while the ``aten::`` ops a PyG layer
+    gathers and scatters with stay unmarked: they are no library's own.
 
     Profile the run as it is timed, in its own process (the default):
     ``--in-process`` keeps this process's allocator, the C library's unless
@@ -57,12 +59,16 @@ from typing import Any
 from gnnbench.results.row import OperatorTime, Profile
 from gnnbench.results.tables import Table
 
-__all__ = ["PROFILED_EPOCHS", "TOP_OPERATORS", "TorchProfiler", "PROFILER", "profile_epochs", "profile_table"]
+__all__ = ["PROFILED_EPOCHS", "TOP_OPERATORS", "NATIVE_KERNELS", "TorchProfiler", "PROFILER", "profile_epochs", "profile_table"]
 
 #: extra epochs profiled after the timed ones (Note [profiled epochs])
 PROFILED_EPOCHS = 3
 #: the most operators a phase keeps in the row
 TOP_OPERATORS = 10
+#: native baseline -> the prefixes of its library's own kernel operators, as torch.profiler names them (its
+#: autograd Functions and their backward nodes, its extensions' ops), marked as a kernel system's kernels are
+NATIVE_KERNELS = {"dgl-native": ("GSpMM", "GSDDMM", "EdgeSoftmax", "SegmentReduce", "ScatterAdd"),
+                  "pyg-native": ("torch_sparse::", "torch_scatter::", "pyg::")}
 
 
 class TorchProfiler:
@@ -115,6 +121,10 @@ class _Phases:
 
     kernels: set[str]
     by_phase: dict[str, dict[str, list[float]]]
+    native: tuple[str, ...] = ()  # NATIVE_KERNELS' prefixes of the run's system
+
+    def is_kernel(self, name: str) -> bool:
+        return name in self.kernels or name.startswith(self.native)
 
     def add(self, phase: str, events: list[tuple[str, float]]) -> None:
         ops = self.by_phase.setdefault(phase, {})
@@ -127,7 +137,7 @@ class _Phases:
         phases, totals = {}, {}
         for phase, ops in self.by_phase.items():
             ranked = sorted(ops.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top]
-            phases[phase] = [OperatorTime(name, seconds / epochs, calls / epochs, name in self.kernels)
+            phases[phase] = [OperatorTime(name, seconds / epochs, calls / epochs, self.is_kernel(name))
                              for name, (seconds, calls) in ranked]
             totals[phase] = sum(seconds for seconds, _ in ops.values()) / epochs
         return Profile(tool=tool, epochs=epochs, top=top, phases=phases, totals=totals)
@@ -135,7 +145,7 @@ class _Phases:
 
 def profile_epochs(F, forward: Callable[[bool], Any], objective, params: dict[str, Any], hyper, *, system: str,
                    times_kernels: bool, mode: str = "train", epochs: int = PROFILED_EPOCHS,
-                   top: int = TOP_OPERATORS) -> Profile:
+                   top: int | None = None) -> Profile:
     """Run ``epochs`` extra epochs (or passes), profiled phase by phase, after a run's timed ones (Note [profiled
     epochs]); return where they went.
 
@@ -146,11 +156,12 @@ def profile_epochs(F, forward: Callable[[bool], Any], objective, params: dict[st
         system (str): the system's name, which its kernels' labels carry (``system::kernel``).
         times_kernels (bool): whether the system's kernels run through the kernel clock (kernel systems).
         mode (str): ``train``, or ``inference`` for forward passes under ``no_grad``.
+        top (int, optional): the most operators a phase keeps (default: :data:`TOP_OPERATORS`).
     """
     from gnnbench.runtime.kernel_clock import measuring
 
-    profiler = PROFILER()
-    phases = _Phases(set(), {})
+    profiler, top = PROFILER(), top or TOP_OPERATORS
+    phases = _Phases(set(), {}, NATIVE_KERNELS.get(system, ()))
 
     def label(name: str):
         lender, dot, kernel = name.rpartition(".")
