@@ -334,11 +334,11 @@ def _profile_table(group: dict[str, Any], runs: dict[str, tuple[Mapping[str, Any
     where = " ".join(str(v) for v in (group.get("model"), "on", group.get("dataset"), group.get("framework"),
                                       group.get("mode")) if v is not None)
     runs_named = ", ".join(f"{s} run {runs[s][0].get('id')}" for s in systems)
-    epochs = sorted({p.epochs for p in profiles})
-    return Table(header, rows, numeric=[False, True, *([False, True] * len(systems))], title=f"{where}: where an "
-                 f"epoch goes", notes=[f"{where}: self CPU milliseconds per profiled epoch ({' or '.join(map(str, epochs))} "
-                                      f"extra epochs after the timed ones, Note [profiled epochs]) of the latest "
-                                      f"profiled run of each system ({runs_named}); * a system's own kernels."])
+    epochs = " or ".join(str(e) for e in sorted({p.epochs for p in profiles}))
+    note = (f"{where}: self CPU milliseconds per profiled epoch ({epochs} extra epochs after the timed ones, Note "
+            f"[profiled epochs]) of the latest profiled run of each system ({runs_named}); * a system's own kernels.")
+    return Table(header, rows, numeric=[False, True, *([False, True] * len(systems))],
+                 title=f"{where}: where an epoch goes", notes=[note])
 
 
 @dataclass(frozen=True)

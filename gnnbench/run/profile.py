@@ -59,7 +59,8 @@ from typing import Any
 from gnnbench.results.row import OperatorTime, Profile
 from gnnbench.results.tables import Table
 
-__all__ = ["PROFILED_EPOCHS", "TOP_OPERATORS", "NATIVE_KERNELS", "TorchProfiler", "PROFILER", "profile_epochs", "profile_table"]
+__all__ = ["PROFILED_EPOCHS", "TOP_OPERATORS", "NATIVE_KERNELS", "TorchProfiler", "PROFILER", "profile_epochs",
+           "profile_table"]
 
 #: extra epochs profiled after the timed ones (Note [profiled epochs])
 PROFILED_EPOCHS = 3
