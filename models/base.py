@@ -14,7 +14,7 @@ import numpy as np
 
 from .native import Native
 
-__all__ = ["GNN", "Conv", "Hyperparameters", "glorot", "zeros", "dst_rows"]
+__all__ = ["GNN", "Conv", "Hyperparameters", "glorot", "zeros", "dst_rows", "is_block"]
 
 
 def dst_rows(graph, x):
@@ -29,8 +29,12 @@ def dst_rows(graph, x):
         blocks carry a self loop per destination and ``gcn_scales`` gives
         ``[N]`` destination and ``[S]`` source scales.
     """
-    inner = getattr(graph, "graph", graph)
-    return x[:inner.num_dst] if getattr(inner, "is_block", False) else x
+    return x[:getattr(graph, "graph", graph).num_dst] if is_block(graph) else x
+
+
+def is_block(graph) -> bool:
+    """Whether ``graph`` (a bound one too) is a sampled block, not a square graph (Note [layers on blocks])."""
+    return getattr(getattr(graph, "graph", graph), "is_block", False)
 
 
 def glorot(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -120,7 +124,9 @@ class GNN:
         return 1, out_dim
 
     def activation(self, F, x):
-        return F.relu(x)
+        """Between layers, on a convolution's output, which nothing else holds: so it may be overwritten (Note
+        [activation in place] in gnnbench/frameworks/torch_frontend.py)."""
+        return F.relu(x, overwrite=True)
 
     def init_params(self, seed: int) -> dict[str, np.ndarray]:
         """Initial parameters as NumPy arrays, identical for every system given the seed."""

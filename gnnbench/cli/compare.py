@@ -25,6 +25,9 @@ def add_arguments(p) -> None:
                    help="epoch-time: median epoch time over processes; time-to-accuracy: time to the target "
                         "validation accuracy of runs made with --target-accuracy, over seeds (Note [time-to-accuracy "
                         "marks]) (default: epoch-time)")
+    p.add_argument("--profile", action="store_true",
+                   help="show where each system's epoch goes instead, side by side: the latest run of each made "
+                        "with `gnnbench run --profile`, its costliest operators per phase (Note [profiled epochs])")
     p.add_argument("--system", action="append", help="only these systems (repeatable)")
     p.add_argument("--model", action="append")
     p.add_argument("--dataset", action="append")
@@ -65,6 +68,8 @@ def main(args) -> int:
 
         return by_build(args)
 
+    if args.profile:
+        return _profiles(args)
     if args.metric == "time-to-accuracy":
         return _time_to_accuracy(args)
     result = run(args.results, args.baseline, args.system, args.model, args.dataset, args.include_unverified)
@@ -106,4 +111,27 @@ def _time_to_accuracy(args) -> int:
         print(f"gnnbench compare: --strict: {len(result.regressions)} result(s) later (+), failed (!), short of "
               "the target (n) or converging suspiciously early (c)", file=sys.stderr)
         return 1
+    return 0
+
+
+def _profiles(args) -> int:
+    """``--profile``: the latest profiled run of each system, side by side, a table per group."""
+    from gnnbench.errors import UserError
+    from gnnbench.results.compare import compare_profiles
+    from gnnbench.results.frame import load_results
+
+    if args.metric != "epoch-time":
+        raise UserError("--profile shows where an epoch goes; drop --metric")
+    filters = {k: v for k, v in (("system", args.system), ("model", args.model), ("dataset", args.dataset)) if v}
+    rows = load_results(args.results, **filters)
+    tables = compare_profiles(rows, baseline=args.baseline or REFERENCE) if not rows.empty else []
+    if not tables:
+        raise UserError("no stored run was made with --profile; run `gnnbench run ... --profile` first")
+    if args.format == "text":
+        from gnnbench.results.tables import print_table
+
+        for table in tables:
+            print_table(table)
+    else:
+        sys.stdout.write("\n".join(table.render(args.format) for table in tables))
     return 0

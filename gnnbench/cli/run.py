@@ -239,12 +239,28 @@ def summary(row: dict) -> str:
         flat = ", ".join(f"{k}={v}" for k, v in _flatten(report) if not isinstance(v, (list, dict)))
         shown = report.get("summary") or ([flat] if flat else [])  # an empty report (isplib's on blocks): no line
         lines += [f"  {row['system']:<10} {printable(line)}" for line in ([shown] if isinstance(shown, str) else shown)]
+    lines += _profile_lines(row)
     if row.get("verified") != "passed":
         lines.append(f"  WARNING    {row['system']} is {row.get('verified') or 'unverified'}: run "
                      f"`gnnbench verify --system {row['system']}` before trusting these figures")
     if row.get("id") is not None:
         lines.append(f"  stored     as run {row['id']}")
     return "\n".join(lines)
+
+
+def _profile_lines(row: dict) -> list[str]:
+    """Where the epoch goes, operator by operator (Note [profiled epochs] in gnnbench/run/profile.py), when the run
+    was profiled: a line saying how, then the table."""
+    from gnnbench.results.row import Profile
+
+    profile = Extra.of(row).profile
+    if not isinstance(profile, Profile):
+        return []
+    from gnnbench.run.profile import profile_table
+
+    table = profile_table(profile, row["system"])
+    note, table.notes = table.notes[0], []
+    return [f"  profile    {printable(note)}", *(f"    {line}" for line in table.render("text").splitlines())]
 
 
 def _target_lines(row: dict) -> list[str]:

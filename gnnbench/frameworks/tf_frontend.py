@@ -219,7 +219,9 @@ class TensorFlowFrontend:
     def mean(self, x, axis: int):
         return tf.reduce_mean(x, axis)
 
-    def relu(self, x):
+    def relu(self, x, overwrite: bool = False):
+        """``max(x, 0)``; ``overwrite`` is PyTorch's (Note [activation in place] in torch_frontend.py): TensorFlow's
+        tensors are immutable."""
         return tf.nn.relu(x)
 
     def elu(self, x):

@@ -27,6 +27,23 @@ Note [loss without a gather]
     pass, and its backward writes the zeros directly. At 131,072 rows it took
     half the time of the gather on this machine, forward and backward
     (``benchmarks/studies/bench_loop_share.py``).
+
+Note [activation in place]
+    ``relu(x, overwrite=True)`` writes the result into ``x`` (``relu_``)
+    instead of a new ``[N, F]`` tensor, as PyG's and DGL's examples do with
+    ``inplace=True``: one allocation fewer, one ``[N, F]`` tensor fewer
+    alive at the peak, and a write into memory the cache already holds.
+    Autograd allows it only when no backward still needs ``x``'s old
+    values, so it happens only while autograd records (training), on a
+    tensor that is no view, made by an op whose backward saves neither its
+    result nor memory the result shares (``add``, ``addcmul``, ``addmm``:
+    the last op of GCN's, SAGE's and GIN's convolutions). Any other ``x``
+    (a kernel's output, which its bridge may save; the features; anything
+    under ``no_grad``, inference passes included) gets a new tensor as
+    before. The caller promises that nothing reads ``x`` afterwards: the
+    model stack passes ``overwrite=True`` for a convolution's output,
+    which nothing else holds (models/base.py). TensorFlow has no in-place
+    ops and ignores the flag.
 """
 from __future__ import annotations
 
@@ -45,6 +62,17 @@ __all__ = ["TorchFrontend"]
 
 #: the label of rows outside the loss's mask (Note [loss without a gather])
 _IGNORED = -100
+
+
+#: the autograd nodes whose backward reads neither their result nor an input they share memory with, so that
+#: an in-place op on their result leaves every saved tensor intact (Note [activation in place])
+_RESULT_NOT_SAVED = frozenset({"AddBackward0", "AddcmulBackward0", "AddmmBackward0"})
+
+
+def _may_overwrite(x) -> bool:
+    """Whether ``x`` is a fresh result of autograd's own that nothing saved (Note [activation in place])."""
+    return (torch.is_grad_enabled() and x.requires_grad and x._base is None and x.grad_fn is not None
+            and x.grad_fn.name() in _RESULT_NOT_SAVED)
 
 
 class _Dropout(torch.autograd.Function):
@@ -80,6 +108,7 @@ class TorchFrontend:
         self.device = torch.device(device)
         self.dtype = getattr(torch, dtype)
         self._seed, self._dropout_calls = 0, 0
+        self._targets: tuple | None = None  # the last (key, labels, mask, targets) of nll_loss
 
     @property
     def version(self) -> str:
@@ -144,7 +173,11 @@ class TorchFrontend:
     def mean(self, x, axis: int):
         return x.mean(axis)
 
-    def relu(self, x):
+    def relu(self, x, overwrite: bool = False):
+        """``max(x, 0)``; with ``overwrite``, in ``x``'s own memory where autograd allows (Note [activation in
+        place])."""
+        if overwrite and _may_overwrite(x):
+            return torch.relu_(x)
         return TF.relu(x)
 
     def elu(self, x):
@@ -172,8 +205,14 @@ class TorchFrontend:
         return TF.log_softmax(x, dim=-1)
 
     def nll_loss(self, log_probs, labels, mask):
-        """Mean negative log-likelihood over the rows where ``mask`` holds (Note [loss without a gather])."""
-        return TF.nll_loss(log_probs, torch.where(mask, labels, _IGNORED), ignore_index=_IGNORED)
+        """Mean negative log-likelihood over the rows where ``mask`` holds (Note [loss without a gather]).
+
+        The targets with the other rows ignored are made once per ``(labels, mask)`` pair, not every epoch: a
+        loop passes the same two tensors each time, unchanged (their version counters say so)."""
+        key = (id(labels), labels._version, id(mask), mask._version)
+        if self._targets is None or self._targets[0] != key:
+            self._targets = (key, labels, mask, torch.where(mask, labels, _IGNORED))  # keeps both alive: ids stay
+        return TF.nll_loss(log_probs, self._targets[3], ignore_index=_IGNORED)
 
     def accuracy(self, logits, labels, mask) -> float:
         pred = logits[mask].argmax(-1)

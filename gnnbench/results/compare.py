@@ -65,10 +65,10 @@ from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.core.stability import MIN_PROCESSES, OTHER_CPU_LIMIT, OUTLIER_LIMIT, PRECISION, SPREAD_LIMIT
 from gnnbench.core.statistics import CONFIDENCE, FACTOR, RESAMPLES, SEED, Processes, speedup
 from gnnbench.results.configurations import Configuration, configurations
-from gnnbench.results.row import COMPARABLE_FIELDS, Extra, SpmmFigures
+from gnnbench.results.row import COMPARABLE_FIELDS, Extra, Profile, SpmmFigures
 from gnnbench.results.tables import FORMATS, Table, flat_records, fmt_number
 
-__all__ = ["compare", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
+__all__ = ["compare", "compare_profiles", "Comparison", "SystemResult", "REFERENCE", "COMPARABLE_FIELDS",
            "spmm_columns", "processes_of", "stability_footnote", "FACTOR", "RESAMPLES", "CONFIDENCE", "SEED"]
 
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
@@ -283,6 +283,62 @@ def compare(data: Any, baseline: str = REFERENCE,
     used = [row for c in configs for row in c.rows]
     return Comparison(results, baseline, group_by, include_unverified, factor, resamples, confidence,
                       _warnings(used) + pooled_warnings)
+
+
+def compare_profiles(data: Any, baseline: str = REFERENCE,
+                     group_by: Sequence[str] = ("dataset", "model", "framework", "mode")) -> list[Table]:
+    """Where each system's epoch goes, side by side: per group of ``group_by``, the latest run of each system made
+    with ``--profile`` (Note [profiled epochs] in gnnbench/run/profile.py), phase by phase, its total and then
+    its costliest operators, rank by rank, ``*`` marking a system's own kernels.
+
+    Args:
+        data: the results frame (:func:`gnnbench.load_results`), or runs as returned by ``ResultsStore.rows()``.
+        baseline (str): the system shown first when present (default: reference); the others follow by name.
+
+    Returns:
+        one :class:`~gnnbench.results.tables.Table` per group with a profiled run, in the groups' order.
+    """
+    import pandas as pd
+
+    from gnnbench.results.frame import frame_from_rows
+
+    frame = data if isinstance(data, pd.DataFrame) else frame_from_rows(data)
+    latest: dict[tuple, dict[str, tuple[Mapping[str, Any], Profile]]] = {}
+    for row in frame.sort_values("id").to_dict("records"):
+        profile = Extra.of(row).profile
+        if _ok(row) and isinstance(profile, Profile):
+            key = tuple(None if pd.isna(row.get(f)) else row.get(f) for f in group_by)
+            latest.setdefault(key, {})[row["system"]] = (row, profile)
+    return [_profile_table(dict(zip(group_by, key)), latest[key], baseline)
+            for key in sorted(latest, key=lambda k: tuple("" if v is None else str(v) for v in k))]
+
+
+def _profile_table(group: dict[str, Any], runs: dict[str, tuple[Mapping[str, Any], Profile]], baseline: str) -> Table:
+    systems = sorted(runs, key=lambda s: (s != baseline, s))
+    profiles = [runs[s][1] for s in systems]
+    phases = list(dict.fromkeys(phase for p in profiles for phase in p.phases))
+    ms = lambda seconds: f"{seconds * 1e3:.2f}"  # noqa: E731
+    rows: list[list[Any]] = []
+    for phase in phases:
+        rows.append([phase, "all", *(cell for p in profiles for cell in
+                                     (None, ms(p.totals[phase]) if phase in p.totals else None))])
+        ranks = max(len(p.phases.get(phase, [])) for p in profiles)
+        for rank in range(ranks):
+            cells: list[Any] = []
+            for p in profiles:
+                ops = p.phases.get(phase, [])
+                op = ops[rank] if rank < len(ops) else None
+                cells += [None, None] if op is None else [("* " if op.kernel else "") + op.name, ms(op.self_s)]
+            rows.append([None, str(rank + 1), *cells])
+    header = ["phase", "#", *(cell for s in systems for cell in (s, "ms"))]
+    where = " ".join(str(v) for v in (group.get("model"), "on", group.get("dataset"), group.get("framework"),
+                                      group.get("mode")) if v is not None)
+    runs_named = ", ".join(f"{s} run {runs[s][0].get('id')}" for s in systems)
+    epochs = " or ".join(str(e) for e in sorted({p.epochs for p in profiles}))
+    note = (f"{where}: self CPU milliseconds per profiled epoch ({epochs} extra epochs after the timed ones, Note "
+            f"[profiled epochs]) of the latest profiled run of each system ({runs_named}); * a system's own kernels.")
+    return Table(header, rows, numeric=[False, True, *([False, True] * len(systems))],
+                 title=f"{where}: where an epoch goes", notes=[note])
 
 
 @dataclass(frozen=True)

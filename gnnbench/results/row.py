@@ -66,8 +66,8 @@ from typing_extensions import TypedDict  # pydantic reads typing's only from Pyt
 from gnnbench.core.phases import PHASES, phase
 
 __all__ = ["RunResult", "Extra", "MachineState", "FallbackUse", "Tuning", "ModeledInference", "SpmmFigures",
-           "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Hyperparameters", "json_problem", "Field", "column",
-           "identity", "measured", "outcome",
+           "SpmmKernelFigures", "TimeToAccuracy", "ThreadPools", "Hyperparameters", "Profile", "OperatorTime",
+           "json_problem", "Field", "column", "identity", "measured", "outcome",
            "sql_type",
            "IDENTITY", "PROVENANCE", "MEASURED", "OUTCOME", "RUN_COLUMNS", "IDENTITY_FIELDS",
            "PROVENANCE_FIELDS", "COMPARABLE_FIELDS"]
@@ -292,6 +292,41 @@ class ThreadPools:
     torch_interop_threads: int | None = _key("torch's inter-op threads, null as `torch_threads`")
 
 
+@dataclass(frozen=True)
+class OperatorTime:
+    """One operator of a profiled phase (Note [profiled epochs] in gnnbench/run/profile.py)."""
+
+    name: str = _key("the profiler's name (`aten::addmm`, `_BridgeBackward`), a kernel system's kernel as "
+                     "`system::kernel`")
+    self_s: float = _key("its self CPU seconds per profiled epoch, its children's left out")
+    calls: float = _key("its calls per profiled epoch")
+    kernel: bool = _key("whether it is one of the system's own kernels (a lent kernel is not)")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """``extra.profile``: where a run's epoch goes, operator by operator (Note [profiled epochs] in
+    gnnbench/run/profile.py)."""
+
+    tool: str = _key("the profiler, `torch.profiler`")
+    epochs: int = _key("the epochs profiled, extra epochs run after the timed ones (and one untimed warm-up "
+                       "of their optimizer): the timed figures, memory and accuracy are not profiled")
+    top: int = _key("the most operators kept per phase")
+    phases: dict[str, list[OperatorTime]] = _key("phase (`forward`, `backward`, `optimizer`; an inference run's "
+                                                  "`forward` only) -> its costliest operators by self CPU time, "
+                                                  "costliest first")
+    totals: dict[str, float] = _key("phase -> self CPU seconds per profiled epoch of all its operators, kept or not")
+
+    @classmethod
+    def from_dict(cls, value: Any) -> "Profile | Any":
+        """The record a stored ``extra.profile`` holds; any other shape kept as it came."""
+        value = _record(cls, value)
+        if not isinstance(value, cls) or not isinstance(value.phases, Mapping):
+            return value
+        return replace(value, phases={phase: [_record(OperatorTime, op) for op in ops]
+                                      for phase, ops in value.phases.items()})
+
+
 def _keys_text(cls) -> str:
     """``[`a`: its description; `b`: ...]`` of a record's fields, for the ``extra`` column's description."""
     return "[" + "; ".join(f"`{f.name}`: {f.metadata['description']}" for f in fields(cls)) + "]"
@@ -344,6 +379,7 @@ class Extra:
     thread_pools: ThreadPools | None = None      # Note [thread pools]
     process_start: str | None = None             # Note [cheap processes]: fresh or fork
     warm_parent: str | None = None               # the parent a forked process came from
+    profile: Profile | None = None               # Note [profiled epochs]
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not declare, as they came
 
     def as_dict(self) -> dict[str, Any]:
@@ -388,6 +424,8 @@ class Extra:
             values["spmm_figures"] = SpmmFigures.from_dict(values["spmm_figures"])
         if "thread_pools" in values:
             values["thread_pools"] = _record(ThreadPools, values["thread_pools"])
+        if "profile" in values:
+            values["profile"] = Profile.from_dict(values["profile"])
         other = {k: v for k, v in data.items() if k not in known and k not in ("tuning", "tuned_after_timed_epoch")}
         return cls(**values, other=other)
 
@@ -577,7 +615,9 @@ class RunResult:
         "a process of its own has `process_start`: `fresh` for a new Python process, `fork` for one forked from a warm parent that had "
         "imported the framework, the system and the dataset; a forked one has `warm_parent`, the same for every "
         "fork of one parent (forks of one parent share its memory layout); see Note [cheap processes] in "
-        "gnnbench/run/warm.py.")
+        "gnnbench/run/warm.py. A run "
+        "with `--profile` has `profile`, where its epoch goes, " + _keys_text(Profile) + ", each operator "
+        + _keys_text(OperatorTime) + "; see Note [profiled epochs] in gnnbench/run/profile.py.")
     stderr: str | None = outcome(
         "Last 20000 characters of the run's stderr, kept for runs that did not succeed (not for bad input, "
         "whose `error` line says it all); the whole of it is in the file `extra.stderr_path`.")

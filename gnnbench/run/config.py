@@ -180,13 +180,16 @@ class RunConfig:
                                       "validation accuracy, a whole number for full-graph runs, a fraction of an "
                                       "epoch allowed for sampled ones (default: 1)", metavar="EPOCHS", gt=0,
                                       le=1_000_000, allow_inf_nan=False)
+    profile: bool = _field(False, help="after the timed epochs, profile a few more and store where each goes: the top "
+                           "operators by self CPU time per phase, the system's kernels named (Note [profiled epochs] "
+                           "in gnnbench/run/profile.py; the timed figures are not profiled)", identity=False)
 
     # ---- conversions and checks pydantic's constraints cannot express
 
     @field_validator("*", mode="before")
     @classmethod
     def _no_booleans_for_numbers(cls, value: Any, info) -> Any:
-        if isinstance(value, bool) and info.field_name not in ("system_options", "tune", "check"):
+        if isinstance(value, bool) and info.field_name not in ("system_options", "tune", "check", "profile"):
             raise ValueError(f"must not be true/false (got {value})")
         if isinstance(value, str) and info.field_name in _NUMERIC and not value.isascii():
             raise ValueError(f"must be written with ASCII digits (got {value!r})")
@@ -249,6 +252,16 @@ class RunConfig:
         from gnnbench.run.pinning import canonical_cpus
 
         return None if value is None else canonical_cpus(value)
+
+    @model_validator(mode="after")
+    def _profile_of_a_full_graph_torch_run(self) -> "RunConfig":
+        """Note [profiled epochs]: only full-graph PyTorch runs can be profiled; say why before anything runs."""
+        if self.profile and self.framework != "torch":
+            raise ValueError(f"--profile reads torch.profiler's per-operator self times; {self.framework}'s "
+                             "profiler writes a trace for TensorBoard instead: use --framework torch or drop --profile")
+        if self.profile and self.batching != "full":
+            raise ValueError("--profile profiles full-graph epochs; drop --profile or use --batching full")
+        return self
 
     @model_validator(mode="after")
     def _threads_of_pinned_run(self) -> "RunConfig":

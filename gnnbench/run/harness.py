@@ -196,6 +196,11 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
+    if spec.profile:  # extra epochs after everything above was measured (Note [profiled epochs])
+        from gnnbench.run.profile import profile_epochs
+
+        extra["profile"] = asdict(profile_epochs(F, forward, objective, params, hyper, system=spec.system,
+                                                 times_kernels=system.times_kernels, mode=spec.mode))
     row = ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
                  accuracy=best if spec.selection == "best_val" else final,
                  prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)

@@ -81,9 +81,12 @@ class KernelClock:
     """Seconds and calls per kernel since the clock started; a fallback's kernels apart, in ``lent``; the
     work of SpMM-type kernels in ``work`` (Note [spmm work])."""
 
-    __slots__ = ("seconds", "calls", "lent", "work")
+    __slots__ = ("seconds", "calls", "lent", "work", "label")
 
-    def __init__(self) -> None:
+    def __init__(self, label: Callable[[str], Any] | None = None) -> None:
+        #: ``label(name)``, a context manager each call runs inside, so that a profiler names the kernel
+        #: (Note [profiled epochs] in gnnbench/run/profile.py); ``name`` is ``lender.kernel`` for a lent one
+        self.label = label
         self.seconds: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self.lent: dict[str, float] = {}   # "lender.kernel" -> seconds
@@ -115,12 +118,13 @@ _running: KernelClock | None = None
 
 
 @contextmanager
-def measuring() -> Iterator[KernelClock]:
-    """Time every kernel call made inside the ``with`` block (not re-entrant)."""
+def measuring(label: Callable[[str], Any] | None = None) -> Iterator[KernelClock]:
+    """Time every kernel call made inside the ``with`` block (not re-entrant), each inside ``label(name)`` if
+    given (:attr:`KernelClock.label`)."""
     global _running
     if _running is not None:
         raise RuntimeError("a kernel clock is already running")
-    clock = _running = KernelClock()
+    clock = _running = KernelClock(label)
     try:
         yield clock
     finally:
@@ -157,8 +161,18 @@ def call_kernel(name: str, fn: Callable[..., Any], args: Sequence[Any], kwargs: 
     if clock is None:
         fn(*args, **kwargs)
         return
+    lender = getattr(args[0], "lender", "") if args else ""
+    if clock.label is not None:  # profiled epochs only (Note [profiled epochs]): the timed ones take the path below
+        with clock.label(f"{lender}.{name}" if lender else name):
+            _timed(clock, name, fn, args, kwargs, lender, work)
+        return
+    _timed(clock, name, fn, args, kwargs, lender, work)
+
+
+def _timed(clock: KernelClock, name: str, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
+           lender: str, work: SpmmWork | None) -> None:
     start = time.perf_counter()
     try:
         fn(*args, **kwargs)
     finally:
-        clock.add(name, time.perf_counter() - start, getattr(args[0], "lender", "") if args else "", work)
+        clock.add(name, time.perf_counter() - start, lender, work)

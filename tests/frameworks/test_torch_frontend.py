@@ -91,3 +91,65 @@ def test_loss_over_masked_rows_matches_the_gathered_rows_with_gradients():
     torch.testing.assert_close(grad, expected_grad, rtol=1e-14, atol=1e-14)
     assert torch.all(grad[~mask] == 0)
     assert torch.isnan(F.nll_loss(F.log_softmax(logits), labels, torch.zeros(9, dtype=torch.bool)))
+
+
+# ---------------------------------------------------------------- Note [activation in place]
+
+def _fresh(op: str):
+    """A training-time result of ``op`` and the parameter it came from."""
+    w = torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4).requires_grad_(True)
+    s = torch.full((3, 1), 2.0, dtype=torch.float64)
+    b = torch.full((4,), -0.5, dtype=torch.float64)
+    made = {"addcmul": lambda: torch.addcmul(b, w, s), "add": lambda: w + b,
+            "addmm": lambda: torch.addmm(b, s.expand(3, 3).contiguous(), w),
+            "exp": lambda: w.exp(), "view": lambda: (w + b)[:2], "leaf": lambda: w.detach()}[op]
+    return made(), w
+
+
+@pytest.mark.parametrize("op", ["addcmul", "add", "addmm"])
+def test_relu_overwrites_a_convolutions_last_result_and_its_gradient_is_unchanged(op):
+    F = TorchFrontend(dtype="float64")
+    x, w = _fresh(op)
+    y = F.relu(x, overwrite=True)
+    assert y.data_ptr() == x.data_ptr()  # no new tensor
+    (y * torch.arange(y.numel(), dtype=y.dtype).reshape(y.shape)).sum().backward()
+    in_place = w.grad.clone()
+    w.grad = None
+    x, w = _fresh(op)
+    (F.relu(x) * torch.arange(x.numel(), dtype=x.dtype).reshape(x.shape)).sum().backward()
+    assert torch.equal(in_place, w.grad)
+
+
+@pytest.mark.parametrize("op", ["exp", "view", "leaf"])
+def test_relu_makes_a_new_tensor_where_autograd_needs_the_old_values(op):
+    x, _ = _fresh(op)
+    before = x.detach().clone()
+    y = TorchFrontend(dtype="float64").relu(x, overwrite=True)
+    assert y.data_ptr() != x.data_ptr() and (x.detach() == before).all()
+
+
+def test_relu_never_overwrites_without_autograd():
+    x, _ = _fresh("addcmul")
+    with torch.no_grad():
+        x = x.detach() + 0  # an inference pass's temporary: indistinguishable from the features
+        before = x.clone()
+        TorchFrontend(dtype="float64").relu(x, overwrite=True)
+    assert torch.equal(x, before)
+
+
+def test_the_loss_targets_are_made_once_per_labels_and_mask(monkeypatch):
+    from gnnbench.frameworks import torch_frontend
+
+    made = []
+    where = torch.where
+    monkeypatch.setattr(torch_frontend.torch, "where", lambda *a: made.append(1) or where(*a))
+    F = torch_frontend.TorchFrontend(dtype="float64")
+    log_probs = torch.log_softmax(torch.linspace(-2, 2, 12, dtype=torch.float64).reshape(4, 3), -1)
+    labels, mask = torch.tensor([0, 1, 2, 1]), torch.tensor([True, False, True, True])
+    first = F.nll_loss(log_probs, labels, mask)
+    assert torch.equal(F.nll_loss(log_probs, labels, mask), first) and len(made) == 1
+    expected = -(log_probs[0, 0] + log_probs[2, 2] + log_probs[3, 1]) / 3
+    assert torch.allclose(first, expected)
+    mask[3] = False  # changed in place: its version moves on, the targets are made again
+    assert torch.allclose(F.nll_loss(log_probs, labels, mask), -(log_probs[0, 0] + log_probs[2, 2]) / 2)
+    assert len(made) == 2

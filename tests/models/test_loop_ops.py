@@ -13,7 +13,7 @@ from gnnbench.runtime.registry import load_system
 #: per model, the ops of one training forward's first layer (dropout, conv, activation), in call order
 FIRST_LAYER = {
     "gcn": ["dropout", "graph_tensor", "graph_tensor", "matmul", "mul", "spmm", "mul_add", "relu"],
-    "sage": ["dropout", "spmm", "matmul", "linear", "add", "relu"],  # the features: in 6 <= 2 x hidden 4, aggregate first
+    "sage": ["dropout", "matmul", "spmm", "linear", "add", "relu"],  # a square graph, in 6 >= hidden 4: transform first
     "gin": ["dropout", "spmm", "add", "linear", "relu", "linear", "relu"],  # GIN-0: no mul by 1.0
 }
 
@@ -53,3 +53,34 @@ def test_each_layer_calls_the_fused_ops(name):
     assert tuple(logits.shape) == (5, 3)
     assert recording.calls[:len(FIRST_LAYER[name])] == FIRST_LAYER[name]
     assert "mul" not in recording.calls or name == "gcn"  # GCN's src scale is its only multiply
+
+
+@pytest.mark.parametrize("block, index, in_dim, out_dim, first", [
+    (False, 0, 6, 4, "matmul"),    # square, narrowing: transform first, the SpMMs at out (Note [layers on blocks])
+    (False, 0, 4, 4, "matmul"),    # square, in == out: transform first too
+    (False, 1, 4, 6, "spmm"),      # square, widening: aggregate first
+    (True, 0, 6, 4, "spmm"),       # a block's first layer: aggregate first unless in > 2 out
+    (True, 0, 9, 4, "matmul"),
+    (True, 1, 6, 4, "matmul"),     # a block's hidden layer: transform first when it narrows
+    (True, 1, 4, 4, "spmm"),
+])
+def test_sage_orders_its_layer_by_the_graph_and_the_widths(block, index, in_dim, out_dim, first):
+    from gnnbench.models.sage import SAGE, transforms_first
+
+    src, dst = np.array([0, 1, 2, 3, 4, 0]), np.array([1, 2, 0, 1, 0, 2])
+    graph = Graph.from_edges(src, dst, 5) if not block else Graph(*_block_csr(src, dst), 3, num_src=5)
+    bound = BoundGraph(graph, load_system("reference", "torch", "cpu"))
+    F = TorchFrontend(dtype="float64")
+    conv = SAGE(in_dim, out_dim, SAGE.defaults).conv(index, in_dim, out_dim)
+    params = {k: F.parameter(init(np.random.default_rng(0), shape)) for k, (shape, init) in conv.params.items()}
+    recording = Recording(F)
+    out = conv.forward(recording, params, bound, F.tensor(np.ones((5, in_dim))))
+    assert tuple(out.shape) == (graph.num_nodes, out_dim)
+    assert [c for c in recording.calls if c in ("matmul", "spmm")][0] == first
+    assert transforms_first(bound, index, in_dim, out_dim) == (first == "matmul")
+
+
+def _block_csr(src, dst):
+    """CSR rows of destinations 0..2 over sources 0..4."""
+    order = np.argsort(dst, kind="stable")
+    return np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=3))]), src[order]
