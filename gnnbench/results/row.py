@@ -790,11 +790,17 @@ def _problem(value: Any, hint: Any, where: str) -> str | None:
                     return problem
         return None
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (dict, Mapping) and args and is_dataclass(args[1]):
-        if not isinstance(value, Mapping):
-            return f"{where} holds {_shown(value)}, not an object"
-        for key, item in value.items():
-            problem = _problem(item, args[1], f"{where}.{key}".lstrip("."))
+    if args and _holds_record(hint):  # records inside containers are checked as records, at any depth
+        if origin in (dict, Mapping):
+            if not isinstance(value, Mapping):
+                return f"{where} holds {_shown(value)}, not an object"
+            items = [(f"{where}.{key}", item, args[1]) for key, item in value.items()]
+        else:  # list[X] or tuple[X, ...]
+            if not isinstance(value, (list, tuple)):
+                return f"{where} holds {_shown(value)}, not a list"
+            items = [(f"{where}[{index}]", item, args[0]) for index, item in enumerate(value)]
+        for place, item, item_hint in items:
+            problem = _problem(item, item_hint, place.lstrip("."))
             if problem:
                 return problem
         return None
@@ -809,6 +815,12 @@ def _problem(value: Any, hint: Any, where: str) -> str | None:
         expected = _EXPECTED.get(first["type"].split("_")[0], first["msg"].removeprefix("Input should be "))
         return f"{path or 'the value'} holds {_shown(first['input'])}, not {expected}"
     return None
+
+
+def _holds_record(hint: Any) -> bool:
+    """Whether a dataclass record stands anywhere inside the type ``hint``."""
+    hint = _without_none(hint)
+    return is_dataclass(hint) or any(_holds_record(arg) for arg in typing.get_args(hint) if arg is not Ellipsis)
 
 
 @functools.cache

@@ -196,19 +196,28 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
-    if spec.profile:  # extra epochs after everything above was measured (Note [profiled epochs])
-        from gnnbench.run.profile import profile_epochs
-
-        extra["profile"] = asdict(profile_epochs(F, forward, objective, params, hyper, system=spec.system,
-                                                 times_kernels=system.times_kernels, mode=spec.mode))
+    if spec.profile:
+        extra["profile"] = _profile(spec, F, forward, objective, params, hyper, system)
     row = ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
                  accuracy=best if spec.selection == "best_val" else final,
                  prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
-    if checked is not None:  # Note [closing check]: what the timed epochs ran, after tuning; keeps the figures
-        from gnnbench.check.run_check import check_after_epochs
+    return row if checked is None else _closing_check(row, spec, F, forward, checked)
 
-        return check_after_epochs(row, spec, F, forward, checked)
-    return row
+
+def _profile(spec: RunConfig, F, forward, objective, params, hyper, system) -> dict[str, Any]:
+    """Where an epoch goes, from extra epochs after everything the row measures (Note [profiled epochs])."""
+    from gnnbench.run.profile import profile_epochs
+
+    return asdict(profile_epochs(F, forward, objective, params, hyper, system=spec.system,
+                                 times_kernels=system.times_kernels, mode=spec.mode))
+
+
+def _closing_check(row: dict[str, Any], spec: RunConfig, F, forward, checked) -> dict[str, Any]:
+    """Note [closing check]: what the timed epochs ran, after tuning; a mismatch turns the row failed with its
+    figures kept."""
+    from gnnbench.check.run_check import check_after_epochs
+
+    return check_after_epochs(row, spec, F, forward, checked)
 
 
 def _last_epoch(spec: RunConfig, hyper, phases: Phases) -> int:

@@ -184,3 +184,17 @@ def test_declared_shapes_pass_and_other_shapes_are_kept_as_they_came():
     assert json_problem("extra", {"time_to_accuracy": {"target": "an older record's shape"}}) is None
     assert json_problem("hyperparameters", {"hidden": 16, "lr": 1, "system_options": {}, "a later key": [1]}) is None
     assert json_problem("hyperparameters", {"normalisation": None}) is None
+
+
+def test_records_inside_lists_are_checked_as_records():
+    """extra.profile holds OperatorTime records in lists inside a mapping: each is checked, at its place."""
+    from gnnbench.results.row import json_problem
+
+    operator = {"name": "aten::addmm", "self_s": 0.01, "calls": 3, "kernel": False}
+    profile = {"tool": "torch.profiler", "epochs": 3, "top": 10, "phases": {"forward": [operator]},
+               "totals": {"forward": 0.02}}
+    assert json_problem("extra", {"profile": profile}) is None  # a JSON number 3 is a float's value
+    tampered = {**profile, "phases": {"forward": [operator, {**operator, "self_s": "abc"}]}}
+    assert json_problem("extra", {"profile": tampered}) == "profile.phases.forward[1].self_s holds 'abc', not a number"
+    assert json_problem("extra", {"profile": {**profile, "phases": {"forward": "x"}}}) == \
+        "profile.phases.forward holds 'x', not a list"
