@@ -40,7 +40,7 @@ from gnnbench.runtime.hetero import HeteroGraph, Relation
 
 from .dataset import check_index_dtype, index_mask
 
-__all__ = ["HeteroDataset", "Shape", "PRESETS", "HETERO_DEFAULTS", "hetero", "check_hetero", "feature_widths"]
+__all__ = ["HeteroDataset", "Shape", "PRESETS", "HETERO_DEFAULTS", "hetero", "check_hetero", "feature_widths", "schema"]
 
 #: probability that an edge's source shares its destination's class (Note [planted classes])
 P_IN = 0.7
@@ -223,6 +223,13 @@ def feature_widths(values: dict[str, Any]) -> dict[str, int]:
     """Each node type's feature width for parsed parameters ``values``, without generating anything."""
     shape, counts, _, features, other, _ = _resolved(values)
     return {t: features if t == shape.target else other for t in counts}
+
+
+def schema(values: dict[str, Any]) -> tuple[dict[str, int], tuple[Relation, ...], str, int]:
+    """``(feature widths, relations, target type, classes)`` of parsed parameters ``values``, without generating
+    anything: what a model is built from, so that a run's checks can build it before any worker starts."""
+    shape, _, relations, _, _, classes = _resolved(values)
+    return feature_widths(values), tuple(r for r, _ in relations), shape.target, classes
 
 
 def hetero(name: str, *, like: str, scale: float, features: int, other_features: int, classes: int,

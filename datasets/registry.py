@@ -41,7 +41,7 @@ from .planetoid import PLANETOID_NAMES, load_planetoid
 from .sources import SOURCES, data_root, find_raw_folder
 
 __all__ = ["Param", "load_dataset", "list_datasets", "canonical_name", "parse_name", "validate",
-           "memory_estimate"]
+           "memory_estimate", "typed_schema"]
 
 
 @dataclass(frozen=True)
@@ -254,6 +254,13 @@ def _check_values(kind: str, v: dict[str, Any]) -> None:
         if edges // 2 > nodes * (nodes - 1) // 4:
             raise UserError(f"rmat edges={edges} is too dense for nodes={nodes}: R-MAT can place at most about "
                             f"{nodes * (nodes - 1) // 2} directed edges there; raise nodes or lower edges")
+
+
+def typed_schema(name: str) -> tuple | None:
+    """``(feature widths, relations, target type, classes)`` of a typed dataset, None for a homogeneous one;
+    from the name alone, nothing generated or loaded."""
+    kind, values = parse_name(name)
+    return typed.schema(values) if kind == "hetero" else None
 
 
 def canonical_name(name: str) -> str:

@@ -1,4 +1,4 @@
-"""GCN, GAT, GIN and GraphSAGE, written once against the frontend op set (no framework import).
+"""GCN, GAT, GIN, GraphSAGE and the relational R-GCN and R-GAT, written once against the frontend op set (no framework import).
 
 Each model's file holds all that gnnbench reads from it: its convolution, its paper's equation as a dense
 formulation (verify's model check) and its PyG and DGL layers (the native baselines; Note [native
@@ -13,11 +13,13 @@ from .base import GNN, Hyperparameters
 from .gat import GAT
 from .gcn import GCN
 from .gin import GIN
+from .rgat import RGAT
+from .rgcn import RGCN
 from .sage import SAGE
 
-__all__ = ["GNN", "Hyperparameters", "GCN", "GAT", "GIN", "SAGE", "MODELS", "get_model"]
+__all__ = ["GNN", "Hyperparameters", "GCN", "GAT", "GIN", "SAGE", "RGCN", "RGAT", "MODELS", "get_model"]
 
-MODELS: dict[str, type[GNN]] = {m.name: m for m in (GCN, GAT, GIN, SAGE)}
+MODELS: dict[str, type[GNN]] = {m.name: m for m in (GCN, GAT, GIN, SAGE, RGCN, RGAT)}
 
 
 def get_model(name: str) -> type[GNN]:

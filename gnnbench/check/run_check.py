@@ -81,27 +81,52 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any
     start = clock()
     calls: dict[str, tuple] = {}
     written: list[str] = []
-    with _recording(F, calls), _checksummed(bound.system, written), F.no_grad():
+    graphs = _graphs_checked(bound)  # Note [run-time check of relations]
+    with _recording(F, calls, lambda g, label: (graphs.get(id(g), (None, None))[0], label)), \
+            _checksummed(bound.system, written), F.no_grad():
         forward(False)
     # the system's own first forward: work (JIT, first touch) its warm-up epoch would otherwise do
-    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": list(calls),
+    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [],
                                "forward_seconds": clock() - start}
     if written:
         details.update(status="failed", seconds=clock() - start)
         raise RunCheckError(f"run-time check: {written[0]} during the first forward on {spec.dataset} "
                             f"({spec.dtype}); the row is not a measurement", details)
-    graph = bound.graph
-    rows = _sample_rows(graph, np.random.default_rng(spec.seed))
-    for label, (operator, attrs, inputs, out, scales) in calls.items():
+    by_relation = {relation: graph for relation, graph in graphs.values()}
+    sampled = {}
+    for (relation, label), (operator, attrs, inputs, out, scales) in calls.items():
+        graph = by_relation[relation]
+        rows = sampled[relation] = _sample_rows(graph, np.random.default_rng(spec.seed))
         bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
         if bad:
-            details.update(status="failed", operator=label, seconds=clock() - start)
-            raise RunCheckError(mismatch(spec, label, spec.dataset, graph, inputs, rows, bad), details)
+            named = label if relation is None else f"{label} on relation {relation}"
+            details.update(status="failed", operator=named, seconds=clock() - start)
+            raise RunCheckError(mismatch(spec, named, spec.dataset, graph, inputs, rows, bad), details)
+    details["operators"] = list(dict.fromkeys(label for _, label in calls))
+    if len(by_relation) > 1:
+        details["relations_checked"] = len({relation for relation, _ in calls})
+    rows = np.concatenate(list(sampled.values())) if sampled else np.zeros(0)
+    calls = {label: call for (_, label), call in calls.items()}
     quantised = [label for label, call in calls.items() if call[4] is not None]
     if quantised:  # Note [quantised verification]: judged by the quantisation's stated bound
         details["quantised"] = quantised
     details.update(rows_sampled=int(len(rows)), seconds=clock() - start)
     return details
+
+
+def _graphs_checked(bound) -> dict[int, tuple[str | None, Any]]:
+    """``id(bound graph) -> (relation or None, graph)`` of every graph a forward runs operators on.
+
+    Note [run-time check of relations]
+        A typed graph's forward calls each operator once per relation, each on that relation's bipartite
+        graph. Every relation's first call of each operator variant is recorded and compared on its own
+        relation's graph, and a failure names the relation, so an error confined to one relation (a kernel
+        that reads the wrong relation's data) is caught where it is.
+    """
+    relations = getattr(bound, "relations", None)
+    if relations is None:
+        return {id(bound): (None, bound.graph)}
+    return {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
 
 
 def check_not_run(spec, F) -> dict[str, Any] | None:
@@ -118,7 +143,8 @@ def mismatch(spec, label: str, where: str, graph, inputs, rows: np.ndarray, bad:
     """The one line a wrong output fails the run with: the operator, where (the dataset, or a block of it), the
     graph's shape (``S`` too on a block), the width, the dtype and what differs."""
     width = inputs[0].shape[-1] if inputs[0] is not None and inputs[0].dim() == 3 else None
-    shape = f"N={graph.num_nodes}{f', S={graph.num_src}' if graph.is_block else ''}, E={graph.num_edges}"
+    shape = f"N={graph.num_nodes}{f', S={graph.num_src}' if graph.num_src != graph.num_nodes else ''}, " \
+            f"E={graph.num_edges}"
     return (f"run-time check: {label} output on {where} ({shape}{f', F={width}' if width else ''}, {spec.dtype}) "
             f"differs from reference on {len(rows)} sampled rows: {bad}; the row is not a measurement (run "
             f"`gnnbench verify --system {spec.system}`)")
@@ -225,7 +251,8 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
     positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
     dst = np.repeat(rows, (indptr[rows + 1] - indptr[rows]))
-    sub = Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src)  # a block too
+    sub = Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src,
+                           bipartite=graph.bipartite)  # a block or a relation too
     names = _INPUTS[operator]
     picked = torch.from_numpy(positions)
     tensors = [None if t is None else (t[picked.to(t.device)] if name in _EDGE_INPUTS else t).cpu().to(torch.float64)

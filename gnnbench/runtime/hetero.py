@@ -211,6 +211,11 @@ class BoundHeteroGraph:
         self.relations = [bind(g) for g in graph.graphs]
         self.tensors: dict[str, Any] = {}
 
+    @property
+    def borrowed(self) -> set[str]:
+        """The operators that ran on a fallback, over every relation (Note [fallback accounting])."""
+        return set().union(*(getattr(b, "borrowed", set()) for b in self.relations))
+
     def relation(self, index: int):
         return self.relations[index]
 

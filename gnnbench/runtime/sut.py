@@ -124,8 +124,12 @@ class KernelSystem:
     def prepare(self, model, graph, initial, F, x) -> None:
         from gnnbench.runtime.fallback import FallbackGraph
         from gnnbench.runtime.glue import BoundGraph
+        from gnnbench.runtime.hetero import BoundHeteroGraph, HeteroGraph
 
-        self.bound = FallbackGraph(graph, self.glue, self.lender) if self.lender else BoundGraph(graph, self.glue)
+        def bind(g):
+            return FallbackGraph(g, self.glue, self.lender) if self.lender else BoundGraph(g, self.glue)
+
+        self.bound = BoundHeteroGraph(graph, self.glue, bind) if isinstance(graph, HeteroGraph) else bind(graph)
         self.bound.prepare()
 
     def model(self, model, initial, F, x):
