@@ -40,7 +40,7 @@ from gnnbench.runtime.hetero import HeteroGraph, Relation
 
 from .dataset import check_index_dtype, index_mask
 
-__all__ = ["HeteroDataset", "Shape", "PRESETS", "HETERO_DEFAULTS", "hetero", "check_hetero", "feature_widths", "schema"]
+__all__ = ["HeteroDataset", "Shape", "PRESETS", "HETERO_DEFAULTS", "hetero", "check_hetero", "feature_widths", "schema", "presets"]
 
 #: probability that an edge's source shares its destination's class (Note [planted classes])
 P_IN = 0.7
@@ -223,6 +223,22 @@ def feature_widths(values: dict[str, Any]) -> dict[str, int]:
     """Each node type's feature width for parsed parameters ``values``, without generating anything."""
     shape, counts, _, features, other, _ = _resolved(values)
     return {t: features if t == shape.target else other for t in counts}
+
+
+def presets() -> list[dict[str, Any]]:
+    """Each preset at its default scale: name, node types with counts and feature widths, relations with
+    edges (before deduplication), target and classes, for ``gnnbench datasets``."""
+    out = []
+    for like in PRESETS:
+        values = dict(HETERO_DEFAULTS, like=like)
+        check_hetero(values)
+        shape, counts, relations, _, _, classes = _resolved(values)
+        widths = feature_widths(values)
+        out.append({"name": f"hetero:like={like}", "scale": values["scale"], "target": shape.target,
+                    "classes": classes, "nodes": sum(counts.values()), "edges": sum(e for _, e in relations),
+                    "node_types": {t: {"nodes": n, "features": widths[t]} for t, n in counts.items()},
+                    "relations": [str(r) for r, _ in relations]})
+    return out
 
 
 def schema(values: dict[str, Any]) -> tuple[dict[str, int], tuple[Relation, ...], str, int]:
