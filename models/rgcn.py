@@ -31,6 +31,8 @@ def _basis_init(rng, shape):
 class RGCN(TypedGNN):
     name = "rgcn"
     defaults = Hyperparameters(hidden=16, layers=2, dropout=0.0, lr=0.01, weight_decay=0.0, epochs=50)
+    #: takes ``--bases`` (``Hyperparameters.bases``)
+    basis_decomposition = True
 
     def __init__(self, schema, out_dim, hyper=None):
         widths = set(schema.widths.values())

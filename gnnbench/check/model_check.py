@@ -122,6 +122,7 @@ class _Check:
     model: type
     heads: int = _HEADS
     natives: bool = False
+    bases: int | None = None  # R-GCN's basis decomposition (Note [typed model check])
 
 
 def _checks(models: str | None) -> dict[str, _Check]:
@@ -130,6 +131,8 @@ def _checks(models: str | None) -> dict[str, _Check]:
     checks = {name: _Check("dense", cls, natives=True) for name, cls in table.items()}
     checks.update({f"{name}-{cls.defaults.heads}heads": _Check("dense", cls, heads=cls.defaults.heads)
                    for name, cls in table.items() if cls.defaults.heads not in (1, _HEADS)})
+    checks.update({f"{name}-bases": _Check("dense", cls, bases=2) for name, cls in table.items()
+                   if getattr(cls, "basis_decomposition", False)})
     checks["weighted-gcn"] = _Check("dense", _weighted_gcn())
     checks.update({f"{name}-forms": _Check("forms", cls) for name, cls in table.items()
                    if len(cls.normalisations) > 1})
@@ -210,6 +213,11 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
         return _check_forms(row, system, check.model, dtype=dtype, device=device, threads=threads, guard=guard,
                             on_case=on_case)
     model_cls, heads = check.model, check.heads
+    if getattr(model_cls, "typed", False) and model_cls.dense is not None:  # Note [typed model check]
+        from gnnbench.check.typed_model_check import check_typed_model
+
+        return check_typed_model(row, system, model_cls, heads=heads, bases=check.bases, dtype=dtype, device=device,
+                                 threads=threads, guard=guard, on_case=on_case)
     if model_cls.dense is None:
         row.status, row.failed_cases = "failed", 1
         row.failures.append(f"{row.operator}: model '{model_cls.name}' declares no dense formulation (its 'dense' "
