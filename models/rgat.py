@@ -23,7 +23,10 @@ from __future__ import annotations
 from gnnbench.errors import UserError
 
 from .base import Conv, Hyperparameters, glorot, zeros
+from .native import HEAD_WIDTH, HEADS, IN_DST, IN_SRC, Native, Typed, layer
 from .typed import TypedGNN
+
+_HEAD = {"weight": "lin.weight.T", "bias": "lin.bias"}
 
 NEGATIVE_SLOPE = 0.2
 #: the activation between layers: PyTorch's ``leaky_relu`` default slope, as MLPerf's reference
@@ -34,6 +37,17 @@ class RGAT(TypedGNN):
     name = "rgat"
     defaults = Hyperparameters(hidden=512, layers=3, heads=4, dropout=0.2, lr=0.001, weight_decay=0.0, epochs=100)
     input_dropout = False  # MLPerf's reference drops out between layers only
+    pyg = Native(layer("GATConv", (IN_SRC, IN_DST), HEAD_WIDTH, heads=HEADS, concat=True,
+                       negative_slope=NEGATIVE_SLOPE, dropout=0.0, add_self_loops=False, bias=True),
+                 {"lin_src.weight": "weight_src.T", "lin_dst.weight": "weight_dst.T", "att_src": "att_src",
+                  "att_dst": "att_dst", "bias": "bias"},
+                 typed=Typed("per_relation", "HeteroConv", {"aggr": "sum"}, head=_HEAD))
+    dgl = Native(layer("GATConv", (IN_SRC, IN_DST), HEAD_WIDTH, HEADS, feat_drop=0.0, attn_drop=0.0,
+                       negative_slope=NEGATIVE_SLOPE, residual=False, activation=None, allow_zero_in_degree=True,
+                       bias=True),
+                 {"fc_src.weight": "weight_src.T", "fc_dst.weight": "weight_dst.T", "attn_l": "att_src",
+                  "attn_r": "att_dst", "bias": "bias"},
+                 typed=Typed("per_relation", "HeteroGraphConv", {"aggregate": "sum"}, head=_HEAD))
 
     def __init__(self, schema, out_dim, hyper=None):
         hyper = hyper or self.defaults

@@ -21,6 +21,7 @@ from __future__ import annotations
 from gnnbench.errors import UserError
 
 from .base import Conv, Hyperparameters, glorot, zeros
+from .native import BASES, IN, OUT, RELATIONS, Native, Typed, layer
 from .typed import TypedGNN
 
 
@@ -33,6 +34,16 @@ class RGCN(TypedGNN):
     defaults = Hyperparameters(hidden=16, layers=2, dropout=0.0, lr=0.01, weight_decay=0.0, epochs=50)
     #: takes ``--bases`` (``Hyperparameters.bases``)
     basis_decomposition = True
+    pyg = Native(layer("RGCNConv", IN, OUT, RELATIONS, num_bases=BASES, aggr="mean", root_weight=True, bias=True),
+                 {"weight": "weight", "root": "root", "bias": "bias"},
+                 typed=Typed("homogeneous", bases_params={"weight": "basis", "comp": "coeff", "root": "root",
+                                                          "bias": "bias"}))
+    dgl = Native(layer("RelGraphConv", IN, OUT, RELATIONS, regularizer=None, num_bases=BASES, bias=True,
+                       activation=None, self_loop=True, dropout=0.0, layer_norm=False),
+                 {"linear_r.W": "weight", "loop_weight": "root", "h_bias": "bias"},
+                 typed=Typed("homogeneous", edge_norm=True, bases_changes={"regularizer": "basis"},
+                             bases_params={"linear_r.W": "basis", "linear_r.coeff": "coeff", "loop_weight": "root",
+                                           "h_bias": "bias"}))
 
     def __init__(self, schema, out_dim, hyper=None):
         widths = set(schema.widths.values())

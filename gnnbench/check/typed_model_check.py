@@ -127,8 +127,12 @@ def check_typed_model(row, system: str, model_cls, *, heads: int, bases: int | N
     _record(row, "typed", problems)
     row.seconds = time.perf_counter() - begin
     if row.status == "passed":
+        from gnnbench.check.model_check import _natives_of
+
+        natives = _natives_of(model_cls)
         row.detail = (f"target logits and {len(initial)} parameter gradients vs the dense float64 equation on a "
-                      f"typed graph of {len(graph.relations)} relations")
+                      f"typed graph of {len(graph.relations)} relations"
+                      + (f"; dense logits vs {' and '.join(natives)}" if natives else ""))
     return row
 
 
