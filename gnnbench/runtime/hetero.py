@@ -216,6 +216,12 @@ class BoundHeteroGraph:
         """The operators that ran on a fallback, over every relation (Note [fallback accounting])."""
         return set().union(*(getattr(b, "borrowed", set()) for b in self.relations))
 
+    @property
+    def lent(self):
+        """The fallback's side, over every relation (Note [fallback accounting]); None without a fallback."""
+        lent = [b.lent for b in self.relations if getattr(b, "lent", None) is not None]
+        return _LentRelations(lent) if lent else None
+
     def relation(self, index: int):
         return self.relations[index]
 
@@ -227,3 +233,16 @@ class BoundHeteroGraph:
         for b in self.relations:
             b.prepare()
         return self.prepare_time_s
+
+
+class _LentRelations:
+    """A fallback's bound graphs of every relation, as :func:`~gnnbench.runtime.fallback.fallback_summary` reads
+    one: its system, and its preparation summed over the relations."""
+
+    def __init__(self, lent: list):
+        self.system = lent[0].system
+        self._lent = lent
+
+    @property
+    def prepare_time_s(self) -> float:
+        return sum(b.prepare_time_s for b in self._lent)

@@ -87,3 +87,45 @@ def test_bad_relational_input_is_one_line_status_2_and_stores_nothing(args, mess
     err = capsys.readouterr().err
     assert code == 2 and err == f"gnnbench run: {message}\n", err
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("model,dataset,kw", [("rgcn", AIFB, {}), ("rgat", IGBH, {"hidden": 16, "heads": 2})])
+def test_both_models_run_under_tensorflow_with_the_same_first_loss(model, dataset, kw):
+    pytest.importorskip("tensorflow")
+    rows = [_row("reference", model, dataset, framework=fw, **kw) for fw in ("torch", "tensorflow")]
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert rows[1]["first_loss"] == pytest.approx(rows[0]["first_loss"], rel=1e-4)
+
+
+def test_a_fallback_and_inference_run_on_typed_graphs():
+    row = _row("mkl", "rgat", AIFB, hidden=8, heads=2, fallback="reference")
+    assert row["status"] == "ok" and row["extra"]["fallback"]["system"] == "reference"
+    assert _row("reference", "rgat", AIFB, hidden=8, heads=2, mode="inference")["status"] == "ok"
+
+
+def test_sampled_batching_of_a_relational_model_is_one_line(capsys, tmp_path):
+    code = main(["run", "--system", "reference", "--model", "rgcn", "--dataset", "hetero:like=aifb", "--batching",
+                 "sampled", "--fanouts", "5,5", "--results", str(tmp_path / "new" / "r.sqlite")])
+    assert code == 2 and capsys.readouterr().err == (
+        "gnnbench run: --batching sampled has no sampler of typed graphs yet, so relational model 'rgcn' trains "
+        "full-graph only (--batching full)\n")
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("model", ["rgcn", "rgat"])
+def test_initial_parameters_depend_only_on_the_seed(model):
+    import numpy as np
+
+    from gnnbench.check.typed_model_check import typed_model_graph
+    from gnnbench.models import MODELS
+    from gnnbench.models.typed import Schema
+
+    graph, target = typed_model_graph()
+    cls = MODELS[model]
+
+    def make():
+        return cls(Schema({t: 8 for t in graph.node_types}, graph.relations, target), 3)
+
+    a, b, c = make().init_params(5), make().init_params(5), make().init_params(6)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert any(not np.array_equal(a[k], c[k]) for k in a if a[k].any())
