@@ -16,8 +16,10 @@ from .gin import GIN
 from .rgat import RGAT
 from .rgcn import RGCN
 from .sage import SAGE
+from .typed import Schema
 
-__all__ = ["GNN", "Hyperparameters", "GCN", "GAT", "GIN", "SAGE", "RGCN", "RGAT", "MODELS", "get_model"]
+__all__ = ["GNN", "Hyperparameters", "GCN", "GAT", "GIN", "SAGE", "RGCN", "RGAT", "MODELS", "get_model",
+           "check_typed", "check_model_on_dataset"]
 
 MODELS: dict[str, type[GNN]] = {m.name: m for m in (GCN, GAT, GIN, SAGE, RGCN, RGAT)}
 
@@ -27,3 +29,28 @@ def get_model(name: str) -> type[GNN]:
         return MODELS[name]
     except KeyError:
         raise UserError(f"unknown model '{name}'; choose one of: {', '.join(MODELS)}") from None
+
+
+def check_model_on_dataset(model_cls, hyper, dataset: str) -> None:
+    """Everything about running ``model_cls`` on dataset ``dataset`` (a name) that can fail before a worker
+    starts: typed against homogeneous, and what the model refuses of a typed dataset's shape (feature widths
+    that differ for R-GCN, ...), built from the name alone (one line each)."""
+    from gnnbench.datasets.registry import typed_schema
+
+    found = typed_schema(dataset)
+    check_typed(model_cls, found is not None, dataset)
+    if found is not None:
+        widths, relations, target, classes = found
+        model_cls(Schema(widths, relations, target), classes, hyper)
+
+
+def check_typed(model_cls, typed_dataset: bool, dataset: str) -> None:
+    """Refuse a homogeneous model on a typed dataset, and the reverse (Note [typed and homogeneous models])."""
+    if getattr(model_cls, "typed", False) == typed_dataset:
+        return
+    fits = [name for name, m in MODELS.items() if getattr(m, "typed", False) == typed_dataset]
+    if typed_dataset:
+        raise UserError(f"model '{model_cls.name}' takes a homogeneous graph, but dataset '{dataset}' is typed "
+                        f"(node types and relations); use a relational model: {', '.join(fits)}")
+    raise UserError(f"model '{model_cls.name}' is relational and needs a typed dataset (e.g. hetero:like=aifb), "
+                    f"but '{dataset}' is homogeneous; use one of: {', '.join(fits)}")

@@ -115,11 +115,8 @@ class GNN:
 
     @classmethod
     def for_dataset(cls, dataset, hyper: Hyperparameters | None = None) -> "GNN":
-        """The model for ``dataset``'s features and classes (a typed dataset is refused, Note [typed and
-        homogeneous models] in models/typed.py)."""
-        from .typed import check_typed
-
-        check_typed(cls, getattr(dataset, "typed", False), dataset.name)
+        """The model for ``dataset``'s features and classes (``models.check_typed`` says first whether it fits,
+        Note [typed and homogeneous models] in models/typed.py)."""
         return cls(dataset.features.shape[1], dataset.num_classes, hyper)
 
     def features(self, F, dataset):

@@ -7,7 +7,7 @@ the target type's.
 
 Note [typed and homogeneous models]
     A homogeneous model (GCN, GAT, GIN, SAGE) on a typed dataset, or a typed model on a homogeneous one, is
-    refused before any worker starts (:func:`check_typed`), in one line naming the models that fit: a typed
+    refused before any worker starts (``models.check_typed``), in one line naming the models that fit: a typed
     graph has no one adjacency matrix for GCN to normalise, and a homogeneous one no relations.
 """
 from __future__ import annotations
@@ -15,11 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gnnbench.errors import UserError
-
 from .base import GNN
 
-__all__ = ["Schema", "TypedGNN", "check_typed", "check_model_on_dataset"]
+__all__ = ["Schema", "TypedGNN"]
 
 
 @dataclass(frozen=True)
@@ -38,33 +36,6 @@ class Schema:
         """The relations into ``node_type`` whose source type is ``present`` (default: every type)."""
         return [k for k, r in enumerate(self.relations)
                 if r.dst == node_type and (present is None or r.src in present)]
-
-
-def check_model_on_dataset(model_cls, hyper, dataset: str) -> None:
-    """Everything about running ``model_cls`` on dataset ``dataset`` (a name) that can fail before a worker
-    starts: typed against homogeneous, and what the model refuses of a typed dataset's shape (feature widths
-    that differ for R-GCN, ...), built from the name alone (one line each)."""
-    from gnnbench.datasets.registry import typed_schema
-
-    found = typed_schema(dataset)
-    check_typed(model_cls, found is not None, dataset)
-    if found is not None:
-        widths, relations, target, classes = found
-        model_cls(Schema(widths, relations, target), classes, hyper)
-
-
-def check_typed(model_cls, typed_dataset: bool, dataset: str) -> None:
-    """Refuse a homogeneous model on a typed dataset, and the reverse (Note [typed and homogeneous models])."""
-    from . import MODELS
-
-    if getattr(model_cls, "typed", False) == typed_dataset:
-        return
-    fits = [name for name, m in MODELS.items() if getattr(m, "typed", False) == typed_dataset]
-    if typed_dataset:
-        raise UserError(f"model '{model_cls.name}' takes a homogeneous graph, but dataset '{dataset}' is typed "
-                        f"(node types and relations); use a relational model: {', '.join(fits)}")
-    raise UserError(f"model '{model_cls.name}' is relational and needs a typed dataset (e.g. hetero:like=aifb), "
-                    f"but '{dataset}' is homogeneous; use one of: {', '.join(fits)}")
 
 
 class TypedGNN(GNN):
@@ -87,7 +58,6 @@ class TypedGNN(GNN):
 
     @classmethod
     def for_dataset(cls, dataset, hyper) -> "TypedGNN":
-        check_typed(cls, getattr(dataset, "typed", False), dataset.name)
         return cls(Schema.of(dataset), dataset.num_classes, hyper)
 
     def features(self, F, dataset) -> dict[str, Any]:

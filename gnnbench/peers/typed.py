@@ -29,7 +29,7 @@ import torch
 from ..errors import UserError
 from ._layers import build_quietly, load, native_values
 
-__all__ = ["build_typed", "typed_natives_problems"]
+__all__ = ["build_typed"]
 
 
 def _resolve(v, sizes: dict[str, Any]):
@@ -179,35 +179,3 @@ def _homogeneous(library, nn, model, graph, initial, F, native):
         return dict(zip(types, torch.split(out, sizes_of)))
 
     return modules, call, [types] * len(modules)
-
-
-def typed_natives_problems(label, model, graph, initial, x, ref_logits, where) -> list[str]:
-    """The dense equation's target logits against each installed library's declared layers, float64."""
-    import importlib.util
-
-    from gnnbench.check.conformance import Tolerance, compare
-    from gnnbench.check.model_check import MODEL_TOLERANCES
-    from gnnbench.frameworks import get_frontend
-    from gnnbench.runtime.registry import NATIVE_SYSTEMS
-
-    F = get_frontend("torch", "cpu", "float64")
-    want = ref_logits.detach().numpy()
-    problems = []
-    for system, entry in NATIVE_SYSTEMS.items():
-        module = importlib.import_module(entry["module"])
-        if not all(importlib.util.find_spec(p) for p in entry["requires"]) or \
-                getattr(model, module.COUNTERPART, None) is None:
-            continue
-        try:
-            _, forward = build_typed(module.COUNTERPART, module.layer_library(), model, graph, initial, F,
-                                     {t: F.tensor(v) for t, v in x.items()})
-            with torch.no_grad():
-                got = forward(False).detach().numpy()
-        except Exception as err:  # noqa: BLE001 - a peer that cannot build the layer is reported
-            problems.append(f"{label} logits on {where} vs {system}: raised {type(err).__name__}: {err}")
-            continue
-        tol = MODEL_TOLERANCES["float64"]
-        bad = compare(got, want, Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want).max(initial=0.0)))))
-        if bad:
-            problems.append(f"{label} dense equation vs {system} logits on {where}: {bad}")
-    return problems

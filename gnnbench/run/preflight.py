@@ -108,7 +108,7 @@ def check(config, isolate: bool = True) -> None:
     if reason:
         raise UnavailableError(f"system '{config.system}' is unavailable: {reason}")
     check_dataset_files(config)
-    from gnnbench.models.typed import check_model_on_dataset
+    from gnnbench.models import check_model_on_dataset
 
     check_model_on_dataset(run.model_cls, run.hyper, config.dataset)  # typed against homogeneous, widths
     if isolate:

@@ -17,7 +17,7 @@ from gnnbench.check.conformance import E2E_TOLERANCE, CaseResult, _nullcontext, 
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.errors import UnavailableError
 
-__all__ = ["end_to_end", "e2e_models", "E2E_DATASET", "E2E_EPOCHS"]
+__all__ = ["end_to_end", "e2e_models", "e2e_dataset_of", "E2E_DATASET", "E2E_EPOCHS"]
 
 #: End-to-end parity settings: small enough for seconds per model, large enough that accuracy means something.
 E2E_DATASET = "sbm:nodes=400"
@@ -30,7 +30,7 @@ E2E_TYPED_DATASET = "hetero:like=igbh,scale=0.002,features=16"
 E2E_TYPED_HIDDEN = 32
 
 
-def _dataset_of(model: str, dataset: str) -> tuple[str, int | None]:
+def e2e_dataset_of(model: str, dataset: str) -> tuple[str, int | None]:
     """``(dataset, hidden or None)`` a model's end-to-end row trains on: the relational models their typed graph."""
     from gnnbench.models import get_model
 
@@ -77,7 +77,7 @@ def end_to_end(system: str, models=None, dataset: str = E2E_DATASET, epochs: int
     rows = []
     requested = dataset
     for model in models or e2e_models():
-        dataset, hidden = _dataset_of(model, requested)
+        dataset, hidden = e2e_dataset_of(model, requested)
         row = CaseResult(f"end-to-end {model} on {dataset.split(':')[0]}")
         rows.append(row)
         begin = time.perf_counter()

@@ -116,7 +116,7 @@ def test_sampled_batching_of_a_relational_model_is_one_line(capsys, tmp_path):
 def test_initial_parameters_depend_only_on_the_seed(model):
     import numpy as np
 
-    from gnnbench.check.typed_model_check import typed_model_graph
+    from gnnbench.check.model_check import typed_model_graph
     from gnnbench.models import MODELS
     from gnnbench.models.typed import Schema
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from gnnbench.check.typed_model_check import typed_dense_forward, typed_hyper, typed_model_graph
+from gnnbench.check.model_check import typed_dense_forward, typed_hyper, typed_model_graph
 from gnnbench.models import RGAT, RGCN
 from gnnbench.models.typed import Schema
-from gnnbench.peers.typed import typed_natives_problems
+from gnnbench.check.model_check import typed_natives_problems
 from gnnbench.run.harness import RunConfig, train
 
 NATIVES = [pytest.param("pyg-native", marks=pytest.mark.skipif(importlib.util.find_spec("torch_geometric") is None,

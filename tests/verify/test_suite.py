@@ -49,8 +49,8 @@ def test_inverted_normalisation_is_caught_on_mean_output(demos):
     mean = _row(report, "spmm(reduce=mean)")
     assert mean.status == "failed"
     assert mean.failed_graphs == ["isolated", "self_loops", "duplicates", "hub", "multi_loops", "single_node_loops",
-                                  "hub_50k", "block_wide", "block_unsampled", "block_fanout_10k", "block_karate_l0",
-                                  "block_synthetic_l1", "block_synthetic_l1_again"]
+                                  "hub_50k", "block_wide", "block_unsampled", "block_fanout_10k", "relation_narrow",
+                                  "block_karate_l0", "block_synthetic_l1", "block_synthetic_l1_again"]
     assert mean.failures[0].startswith("spmm(reduce=mean) output on 'isolated' (int32, F=1, H=1, float64): "
                                        "max abs err ")
     assert _row(report, "spmm(reduce=sum)").status == "passed"
@@ -101,10 +101,12 @@ def test_reference_passes_and_a_new_run_is_marked_verified(tmp_path, capsys):
     assert report.large_index.status == "skipped" and "--slow" in report.large_index.reason
     # the fast suite samples the second float type's models (Note [what runs]); the full suite runs them all
     assert [r.operator for r in report.end_to_end] == [f"end-to-end {m} on sbm" for m in ("gcn", "gat", "gin", "sage")
-                                                       ] + ["end-to-end gcn on sbm [float32]"]
-    names = ("gcn", "gat", "gin", "sage", "gat-8heads", "weighted-gcn", "gcn-forms")
-    assert [r.operator for r in report.models] == [f"model {m}" for m in names] + ["model gat-8heads [float32]"]
-    assert len([t for t in plan("reference", None, False, True, "full") if t[0] in ("model", "e2e")]) == 2 * (7 + 4)
+                                                       ] + [f"end-to-end {m} on hetero" for m in ("rgcn", "rgat")
+                                                            ] + ["end-to-end gcn on sbm [float32]"]
+    names = ("gcn", "gat", "gin", "sage", "rgcn", "rgat", "gat-8heads", "rgat-4heads", "rgcn-bases", "weighted-gcn",
+             "gcn-forms")
+    assert [r.operator for r in report.models][:len(names)] == [f"model {m}" for m in names]
+    assert len([t for t in plan("reference", None, False, True, "full") if t[0] in ("model", "e2e")]) == 2 * (11 + 6)
     assert report.largest_graph == {"graph": "random_1114k", "nodes": 139260, "edges": 1114087,
                                     "check": "size ladder (E > 2^20)"}
     assert all(r.status == "passed" for r in report.models)
@@ -129,8 +131,8 @@ def test_cli_table_json_and_exit_codes(demos, tmp_path, capsys):
     out = capsys.readouterr().out
     assert re.search(r"^spmm\(reduce=sum\) +FAILED", out, re.M)
     assert ("(graphs: isolated, self_loops, duplicates, hub, single_node, multi_loops, single_node_loops, hub_50k, "
-            "block_wide, block_unsampled, block_fanout_10k, block_karate_l0, block_synthetic_l1, "
-            "block_synthetic_l1_again)") in out  # a block without edges has a zero gradient
+            "block_wide, block_unsampled, block_fanout_10k, relation_narrow, block_karate_l0, block_synthetic_l1, "
+            "block_synthetic_l1_again)") in out  # a block (or relation) without edges has a zero gradient
     assert "spmm(reduce=sum) grad x on 'isolated' (int32, F=1, H=1, float64)" in out
     assert "verdict: failed" in out and "recorded as verification 1" in out  # a failing partial run counts
 
