@@ -530,6 +530,8 @@ def typed_natives_problems(label, model, graph, initial, x, ref_logits, where) -
     """The dense equation's target logits against each installed library's declared layers, float64."""
     import importlib.util
 
+    import torch
+
     from gnnbench.frameworks import get_frontend
     from gnnbench.runtime.registry import NATIVE_SYSTEMS
 
