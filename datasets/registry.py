@@ -32,6 +32,7 @@ import numpy as np
 
 from gnnbench.errors import UserError
 
+from . import hetero as typed
 from . import synthetic
 from .cache import Converted, cache_path, load_cached, read_manifest, store_cached
 from .dataset import Dataset, DatasetInfo, check_index_dtype
@@ -40,7 +41,7 @@ from .planetoid import PLANETOID_NAMES, load_planetoid
 from .sources import SOURCES, data_root, find_raw_folder
 
 __all__ = ["Param", "load_dataset", "list_datasets", "canonical_name", "parse_name", "validate",
-           "memory_estimate"]
+           "memory_estimate", "typed_schema"]
 
 
 @dataclass(frozen=True)
@@ -157,9 +158,15 @@ _FAMILIES: dict[str, _Family] = {f.kind: f for f in (
              "features": Param(int, 128, 1), "classes": Param(int, 8, 2), "seed": Param(int, 0, 0)},
             lambda name, data_dir, index_dtype, **p: synthetic.rmat(name, **p),
             cache_version=synthetic.RMAT_VERSION),
+    _Family("hetero", "typed graph with planted classes on its target type; like=igbh|mag|aifb takes IGBH's, "
+            "ogbn-mag's or AIFB's types and relations, scale=S their sizes (Note [hetero presets])",
+            {"like": Param(str, "igbh"), "scale": Param(float, 0.0, 0.0, 1.0), "features": Param(int, 0, 0),
+             "other_features": Param(int, 0, 0), "classes": Param(int, 0, 0), "seed": Param(int, 0, 0)},
+            lambda name, data_dir, index_dtype, **p: typed.hetero(name, index_dtype=index_dtype, **p)),
 )}
 assert {k: p.default for k, p in _FAMILIES["sbm"].params.items()} == synthetic.SBM_DEFAULTS
 assert {k: p.default for k, p in _FAMILIES["rmat"].params.items()} == synthetic.RMAT_DEFAULTS
+assert {k: p.default for k, p in _FAMILIES["hetero"].params.items()} == typed.HETERO_DEFAULTS
 #: rmat's preset keys (Note [rmat presets]); not generator parameters
 _PRESET_KEYS = {"like": "a real dataset's name", "scale": "a number in (0, 1]"}
 
@@ -237,6 +244,8 @@ def _check_values(kind: str, v: dict[str, Any]) -> None:
                             f"); use nodes>={need} or fewer classes")
         if v["degree"] >= v["nodes"]:
             raise UserError(f"sbm degree must be below nodes (got degree={v['degree']}, nodes={v['nodes']})")
+    elif kind == "hetero":
+        typed.check_hetero(v)
     elif kind == "rmat":
         edges, nodes = v["edges"], v["nodes"]
         if edges % 2:
@@ -245,6 +254,13 @@ def _check_values(kind: str, v: dict[str, Any]) -> None:
         if edges // 2 > nodes * (nodes - 1) // 4:
             raise UserError(f"rmat edges={edges} is too dense for nodes={nodes}: R-MAT can place at most about "
                             f"{nodes * (nodes - 1) // 2} directed edges there; raise nodes or lower edges")
+
+
+def typed_schema(name: str) -> tuple | None:
+    """``(feature widths, relations, target type, classes)`` of a typed dataset, None for a homogeneous one;
+    from the name alone, nothing generated or loaded."""
+    kind, values = parse_name(name)
+    return typed.schema(values) if kind == "hetero" else None
 
 
 def canonical_name(name: str) -> str:

@@ -62,9 +62,12 @@ class Hyperparameters:
     #: GCN's normalisation, "node" or "edge" (Note [GCN as node scales] in models/gcn.py); None for the
     #: models it does not apply to, and then absent from :meth:`as_dict` (a row's identity)
     normalisation: str | None = None
+    #: R-GCN's basis decomposition, the number of bases (None: one weight per relation); None for the models it
+    #: does not apply to, and then absent from :meth:`as_dict`
+    bases: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if not (k == "normalisation" and v is None)}
+        return {k: v for k, v in self.__dict__.items() if not (k in ("normalisation", "bases") and v is None)}
 
 
 @dataclass
@@ -97,6 +100,8 @@ class GNN:
     #: the forms of ``hyper.normalisation`` that compute the same function (Note [GCN as node scales]);
     #: verify compares them on every system (``model gcn-forms``, Note [model check])
     normalisations: tuple[str, ...] = ()
+    #: whether the model is relational, on typed graphs (Note [typed and homogeneous models] in models/typed.py)
+    typed = False
     #: the PyG and DGL layers that compute :meth:`conv` (Note [native counterparts] in models/native.py),
     #: or None where the library has none
     pyg: Native | None = None
@@ -111,6 +116,16 @@ class GNN:
         self.hyper = hyper or self.defaults
         self.in_dim, self.out_dim = in_dim, out_dim
         self.convs = [self.conv(i, *dims) for i, dims in enumerate(self.layer_dims())]
+
+    @classmethod
+    def for_dataset(cls, dataset, hyper: Hyperparameters | None = None) -> "GNN":
+        """The model for ``dataset``'s features and classes (``models.check_typed`` says first whether it fits,
+        Note [typed and homogeneous models] in models/typed.py)."""
+        return cls(dataset.features.shape[1], dataset.num_classes, hyper)
+
+    def features(self, F, dataset):
+        """The model's input: the node features as one tensor (a typed model takes one per node type)."""
+        return F.tensor(dataset.features)
 
     def layer_dims(self) -> list[tuple[int, int]]:
         widths = [self.in_dim] + [self.hyper.hidden] * (self.hyper.layers - 1) + [self.out_dim]

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["Native", "Layer", "Blocks", "Dim", "layer", "IN", "OUT", "HIDDEN", "HEADS", "HEAD_WIDTH", "MLP"]
+__all__ = ["Native", "Layer", "Blocks", "Typed", "Dim", "layer", "IN", "OUT", "HIDDEN", "HEADS", "HEAD_WIDTH", "MLP",
+           "IN_SRC", "IN_DST", "RELATIONS", "BASES"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class Dim:
 
 #: the layer's input and output widths, the model's hidden width, and the layer's heads and width per head
 IN, OUT, HIDDEN, HEADS, HEAD_WIDTH = Dim("in"), Dim("out"), Dim("hidden"), Dim("heads"), Dim("head_width")
+#: a relational layer's sizes: a relation's source and destination widths, the relations, the bases (or None)
+IN_SRC, IN_DST, RELATIONS, BASES = Dim("in_src"), Dim("in_dst"), Dim("relations"), Dim("bases")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,33 @@ class Blocks:
 
 
 @dataclass(frozen=True)
+class Typed:
+    """How a library runs a relational model's layer (Note [typed natives] in gnnbench/peers/typed.py).
+
+    Args:
+        form (str): ``"per_relation"``: ``wrapper`` (PyG's ``HeteroConv``, DGL's ``HeteroGraphConv``) over one
+            ``layer`` per relation, its parameters those of relation ``k`` prefixed ``r{k}.`` in gnnbench;
+            ``"homogeneous"``: one ``layer`` on the homogeneous form, with each edge's relation (PyG's
+            ``RGCNConv``, DGL's ``RelGraphConv``).
+        wrapper (str, optional): the heterogeneous wrapper's class name (per_relation).
+        wrapper_kwargs (Mapping): its constructor keywords.
+        bases_params (Mapping, optional): the parameter map when the model uses a basis decomposition.
+        bases_changes (Mapping): constructor keywords that differ when it does (DGL's ``regularizer="basis"``).
+        edge_norm (bool): the layer takes R-GCN's ``1 / |N_r(i)|`` as a per-edge weight (DGL's ``norm``).
+        head (Mapping, optional): a ``torch.nn.Linear`` on the target type after the layers, native name ->
+            gnnbench name (R-GAT's output layer).
+    """
+
+    form: str
+    wrapper: str | None = None
+    wrapper_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    bases_params: Mapping[str, str] | None = None
+    bases_changes: Mapping[str, Any] = field(default_factory=dict)
+    edge_norm: bool = False
+    head: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class Native:
     """One library's layer for a model's convolution (Note [native counterparts]).
 
@@ -85,3 +115,5 @@ class Native:
     layer: Layer
     params: Mapping[str, str]
     blocks: Blocks = Blocks()
+    #: how a relational model's layer runs in the library (None: a homogeneous model)
+    typed: Typed | None = None

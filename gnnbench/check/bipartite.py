@@ -19,6 +19,13 @@ view). ``block_no_edges``: 5 destinations and 40 sources, no edge.
 ``block_fanout_10k``: destination 0 draws 10,000 edges from 10,000 sources
 (a long row that only the forward view has), the others one or none.
 
+Relations of typed graphs (Note [bipartite relations] in gnnbench/runtime/graph.py) have any ``S``, fewer
+sources than destinations too, and no destination among the sources: ``relation_narrow``, 40 destinations of
+one node type over 7 sources of another (``S < N``; a kernel that bounds the sources by the rows, or the rows
+by the sources, fails here), a third of the destinations with no edge of the relation; ``relation_no_edges``,
+a relation with no edge (9 destinations, 3 sources), as a relation that a scaled-down typed graph leaves
+empty.
+
 Those are built by hand; :func:`sampled_blocks` adds blocks as sampled
 training makes them (Note [blocks as training samples them]).
 
@@ -51,10 +58,11 @@ import numpy as np
 from gnnbench.runtime.graph import Graph
 
 __all__ = ["bipartite_graphs", "sampled_blocks", "BIPARTITE_GRAPHS", "SAMPLED_BLOCKS", "FAST_SAMPLED_BLOCKS",
-           "BLOCK_PREFIX", "is_block"]
+           "BLOCK_PREFIX", "RELATION_PREFIX", "is_block"]
 
 #: The names :func:`bipartite_graphs` returns, in report order.
-BIPARTITE_GRAPHS = ("block_wide", "block_unsampled", "block_no_edges", "block_fanout_10k")
+BIPARTITE_GRAPHS = ("block_wide", "block_unsampled", "block_no_edges", "block_fanout_10k", "relation_narrow",
+                    "relation_no_edges")
 
 #: The names :func:`sampled_blocks` returns, in report order (Note [blocks as training samples them]).
 SAMPLED_BLOCKS = ("block_karate_l0", "block_karate_l1", "block_synthetic_l0", "block_synthetic_l1",
@@ -66,19 +74,22 @@ FAST_SAMPLED_BLOCKS = ("block_karate_l0", "block_synthetic_l1", "block_synthetic
 
 #: every block's name starts so (conformance's fast profile runs blocks at one shape)
 BLOCK_PREFIX = "block_"
+#: every typed graph relation's name starts so; run at the blocks' shapes too
+RELATION_PREFIX = "relation_"
 
 
 def is_block(name: str) -> bool:
-    """Whether graph ``name`` is one of :func:`bipartite_graphs`' blocks."""
-    return name.startswith(BLOCK_PREFIX)
+    """Whether graph ``name`` is one of :func:`bipartite_graphs`' rectangular graphs (a block or a relation)."""
+    return name.startswith((BLOCK_PREFIX, RELATION_PREFIX))
 
 
 def bipartite_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
     """The blocks of this module's docstring, with ``index_dtype`` indices (seeded, so identical per call)."""
     rng = np.random.default_rng(3407)
 
-    def build(src, dst, n, s):
-        return Graph.from_edges(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, index_dtype, num_src=s)
+    def build(src, dst, n, s, bipartite=False):
+        return Graph.from_edges(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, index_dtype, num_src=s,
+                                bipartite=bipartite)
 
     fanouts = rng.integers(0, 9, 12)
     wide_dst = np.repeat(np.arange(12), fanouts)
@@ -88,11 +99,15 @@ def bipartite_graphs(index_dtype: Any = np.int64) -> dict[str, Graph]:
     un_src = np.r_[kept, rng.integers(0, 200, un_dst.size - kept.size)]   # some destinations see themselves
     hub_src = np.r_[np.arange(10_000), rng.integers(0, 10_000, 4)]
     hub_dst = np.r_[np.zeros(10_000, np.int64), 1, 2, 2, 5]
+    narrow_dst = np.repeat(np.arange(40), np.where(np.arange(40) % 3 == 0, 0, rng.integers(1, 6, 40)))
+    narrow_src = rng.integers(0, 7, narrow_dst.size)
     return {
         "block_wide": build(wide_src, wide_dst, 12, 600),
         "block_unsampled": build(un_src, un_dst, 16, 200),
         "block_no_edges": build([], [], 5, 40),
         "block_fanout_10k": build(hub_src, hub_dst, 8, 10_000),
+        "relation_narrow": build(narrow_src, narrow_dst, 40, 7, bipartite=True),
+        "relation_no_edges": build([], [], 9, 3, bipartite=True),
     }
 
 

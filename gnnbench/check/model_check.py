@@ -41,6 +41,19 @@ Note [model check]
     how ``tests/demo_systems/demo_gcn_row_norm`` shows that a broken model is
     caught. Where PyG or DGL is installed, a model's dense logits are also
     compared with the native layers it declares (:func:`_native_problems`).
+
+Note [typed model check]
+    As Note [model check] for the homogeneous models: the relational model
+    runs on the system under test (its kernels, its dtype, no dropout), and
+    its target logits and every parameter gradient of ``sum(logits * R)``
+    are compared with the model's dense equation (``TypedGNN.dense``:
+    ``A[r]`` the dense ``[N_dst, N_src]`` edge counts of relation ``r``) in
+    float64, and the dense logits with the PyG and DGL layers it declares
+    (:func:`typed_natives_problems`). The typed graph
+    (:func:`typed_model_graph`) is small and holds what relational code gets
+    wrong: relations with fewer sources than destinations and more, one
+    with no edges, a node type that no relation reaches (it sends only), a
+    self-relation, and a parallel edge; int32 indices.
 """
 from __future__ import annotations
 
@@ -53,8 +66,10 @@ import numpy as np
 
 from gnnbench.check.conformance import CaseResult, Tolerance, _nullcontext, _torch_threads, compare, guarded
 from gnnbench.runtime.graph import Graph
+from gnnbench.runtime.hetero import HeteroGraph, Relation
 
-__all__ = ["MODEL_TOLERANCES", "model_check_names", "check_model", "model_graphs", "dense_forward"]
+__all__ = ["MODEL_TOLERANCES", "model_check_names", "check_model", "model_graphs", "dense_forward",
+           "typed_model_graph", "typed_dense_forward", "typed_hyper", "typed_natives_problems"]
 
 #: logits and gradients vs the dense oracle; atol is relative to the largest expected magnitude. float64
 #: is limited to ~1e-7 because ``Graph.gcn_norm`` (and ``Graph.gcn_scales``) stores GCN's edge weights as float32 whatever the run's
@@ -115,21 +130,28 @@ def _weighted_gcn():
 
 @dataclass(frozen=True)
 class _Check:
-    """One model check: ``kind`` is ``dense`` (against :func:`dense_forward`) or ``forms`` (a model's
-    normalisation forms against each other); ``natives``: also the dense logits against the native layers."""
+    """One model check: ``kind`` is ``dense`` (against :func:`dense_forward`), ``typed`` (a relational model
+    against its dense equation, Note [typed model check]) or ``forms`` (a model's normalisation forms against
+    each other); ``natives``: also the dense logits against the native layers."""
 
     kind: str
     model: type
     heads: int = _HEADS
     natives: bool = False
+    bases: int | None = None  # R-GCN's basis decomposition (Note [typed model check])
 
 
 def _checks(models: str | None) -> dict[str, _Check]:
     """Every model check by label, derived from the model table (Note [model check])."""
     table = _model_table(models)
-    checks = {name: _Check("dense", cls, natives=True) for name, cls in table.items()}
-    checks.update({f"{name}-{cls.defaults.heads}heads": _Check("dense", cls, heads=cls.defaults.heads)
+    def kind(cls) -> str:  # a relational model that declares its equation: Note [typed model check]
+        return "typed" if getattr(cls, "typed", False) and cls.dense is not None else "dense"
+
+    checks = {name: _Check(kind(cls), cls, natives=True) for name, cls in table.items()}
+    checks.update({f"{name}-{cls.defaults.heads}heads": _Check(kind(cls), cls, heads=cls.defaults.heads)
                    for name, cls in table.items() if cls.defaults.heads not in (1, _HEADS)})
+    checks.update({f"{name}-bases": _Check("typed", cls, bases=2) for name, cls in table.items()
+                   if getattr(cls, "basis_decomposition", False)})
     checks["weighted-gcn"] = _Check("dense", _weighted_gcn())
     checks.update({f"{name}-forms": _Check("forms", cls) for name, cls in table.items()
                    if len(cls.normalisations) > 1})
@@ -206,9 +228,9 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
     if framework != "torch":
         row.status, row.reason = "skipped", f"the model check runs under torch (got {framework})"
         return row
-    if check.kind == "forms":
-        return _check_forms(row, system, check.model, dtype=dtype, device=device, threads=threads, guard=guard,
-                            on_case=on_case)
+    if check.kind != "dense":  # GCN's forms against each other; a relational model (Note [typed model check])
+        return {"forms": _check_forms, "typed": check_typed_model}[check.kind](
+            row, system, check, dtype=dtype, device=device, threads=threads, guard=guard, on_case=on_case)
     model_cls, heads = check.model, check.heads
     if model_cls.dense is None:
         row.status, row.failed_cases = "failed", 1
@@ -266,7 +288,7 @@ def check_model(system: str, name: str, *, dtype: str = "float64", framework: st
     return row
 
 
-def _check_forms(row: CaseResult, system: str, model_cls, *, dtype: str, device: str, threads: int | None,
+def _check_forms(row: CaseResult, system: str, check: "_Check", *, dtype: str, device: str, threads: int | None,
                  guard: bool, on_case) -> CaseResult:
     """A model's normalisation forms against its first (GCN: node form against edge form), all on ``system``
     (Note [model check])."""
@@ -278,6 +300,7 @@ def _check_forms(row: CaseResult, system: str, model_cls, *, dtype: str, device:
     from gnnbench.runtime.registry import load_system
 
     begin = time.perf_counter()
+    model_cls = check.model
     glue = load_system(system, "torch", device)
     first, *others = forms = model_cls.normalisations
     F = get_frontend("torch", device, dtype)
@@ -383,3 +406,155 @@ def _record(row: CaseResult, graph_name: str, problems: list[str]) -> None:
         row.status, row.failed_cases = "failed", row.failed_cases + 1
         row.failed_graphs.append(graph_name)
         row.failures.extend(problems[:3])
+
+
+# ----------------------------------------------------------------- the relational models
+#: the typed graph's feature width and R-GAT's width per head
+_TYPED_WIDTH, _PER_HEAD = 9, 6
+
+
+def typed_model_graph(index_dtype=np.int32) -> tuple[HeteroGraph, str]:
+    """``(graph, target type)``: four node types, six relations (Note [typed model check])."""
+    rng = np.random.default_rng(5)
+    counts = {"paper": 13, "author": 7, "venue": 3, "tag": 5}
+    edges: dict[Relation, tuple[np.ndarray, np.ndarray]] = {}
+
+    def draw(src: str, name: str, dst: str, m: int):
+        s, d = rng.integers(0, counts[src], m), rng.integers(0, counts[dst], m)
+        edges[Relation(src, name, dst)] = (np.r_[s, s[:1]], np.r_[d, d[:1]])  # one parallel edge
+
+    draw("author", "writes", "paper", 20)       # S < N
+    draw("paper", "written_by", "author", 20)   # S > N
+    draw("paper", "cites", "paper", 25)         # a self-relation
+    draw("paper", "in", "venue", 10)
+    draw("tag", "tags", "paper", 9)             # tag: a type no relation reaches
+    edges[Relation("venue", "hosts", "paper")] = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # no edges
+    return HeteroGraph.from_edges(counts, edges, index_dtype), "paper"
+
+
+def typed_hyper(model_cls, heads: int, bases: int | None = None):
+    from dataclasses import replace
+
+    return replace(model_cls.defaults, hidden=_PER_HEAD * heads, layers=2, dropout=0.0, heads=heads, bases=bases)
+
+
+def typed_dense_forward(model, graph: HeteroGraph, params: dict, x: dict):
+    """The target logits from the model's dense equation (``TypedGNN.dense``), float64 torch tensors."""
+    import torch
+
+    from gnnbench.frameworks import get_frontend
+
+    adjacency = {}
+    for k, (r, g) in enumerate(zip(graph.relations, graph.graphs)):
+        src, dst = (torch.from_numpy(a.astype(np.int64)) for a in g.edges())
+        adjacency[k] = torch.zeros(g.num_dst, g.num_src, dtype=torch.float64).index_put_(
+            (dst, src), torch.ones(len(src), dtype=torch.float64), accumulate=True)
+    F = get_frontend("torch", "cpu", "float64")
+    h, last = dict(x), len(model.convs) - 1
+    for i in range(len(model.convs)):
+        prefix = f"conv{i}."
+        p = {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+        h = model.dense(torch, adjacency, h, p, i)
+        if i < last:
+            h = {t: model.activation(F, v) for t, v in h.items()}
+    return model.output(F, params, h)
+
+
+def check_typed_model(row, system: str, check: "_Check", *, dtype: str, device: str, threads: int | None,
+                      guard: bool, on_case=None):
+    """Note [typed model check] on ``system``; fills and returns ``row`` (a ``CaseResult``)."""
+    import torch
+
+    from gnnbench.errors import UnavailableError
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.models.typed import Schema
+    from gnnbench.runtime.hetero import BoundHeteroGraph
+    from gnnbench.runtime.registry import load_system
+
+    begin = time.perf_counter()
+    model_cls, heads, bases = check.model, check.heads, check.bases
+    glue = load_system(system, "torch", device)
+    F = get_frontend("torch", device, dtype)
+    graph, target = typed_model_graph()
+    widths = {t: _TYPED_WIDTH for t in graph.node_types}
+    model = model_cls(Schema(widths, graph.relations, target), _CLASSES, typed_hyper(model_cls, heads, bases))
+    where = (f"'typed' (int32, {len(graph.node_types)} node types, {len(graph.relations)} relations, "
+             f"E={graph.num_edges}, F={_TYPED_WIDTH}->{model.hyper.hidden}->{_CLASSES}, {dtype})")
+    if on_case:
+        on_case(where)
+    rng = np.random.default_rng(17)
+    initial = {k: v.astype(np.float64) for k, v in model.init_params(3).items()}
+    x = {t: rng.uniform(-1, 1, (n, _TYPED_WIDTH)) for t, n in graph.node_counts.items()}
+    r = rng.uniform(-1, 1, (graph.node_counts[target], _CLASSES))
+    row.cases += 1
+    params = {k: F.parameter(v) for k, v in initial.items()}
+    problems: list[str] = []
+    try:
+        with guarded(glue) if guard else _nullcontext(), _torch_threads(threads or torch.get_num_threads()):
+            logits = model.forward(F, params, BoundHeteroGraph(graph, glue), {t: F.tensor(v) for t, v in x.items()},
+                                   False)
+            grads = torch.autograd.grad((logits * F.tensor(r)).sum(), list(params.values()), allow_unused=True)
+    except UnavailableError as err:
+        row.status, row.reason = "skipped", str(err).split(";")[0]
+        row.cases -= 1
+        return row
+    except Exception as err:  # noqa: BLE001 - a failing system is a finding
+        text = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+        problems.append(f"{row.operator} on {where}: raised {type(err).__name__}: {text}")
+    else:
+        ref_params = {k: torch.from_numpy(v).requires_grad_(True) for k, v in initial.items()}
+        ref_logits = typed_dense_forward(model, graph, ref_params, {t: torch.from_numpy(v) for t, v in x.items()})
+        ref_grads = torch.autograd.grad((ref_logits * torch.from_numpy(r)).sum(), list(ref_params.values()),
+                                        allow_unused=True)
+        tol = MODEL_TOLERANCES[dtype]
+        pairs = [("logits", logits, ref_logits)] + [
+            (f"grad {k}", torch.zeros_like(rg if rg is not None else v) if g is None else g,
+             torch.zeros_like(g if g is not None else v) if rg is None else rg)
+            for (k, v), g, rg in zip(ref_params.items(), grads, ref_grads)]
+        for quantity, got, want in pairs:
+            bad = _mismatch(got, want, tol)
+            if bad:
+                problems.append(f"{row.operator} {quantity} on {where}: {bad}")
+        problems += typed_natives_problems(row.operator, model, graph, initial, x, ref_logits, where)
+    _record(row, "typed", problems)
+    row.seconds = time.perf_counter() - begin
+    if row.status == "passed":
+        natives = _natives_of(model_cls)
+        row.detail = (f"target logits and {len(initial)} parameter gradients vs the dense float64 equation on a "
+                      f"typed graph of {len(graph.relations)} relations"
+                      + (f"; dense logits vs {' and '.join(natives)}" if natives else ""))
+    return row
+
+
+def typed_natives_problems(label, model, graph, initial, x, ref_logits, where) -> list[str]:
+    """The dense equation's target logits against each installed library's declared layers, float64."""
+    import importlib.util
+
+    import torch
+
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.runtime.registry import NATIVE_SYSTEMS
+
+    F = get_frontend("torch", "cpu", "float64")
+    want = ref_logits.detach().numpy()
+    problems = []
+    for system, entry in NATIVE_SYSTEMS.items():
+        module = importlib.import_module(entry["module"])
+        if not all(importlib.util.find_spec(p) for p in entry["requires"]) or \
+                getattr(model, module.COUNTERPART, None) is None:
+            continue
+        try:
+            from gnnbench.peers.typed import build_typed
+
+            _, forward = build_typed(module.COUNTERPART, module.layer_library(), model, graph, initial, F,
+                                     {t: F.tensor(v) for t, v in x.items()})
+            with torch.no_grad():
+                got = forward(False).detach().numpy()
+        except Exception as err:  # noqa: BLE001 - a peer that cannot build the layer is reported
+            problems.append(f"{label} logits on {where} vs {system}: raised {type(err).__name__}: {err}")
+            continue
+        tol = MODEL_TOLERANCES["float64"]
+        bad = compare(got, want, Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want).max(initial=0.0)))))
+        if bad:
+            problems.append(f"{label} dense equation vs {system} logits on {where}: {bad}")
+    return problems

@@ -138,9 +138,10 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter, when: str = OPEN
     if not hasattr(bound, "graph") or not hasattr(bound, "system"):
         return {"status": "skipped", "reason": f"no single system's graph to check ({type(bound).__name__})"}
     start = clock()
-    calls: dict[tuple[int, str], tuple] = {}
+    calls: dict[tuple[str | None, int, str], tuple] = {}
     written: list[str] = []
-    with _recording(F, calls, key=_by_layer()), _checksummed(bound.system, written), F.no_grad():
+    graphs = _graphs_checked(bound)  # Note [run-time check of relations]
+    with _recording(F, calls, key=_by_layer(graphs)), _checksummed(bound.system, written), F.no_grad():
         forward(False)
     # the system's own first forward: work (JIT, first touch) its warm-up epoch would otherwise do
     details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [], "layers": [],
@@ -151,15 +152,23 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter, when: str = OPEN
         details.update(status="failed", seconds=clock() - start)
         raise RunCheckError(f"{prefix(when)}: {written[0]} during the {'first ' if when == OPENING else ''}forward "
                             f"on {spec.dataset} ({spec.dtype}); {_verdict(when)}", details)
-    graph = bound.graph
-    rows = _sample_rows(graph, np.random.default_rng(spec.seed))
-    for (layer, label), call in calls.items():
+    by_relation = {relation: graph for relation, graph in graphs.values()}
+    sampled: dict[str | None, np.ndarray] = {}
+    for (relation, layer, label), call in calls.items():
+        graph = by_relation[relation]
+        if relation not in sampled:
+            sampled[relation] = _sample_rows(graph, np.random.default_rng(spec.seed))
+        rows = sampled[relation]
         bad = judged(call, graph, rows, spec, F)
         if bad:
-            details.update(status="failed", operator=label, layer=layer, seconds=clock() - start)
-            raise RunCheckError(mismatch(spec, label, f"{spec.dataset} at layer {layer}", graph, call[2], rows, bad,
+            named = label if relation is None else f"{label} on relation {relation}"
+            details.update(status="failed", operator=named, layer=layer, seconds=clock() - start)
+            raise RunCheckError(mismatch(spec, named, f"{spec.dataset} at layer {layer}", graph, call[2], rows, bad,
                                          when), details)
         checked(details, layer, label, call)
+    if len(by_relation) > 1:
+        details["relations_checked"] = len({relation for relation, _, _ in calls})
+    rows = np.concatenate(list(sampled.values())) if sampled else np.zeros(0)
     details.update(rows_sampled=int(len(rows)), seconds=clock() - start)
     return details
 
@@ -207,16 +216,33 @@ def checked(details: dict[str, Any], layer: int, label: str, call: tuple) -> Non
             names.append(label)
 
 
-def _by_layer() -> Callable[[Any, str], tuple[int, str]]:
-    """A recording key for a full-graph forward: ``(layer, label)``, the ``k``-th call of a variant layer
-    ``k``'s (Note [run-time check])."""
-    seen: dict[str, int] = {}
+def _by_layer(graphs: dict[int, tuple[str | None, Any]]) -> Callable[[Any, str], tuple[str | None, int, str]]:
+    """A recording key for a full-graph forward: ``(relation, layer, label)``, the ``k``-th call of a variant on
+    one relation's graph (None on a homogeneous graph) layer ``k``'s (Note [run-time check], Note [run-time
+    check of relations])."""
+    seen: dict[tuple[str | None, str], int] = {}
 
-    def key(graph, label: str) -> tuple[int, str]:
-        seen[label] = seen.get(label, -1) + 1
-        return seen[label], label
+    def key(graph, label: str) -> tuple[str | None, int, str]:
+        relation = graphs.get(id(graph), (None, None))[0]
+        seen[relation, label] = seen.get((relation, label), -1) + 1
+        return relation, seen[relation, label], label
 
     return key
+
+
+def _graphs_checked(bound) -> dict[int, tuple[str | None, Any]]:
+    """``id(bound graph) -> (relation or None, graph)`` of every graph a forward runs operators on.
+
+    Note [run-time check of relations]
+        A typed graph's forward calls each operator once per relation, each on that relation's bipartite
+        graph. Every relation's first call of each operator variant is recorded and compared on its own
+        relation's graph, and a failure names the relation, so an error confined to one relation (a kernel
+        that reads the wrong relation's data) is caught where it is.
+    """
+    relations = getattr(bound, "relations", None)
+    if relations is None:
+        return {id(bound): (None, bound.graph)}
+    return {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
 
 
 def check_not_run(spec, F) -> dict[str, Any] | None:
@@ -233,7 +259,8 @@ def mismatch(spec, label: str, where: str, graph, inputs, rows: np.ndarray, bad:
     """The one line a wrong output fails the run with: when, the operator, where (a layer on the dataset, or a
     layer's block of a batch), the graph's shape (``S`` too on a block), the width, the dtype and what differs."""
     width = inputs[0].shape[-1] if inputs[0] is not None and inputs[0].dim() == 3 else None
-    shape = f"N={graph.num_nodes}{f', S={graph.num_src}' if graph.is_block else ''}, E={graph.num_edges}"
+    shape = f"N={graph.num_nodes}{f', S={graph.num_src}' if graph.is_block or graph.num_src != graph.num_nodes else ''}, " \
+            f"E={graph.num_edges}"
     what = "backward" if bad.startswith("grad ") else "output"  # Note [backward on sampled rows]
     return (f"{prefix(when)}: {label} {what} on {where} ({shape}{f', F={width}' if width else ''}, "
             f"{spec.dtype}) differs from reference on {len(rows)} sampled rows: {bad}; {_verdict(when)} (run "
@@ -374,7 +401,8 @@ def _sub_graph(graph, rows: np.ndarray):
     indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
     positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
     dst = np.repeat(rows, (indptr[rows + 1] - indptr[rows]))
-    return Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src), positions
+    return Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src,
+                            bipartite=graph.bipartite), positions
 
 
 # ----------------------------------------------------------------- input checksums
@@ -434,7 +462,7 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     from gnnbench.runtime.glue import BoundGraph
     from gnnbench.runtime.registry import load_system
 
-    sub, positions = _sub_graph(graph, rows)  # a block too
+    sub, positions = _sub_graph(graph, rows)  # a block or a relation too
     names = _INPUTS[operator]
     picked = torch.from_numpy(positions)
     tensors = [None if t is None else (t[picked.to(t.device)] if name in _EDGE_INPUTS else t).cpu().to(torch.float64)

@@ -54,6 +54,10 @@ def run(data_dir: str | None = None, sizes: bool = False) -> list[dict]:
             cached = not info.parameters or read_manifest(canonical_name(info.name)) is not None
             entry.update({"source": "generated", "license": "-", "present": cached,
                           "how_to_get": "generated on first use"})
+        if info.name == "hetero":  # the typed presets, each with its node types and relations
+            from gnnbench.datasets.hetero import presets
+
+            entry["presets"] = presets()
         if sizes and entry["present"]:
             try:
                 entry.update(load_dataset(info.name, data_dir=data_dir).describe())
@@ -138,4 +142,16 @@ def tables(rows: list[dict]):
     origin = Table(["dataset", "source", "license", "folder"],
                    [[r["name"], r["source"], r["license"], r["where"]] for r in published], title="where from")
     what = Table(["dataset", "split, or what it is"], [[r["name"], about(r)] for r in rows], title="what it is")
-    return [sizes, origin, what]
+    typed = [p for r in rows for p in r.get("presets", ())]
+
+    def relations(p: dict) -> str:
+        shown = p["relations"][:8]
+        more = len(p["relations"]) - len(shown)
+        return f"{len(p['relations'])}: " + ", ".join(shown) + (f", ... ({more} more)" if more else "")
+
+    types = Table(["dataset", "scale", "node types (nodes x features)", "target", "relations"],
+                  [[p["name"], f"{p['scale']:g}",
+                    ", ".join(f"{t} {v['nodes']:,}x{v['features']}" for t, v in p["node_types"].items()),
+                    f"{p['target']} ({p['classes']} classes)", relations(p)] for p in typed],
+                  title="typed datasets (hetero:like=NAME,scale=S; scale multiplies every count)")
+    return [sizes, origin, what] + ([types] if typed else [])

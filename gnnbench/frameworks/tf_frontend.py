@@ -213,6 +213,10 @@ class TensorFlowFrontend:
     def reshape(self, x, shape):
         return _reshaped(x, shape)  # the tape keeps no input for a reshape's gradient
 
+    def take(self, x, index: int):
+        """``x[index]`` along the first axis (a relation's weight of a stacked ``[R, in, out]``)."""
+        return tf.gather(x, index)
+
     def sum(self, x, axis: int):
         return tf.reduce_sum(x, axis)
 

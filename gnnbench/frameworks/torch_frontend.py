@@ -167,6 +167,10 @@ class TorchFrontend:
     def reshape(self, x, shape):
         return x.reshape(shape)
 
+    def take(self, x, index: int):
+        """``x[index]`` along the first axis (a relation's weight of a stacked ``[R, in, out]``)."""
+        return x[index]
+
     def sum(self, x, axis: int):
         return x.sum(axis)
 

@@ -63,6 +63,11 @@ def _flat(out):
 def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
           ) -> tuple[dict[str, torch.Tensor], Callable[[bool], Any]]:
     """DGL convolutions for ``model`` with gnnbench's initial values; see :func:`gnnbench.peers.build_native`."""
+    if getattr(model, "typed", False):  # a relational model (Note [typed natives] in gnnbench.peers.typed)
+        from .typed import build_typed
+
+        counterpart(model, COUNTERPART, "dgl-native")
+        return build_typed(COUNTERPART, layer_library(), model, graph, initial_params, F, x)
     native = counterpart(model, COUNTERPART, "dgl-native")
     from .dgl_shim import dgl
 

@@ -122,6 +122,11 @@ def layer_library():
 def build(model, graph, initial_params: dict[str, np.ndarray], F, x: Any
           ) -> tuple[dict[str, torch.Tensor], Callable[[bool], Any]]:
     """PyG convolutions for ``model`` with gnnbench's initial values; see :func:`gnnbench.peers.build_native`."""
+    if getattr(model, "typed", False):  # a relational model (Note [typed natives] in gnnbench.peers.typed)
+        from .typed import build_typed
+
+        counterpart(model, COUNTERPART, "pyg-native")
+        return build_typed(COUNTERPART, layer_library(), model, graph, initial_params, F, x)
     native = counterpart(model, COUNTERPART, "pyg-native")
     src, dst = graph.edges()
     edge_index = _adjacency(graph, torch.from_numpy(np.stack([src, dst])).to(F.device), F.dtype)

@@ -124,6 +124,8 @@ class RunConfig:
     normalisation: str | None = _field(None, help="GCN's normalisation: node (D^-1/2 scales around an unweighted "
                                        "spmm) or edge (per-edge weights) (default: the model's, node; Note [GCN as "
                                        "node scales])", choices=("node", "edge"), sweep="normalisations")
+    bases: int | None = _field(None, help="R-GCN's basis decomposition: the number of bases shared by the "
+                               "relations' weights (default: none, one weight per relation)", gt=0, le=65536)
     lr: float | None = _field(None, help="learning rate, a finite number > 0 (default: the model's)", gt=0,
                               allow_inf_nan=False)
     seed: int = _field(0, help="random seed", sweep="seeds", ge=0, le=_MAX_SEED)

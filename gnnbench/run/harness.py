@@ -150,7 +150,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     model_cls, hyper = run.model_cls, run.hyper
     F, dataset, model, initial = set_up(run)
     graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
-    x = F.tensor(dataset.features)
+    x = model.features(F, dataset)  # one tensor, or one per node type (a typed model)
     objective = Objective(F, dataset)  # loss and score; multi-label datasets too (Note [multi-label task])
 
     extra: dict[str, Any] = {}

@@ -38,7 +38,11 @@ def set_up(run):
     if spec.threads:
         F.set_threads(spec.threads)
     dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
-    model = run.model_cls(dataset.features.shape[1], dataset.num_classes, run.hyper)
+    from gnnbench.models import check_typed
+
+    # a homogeneous model on a typed dataset, or the reverse (Note [typed and homogeneous models] in models/typed.py)
+    check_typed(run.model_cls, getattr(dataset, "typed", False), dataset.name)
+    model = run.model_cls.for_dataset(dataset, run.hyper)
     F.seed(spec.seed)
     return F, dataset, model, model.init_params(spec.seed)
 

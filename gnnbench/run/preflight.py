@@ -32,7 +32,8 @@ import inspect
 
 from gnnbench.errors import UnavailableError, UserError
 
-__all__ = ["check", "check_names", "check_options", "check_dataset_files", "check_limits", "check_threads"]
+__all__ = ["check", "check_names", "check_options", "check_dataset_files", "check_limits", "check_threads",
+           "check_model_on_dataset"]
 
 
 def usable_cpus() -> int:
@@ -154,6 +155,7 @@ def check(config, isolate: bool = True) -> None:
         raise UnavailableError(f"system '{config.system}' is unavailable: {reason}")
     check_dataset_files(config)
     check_limits(config, isolate)
+    check_model_on_dataset(run.model_cls, run.hyper, config.dataset)  # typed against homogeneous, widths
     if isolate:
         resolve_allocator(config.allocator)  # a named allocator that is not installed
     elif config.allocator not in ("auto", "system"):
@@ -170,3 +172,19 @@ def check(config, isolate: bool = True) -> None:
         from gnnbench.runtime.fallback import check_fallback
 
         check_fallback(config.system, config.fallback, config.framework, config.device)
+
+
+def check_model_on_dataset(model_cls, hyper, dataset: str) -> None:
+    """Everything about running ``model_cls`` on dataset ``dataset`` (a name) that can fail before a worker
+    starts: typed against homogeneous, and what the model refuses of a typed dataset's shape (feature widths
+    that differ for R-GCN, ...), built from the name alone (one line each). Here, above both the models and the
+    datasets, since it asks each about the other."""
+    from gnnbench.datasets.registry import typed_schema
+    from gnnbench.models import check_typed
+    from gnnbench.models.typed import Schema
+
+    found = typed_schema(dataset)
+    check_typed(model_cls, found is not None, dataset)
+    if found is not None:
+        widths, relations, target, classes = found
+        model_cls(Schema(widths, relations, target), classes, hyper)

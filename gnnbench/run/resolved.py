@@ -81,9 +81,13 @@ def resolve_hyperparameters(config):
     check_target(config, hyper.epochs)  # Note [time to accuracy]: with a target, the epochs are its limit
     epochs = epochs_limit(config, hyper.epochs) if config.target_accuracy is not None else config.epochs
     overrides = {k: v for k, v in (("hidden", config.hidden), ("heads", config.heads), ("lr", config.lr),
-                                   ("epochs", epochs), ("normalisation", config.normalisation)) if v is not None}
+                                   ("epochs", epochs), ("normalisation", config.normalisation),
+                                   ("bases", getattr(config, "bases", None))) if v is not None}
     if config.normalisation is not None and hyper.normalisation is None:
         raise UserError(f"--normalisation applies to GCN only; model '{config.model}' has no normalisation option")
+    if getattr(config, "bases", None) is not None and not getattr(model_cls, "basis_decomposition", False):
+        raise UserError(f"--bases applies to R-GCN only (its basis decomposition); model '{config.model}' has no "
+                        f"bases")
     hyper = replace(hyper, **overrides)
     if config.accuracy_method != ACCURACY_METHODS[0] and config.batching != "sampled":
         raise UserError(f"--accuracy-method {config.accuracy_method} scores mini-batches of sampled neighbours, so "

@@ -109,6 +109,9 @@ def _check_run(run) -> None:
     from gnnbench.runtime.registry import system_info
 
     config, layers = run.config, run.hyper.layers
+    if getattr(run.model_cls, "typed", False):
+        raise UserError(f"--batching sampled has no sampler of typed graphs yet, so relational model "
+                        f"'{config.model}' trains full-graph only (--batching full)")
     info = system_info(config.system)
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:

@@ -69,22 +69,31 @@ class FirstUseTuning:
         resident: int | None = None
         start = time.perf_counter()
 
+        begun = False
+
         def starting() -> None:  # the tuner has work and has allocated nothing yet (Note [tune on first use])
-            nonlocal resident, start
+            nonlocal resident, start, begun
+            if begun:
+                return  # a typed graph's later relation: the first one with work started the figures
+            begun = True
             if self._memory is not None:
                 self.peak_before = self._memory.peak_above_baseline()
                 _release()
                 resident = _resident_bytes()
             start = time.perf_counter()
 
+        from gnnbench.runtime.sut import tuned_graphs
+
+        targets = list(tuned_graphs([self.bound], budget))  # a typed graph: each relation, sharing the budget
         with numpy_hugepage_advice(False):  # Note [huge pages outside the epochs]
-            result = self.tuner(self.bound.graph, views=(self.bound.view(False), self.bound.view(True)),
-                                budget_s=budget, progress=self._log, starting=starting)
-        if result is None:
+            results = [self.tuner(b.graph, views=(b.view(False), b.view(True)), budget_s=share, progress=self._log,
+                                  starting=starting) for b, share in targets]
+        if all(result is None for result in results):
             return
         self.seconds = time.perf_counter() - start
         self._log(f"tuned in {self.seconds:.2f} s (budget {budget:.1f} s); the choices are cached for later runs")
-        self.extra["tuning"] = result.as_dict() if hasattr(result, "as_dict") else str(result)
+        records = [result.as_dict() if hasattr(result, "as_dict") else str(result) for result in results]
+        self.extra["tuning"] = records[0] if len(records) == 1 else {"relations": records}
         if timed:
             self.extra["tuned_after_timed_epoch"] = True
         if resident is not None:

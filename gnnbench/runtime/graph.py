@@ -24,6 +24,19 @@ Note [blocks]
     gradient with respect to ``x`` is ``[S, ...]``. ``in_degree`` is ``[N]``
     and ``out_degree`` is ``[S]``. A square graph is the block with ``S == N``.
 
+Note [bipartite relations]
+    A relation of a heterogeneous graph (paper -> author) joins two node sets
+    that share no ids: ``S`` sources of one type and ``N`` destinations of
+    another, either may be larger, and no destination is a source. It is a
+    :class:`Graph` built with ``bipartite=True``: the same CSR by destination,
+    the same views, so every kernel (which reads only ``num_rows`` and
+    ``num_cols`` of its view) runs on it unchanged. What assumes the block's
+    prefix does not apply: ``is_block`` is False (no ``x[:N]`` slice of the
+    destinations, Note [layers on blocks] in models/base.py) and
+    :meth:`Graph.with_self_loops` refuses, since a destination has no source
+    of its own id. :mod:`gnnbench.runtime.hetero` holds the typed graph whose
+    relations these are.
+
 Note [message direction]
     ``out[i] = reduce_{e=(j->i)} w[e] * x[j]``: a row of the forward view
     aggregates over the in-edges of node ``i``. The backward pass with respect
@@ -102,12 +115,14 @@ class Graph:
         num_nodes: ``N``, the destination rows.
         num_src: ``S``, the source columns (default: ``N``); a block
             (Note [blocks]) has ``S >= N``.
+        bipartite: sources and destinations are different node sets, so any
+            ``S`` is allowed (Note [bipartite relations]).
 
     The transpose (CSR by source) and degrees are computed once, lazily.
     """
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_nodes: int, *,
-                 num_src: int | None = None):
+                 num_src: int | None = None, bipartite: bool = False):
         index_dtype = np.dtype(indices.dtype)
         if index_dtype not in (np.int32, np.int64):
             raise GraphError(f"graph indices must be int32 or int64 (got {index_dtype})")
@@ -119,7 +134,7 @@ class Graph:
         if np.any(np.diff(indptr) < 0):
             raise GraphError("indptr must be non-decreasing")
         num_src = int(num_nodes) if num_src is None else int(num_src)
-        if num_src < num_nodes:
+        if num_src < num_nodes and not bipartite:
             raise GraphError(f"a block's sources include its destinations, so num_src must be at least "
                              f"num_nodes={num_nodes} (got num_src={num_src})")
         if indices.size and (indices.min() < 0 or indices.max() >= num_src):
@@ -129,6 +144,7 @@ class Graph:
             raise GraphError("more than 2^31 edges need int64 indices")
         self.num_nodes = int(num_nodes)
         self._num_src = num_src
+        self.bipartite = bool(bipartite)
         self.indptr = _readonly(indptr.astype(index_dtype) if index_dtype == np.int32 else indptr)
         self.indices = _readonly(indices)
         self._cache: dict[str, Any] = {}
@@ -136,7 +152,8 @@ class Graph:
     # ----------------------------------------------------------------- builders
     @classmethod
     def from_edges(cls, src: np.ndarray, dst: np.ndarray, num_nodes: int,
-                   index_dtype: Any = np.int64, *, num_src: int | None = None) -> "Graph":
+                   index_dtype: Any = np.int64, *, num_src: int | None = None,
+                   bipartite: bool = False) -> "Graph":
         """Build from parallel source/destination arrays (duplicates kept).
 
         Edges are sorted by destination, then source, so the result does not
@@ -156,13 +173,13 @@ class Graph:
         counts = np.bincount(dst, minlength=num_nodes)
         indptr = np.zeros(num_nodes + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        return cls(indptr, src[order].astype(index_dtype), num_nodes, num_src=num_src)
+        return cls(indptr, src[order].astype(index_dtype), num_nodes, num_src=num_src, bipartite=bipartite)
 
     def to_index_dtype(self, index_dtype: Any) -> "Graph":
         if np.dtype(index_dtype) == self.index_dtype:
             return self
         return Graph(self.indptr.astype(np.int64), self.indices.astype(index_dtype), self.num_nodes,
-                     num_src=self.num_src)
+                     num_src=self.num_src, bipartite=self.bipartite)
 
     def with_self_loops(self) -> "Graph":
         """This graph plus one self loop on every node that lacks one (cached).
@@ -170,6 +187,9 @@ class Graph:
         On a block, every destination ``i`` gets ``i -> i`` (destination ``i``
         is source ``i``, Note [blocks]); sources past the destinations get none.
         """
+        if self.bipartite:
+            raise GraphError("a bipartite relation has no self loops: its destinations are not among its sources "
+                             "(Note [bipartite relations])")
         if "self_loops" not in self._cache:
             from gnnbench.runtime.csr_loops import add_self_loops  # Note [self loops in one pass]
 
@@ -196,8 +216,9 @@ class Graph:
 
     @property
     def is_block(self) -> bool:
-        """Whether sources and destinations differ in number (Note [blocks])."""
-        return self._num_src != self.num_nodes
+        """Whether this is a sampled block: sources and destinations differ in number, the destinations a
+        prefix of the sources (Note [blocks]); a bipartite relation is not (Note [bipartite relations])."""
+        return self._num_src != self.num_nodes and not self.bipartite
 
     @property
     def index_dtype(self) -> np.dtype:
@@ -296,11 +317,14 @@ class Graph:
             h.update(str((self.num_nodes, self.num_edges, str(self.index_dtype))).encode())
             if self.is_block:  # a square graph's signature is unchanged, so tuning caches stay valid
                 h.update(f"num_src={self.num_src}".encode())
+            elif self.bipartite:
+                h.update(f"bipartite num_src={self.num_src}".encode())
             h.update(self.indptr.tobytes())
             h.update(self.indices.tobytes())
             self._cache["signature"] = h.hexdigest()[:16]
         return self._cache["signature"]
 
     def __repr__(self) -> str:
-        block = f", num_src={self.num_src}" if self.is_block else ""
+        block = f", num_src={self.num_src}" if self.is_block else (
+            f", num_src={self.num_src}, bipartite" if self.bipartite else "")
         return f"Graph(num_nodes={self.num_nodes}{block}, num_edges={self.num_edges}, index_dtype={self.index_dtype})"

@@ -36,7 +36,7 @@ from gnnbench.core.measurement import Measurement
 from gnnbench.errors import UserError
 
 __all__ = ["SystemUnderTest", "BlockModel", "KernelSystem", "KernelBlocks", "system_under_test", "configure_options",
-           "modeled_inference", "AGGREGATION_KERNELS"]
+           "modeled_inference", "AGGREGATION_KERNELS", "tuned_graphs"]
 
 
 class BlockModel(Protocol):
@@ -124,8 +124,12 @@ class KernelSystem:
     def prepare(self, model, graph, initial, F, x) -> None:
         from gnnbench.runtime.fallback import FallbackGraph
         from gnnbench.runtime.glue import BoundGraph
+        from gnnbench.runtime.hetero import BoundHeteroGraph, HeteroGraph
 
-        self.bound = FallbackGraph(graph, self.glue, self.lender) if self.lender else BoundGraph(graph, self.glue)
+        def bind(g):
+            return FallbackGraph(g, self.glue, self.lender) if self.lender else BoundGraph(g, self.glue)
+
+        self.bound = BoundHeteroGraph(graph, self.glue, bind) if isinstance(graph, HeteroGraph) else bind(graph)
         self.bound.prepare()
 
     def model(self, model, initial, F, x):
@@ -198,9 +202,18 @@ class KernelBlocks:
         if tuner is None:
             return 0.0
         start = time.perf_counter()
-        tuned = [tuner(b.graph, views=(b.view(False), b.view(True)), budget_s=budget_s, progress=log)
-                 for b in prepared]
+        tuned = [tuner(b.graph, views=(b.view(False), b.view(True)), budget_s=share, progress=log)
+                 for b, share in tuned_graphs(prepared, budget_s)]
         return time.perf_counter() - start if any(r is not None for r in tuned) else 0.0
+
+
+def tuned_graphs(prepared, budget_s: float):
+    """Each bound graph a tuner sees, with its share of the budget: a typed graph's relations (each a graph of
+    its own, ``BoundHeteroGraph.relations``) share their graph's, so 90 relations tune in one graph's time."""
+    for bound in prepared:
+        relations = getattr(bound, "relations", None) or [bound]
+        for relation in relations:
+            yield relation, budget_s / len(relations)
 
 
 def system_under_test(config) -> SystemUnderTest:

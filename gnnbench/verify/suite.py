@@ -34,7 +34,7 @@ from gnnbench.errors import UserError
 from gnnbench.verify.isolation import Outcome, run_inline, run_isolated
 from gnnbench.verify.large_index import LARGE_INDEX_LABEL, LARGE_WIDTH
 from gnnbench.verify.settings import VerifySettings
-from gnnbench.verify.training import E2E_DATASET, e2e_models
+from gnnbench.verify.training import E2E_DATASET, e2e_dataset_of, e2e_models
 
 __all__ = ["VerifyReport", "verify", "plan"]
 
@@ -243,7 +243,10 @@ def plan(system: str, operator: str | None, slow: bool, e2e: bool, profile: str 
 
         tasks += [("model", dtype_label(f"model {name}", dtype, dtypes[0])) for dtype in dtypes
                   for name in sampled(model_check_names(), SAMPLED_MODEL_CHECKS, dtype)]
-        tasks += [("e2e", dtype_label(f"end-to-end {model} on {E2E_DATASET.split(':')[0]}", dtype, dtypes[0]))
+        def e2e_label(model: str) -> str:  # the relational models train on a typed dataset
+            return f"end-to-end {model} on {e2e_dataset_of(model, E2E_DATASET)[0].split(':')[0]}"
+
+        tasks += [("e2e", dtype_label(e2e_label(model), dtype, dtypes[0]))
                   for dtype in dtypes for model in sampled(e2e_models(), SAMPLED_END_TO_END, dtype)]
     return tasks
 

@@ -21,7 +21,11 @@ DEMO_SYSTEMS = Path(__file__).resolve().parents[1] / "demo_systems"
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_blocks_isolate_the_hazards_of_sampled_layers(index_dtype):
     g = bipartite_graphs(index_dtype)
-    assert tuple(g) == BIPARTITE_GRAPHS and all(b.is_block and b.index_dtype == index_dtype for b in g.values())
+    assert tuple(g) == BIPARTITE_GRAPHS and all((b.is_block or b.bipartite) and b.index_dtype == index_dtype
+                                                for b in g.values())
+    narrow = g["relation_narrow"]   # a typed graph's relation: fewer sources than destinations, some without edges
+    assert narrow.bipartite and narrow.num_src < narrow.num_dst and (narrow.in_degree == 0).any()
+    assert g["relation_no_edges"].num_edges == 0
     wide = g["block_wide"]
     assert wide.num_src == 50 * wide.num_dst and wide.indices.max() >= wide.num_dst
     assert (g["block_unsampled"].in_degree == 0).sum() == 8 and g["block_no_edges"].num_edges == 0

@@ -192,7 +192,7 @@ BAD_INPUTS = [
     (_SWEEP + ["--timeout", "-5"], "gnnbench sweep: --timeout must be greater than 0 (got '-5')"),
     (_SWEEP + ["--memory-limit", "lots"], "gnnbench sweep: --memory-limit must look like 4G"),
     (_SWEEP + ["--systems", "nope"], "gnnbench sweep: unknown system 'nope'"),
-    (_SWEEP + ["--models", "gnc"], "gnnbench sweep: --models must be one of gcn, gat, gin, sage (got 'gnc')"),
+    (_SWEEP + ["--models", "gnc"], "gnnbench sweep: --models must be one of gcn, gat, gin, sage, rgcn, rgat (got 'gnc')"),
     (_SWEEP + ["-o", "foo=bar"], "gnnbench sweep: --option foo: system 'reference' takes no options"),
     (_SWEEP + ["--executor", "slurm"], "gnnbench sweep: error: argument --executor: invalid choice"),
     (_SWEEP + ["--results", "{junk}"], "gnnbench sweep: {junk} is not a gnnbench results database"),

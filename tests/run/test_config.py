@@ -49,7 +49,7 @@ def test_sweeps_default_to_a_time_limit_and_runs_do_not():
     ({"lr": "1e400"}, r"^--lr must be a finite number"),
     ({"epochs": True}, r"^--epochs must not be true/false"),
     ({"seed": "٣"}, r"^--seed must be written with ASCII digits"),
-    ({"model": "gnc"}, r"^--model must be one of gcn, gat, gin, sage \(got 'gnc'\)$"),
+    ({"model": "gnc"}, r"^--model must be one of gcn, gat, gin, sage, rgcn, rgat \(got 'gnc'\)$"),
     ({"system_options": ["a=1", "a=2"]}, r"^--option gives 'a' twice"),
     ({"colour": "red"}, r"^unknown setting 'colour'; allowed: system, model, dataset"),
 ])

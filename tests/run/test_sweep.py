@@ -196,7 +196,7 @@ def test_unknown_names_fail_before_anything_runs(tmp_path):
     with ResultsStore(tmp_path / "r.sqlite") as store:
         with pytest.raises(UserError, match="unknown system 'refrence'; choose one of: "):
             plan(_campaign(systems=("refrence",)), store)
-        with pytest.raises(UserError, match=r"'models' must be one of gcn, gat, gin, sage \(got 'gnc'\)"):
+        with pytest.raises(UserError, match=r"'models' must be one of gcn, gat, gin, sage, rgcn, rgat \(got 'gnc'\)"):
             plan(_campaign(models=("gnc",)), store)  # refused as the campaign is read
 
 
