@@ -303,7 +303,8 @@ def summarise_decided(condition: str, rows: Sequence[Mapping[str, Any]]) -> dict
         ab = pairing(row)
         if ab is not None:
             by_session.setdefault(str(ab["session"]), []).append(row)
-    out: dict[str, Any] = {"condition": condition}
+    out: dict[str, Any] = {"condition": condition, "load": rows_load(rows),
+                           "measured_at": sorted({r["git_commit"] for r in rows if r.get("git_commit")})}
     for system in (TWIN, SLOW):
         mine = [s for s in sessions.values() if s.system == system]
         words = [s.verdict().word for s in mine]
@@ -340,7 +341,8 @@ def _decided_section(decided: Sequence[Mapping[str, Any]]) -> list[str]:
                    "processes (median / 90th pct)", "minutes (median / 90th pct)"], cells,
                   [False, False, True, False, True, True, True, True]).render("markdown").rstrip("\n"), "",
             "Targets (issue 54): `aa_two` called different in at most 5 % of at least 40 trials; `aa_slow` "
-            "called slower in at least 90 %.", ""]
+            "called slower in at least 90 %.", "",
+            *(f"{d['condition']}: {measured_note(d.get('load'), d.get('measured_at', []))}" for d in measured), ""]
 
 
 def _measure_decided(args, the_campaign, condition: str) -> None:
@@ -431,8 +433,13 @@ def _run(args) -> int:
     meta = provenance(campaign=CAMPAIGN, dataset=config.dataset, epochs=config.epochs, warmup=config.warmup,
                       threads=config.threads, cpus=config.cpus, processes=MIN_PROCESSES, measured_at=sorted(commits),
                       lengths=lengths, lengths_note=lengths_note)
+    classic = any(s["trials"] for s in summaries)  # the stores of the trials without the rule are local
+    page = render(summaries, meta) if classic else (
+        f"# A/A with the stopping rule (issue 54)\n\nCampaign `campaigns/aa.toml`: GCN on `{config.dataset}`, "
+        f"{config.epochs} epochs ({config.warmup} untimed warm-up), {config.threads} thread(s), pinned to CPU "
+        f"{config.cpus}; `{TWIN}` is built as `{BASELINE}` is, `{SLOW}` adds extra work to its kernels.\n\n")
     write_results(args.out, {"meta": meta, "conditions": summaries, "decided": decided},
-                  render(summaries, meta) + "\n".join(_decided_section(decided)))
+                  page + "\n".join(_decided_section(decided)))
     return 0
 
 
