@@ -33,7 +33,7 @@ from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every ben
 from gnnbench.campaign.render import load_note, rows_load  # noqa: F401  (re-exported for the studies)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
-           "provenance", "write_results", "campaign", "run_campaign", "cpu_model", "Table", "load_note", "run_script",
+           "provenance", "write_results", "campaign", "run_campaign", "run_beside_load", "cpu_model", "Table", "load_note", "run_script",
            "print_plan", "measure_or_render"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,6 +233,20 @@ def load_generator(avoid: str | None = None):
     except (AttributeError, OSError):  # not Linux, or not allowed: it still keeps a core busy
         pass
     return proc
+
+
+def run_beside_load(the_campaign, store: Path, loaded: bool, avoid: str | None = None) -> tuple[float, float]:
+    """Run ``the_campaign`` into ``store``, beside :func:`load_generator` (kept off ``avoid``'s CPUs) when
+    ``loaded``; the load average before and after, which the table states."""
+    generator = load_generator(avoid=avoid) if loaded else None
+    try:
+        start = os.getloadavg()[0]
+        run_campaign(the_campaign, store)
+        return start, os.getloadavg()[0]
+    finally:
+        if generator is not None:
+            generator.kill()
+            generator.wait()
 
 
 def put_on_systems_path(folder: Path) -> None:

@@ -370,21 +370,14 @@ def _measure_decided(args, the_campaign, condition: str) -> None:
 
 def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
     from gnnbench.results.frame import frame_records, load_results
-    from _common import run_campaign
+    from _common import run_beside_load
 
     if args.render_only:
         if not store_of(condition).exists():
             return [], (None, None)
         return frame_records(load_results(store_of(condition))), (None, None)
-    generator = load_generator(avoid=the_campaign.matrices[0].configs[0].cpus) if condition == "loaded" else None
-    try:
-        start = os.getloadavg()[0]
-        run_campaign(the_campaign, store_of(condition))
-        load = (start, os.getloadavg()[0])
-    finally:
-        if generator is not None:
-            generator.kill()
-            generator.wait()
+    load = run_beside_load(the_campaign, store_of(condition), condition == "loaded",
+                           avoid=the_campaign.matrices[0].configs[0].cpus)
     return frame_records(load_results(store_of(condition))), load
 
 

@@ -20,14 +20,13 @@ Writes results/studies/pinning.{md,json}, both conditions in one table.
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
-from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note,  # noqa: E402
+from _common import (ROOT, Parser, Table, campaign, count, measured_note,  # noqa: E402
                      out_path, print_plan, provenance, put_on_systems_path, rows_load, run_script,
                      write_results)
 
@@ -110,19 +109,11 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
 
 def _measure(args, the_campaign, condition: str) -> tuple[list[dict], tuple]:
     from gnnbench.results.frame import frame_records, load_results
-    from _common import run_campaign
+    from _common import run_beside_load
 
     if not args.render_only:
         pinned = next(c.cpus for m in the_campaign.matrices for c in m.configs if c.cpus)
-        generator = load_generator(avoid=pinned) if condition == "loaded" else None
-        try:
-            start = os.getloadavg()[0]
-            run_campaign(the_campaign, store_of(condition))
-            load = (start, os.getloadavg()[0])
-        finally:
-            if generator is not None:
-                generator.kill()
-                generator.wait()
+        load = run_beside_load(the_campaign, store_of(condition), condition == "loaded", avoid=pinned)
     else:
         load = (None, None)
     if not store_of(condition).exists():
