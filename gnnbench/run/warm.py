@@ -63,12 +63,12 @@ Note [cheap processes]
     on the A/A configuration: the wall time per process and the spread of
     process medians across (a) fresh processes, (b) forks of one parent,
     (c) forks with a fresh parent per round of two, (d) the same with a
-    spare parent (Note [a spare parent]). Figures: to be measured on a
-    quiet machine (``python benchmarks/bench_process_start.py --rounds
-    20``). At toy scale (``--toy``, a 400-node graph) on this project's
-    machine at load 7-9, the overhead per process was 8.6 s fresh, 0.35 s
-    a fork plus the parent's start shared by its processes: about 7 s for
-    a per-round parent, shared by a round's two processes.
+    spare parent (Note [a spare parent]). The figures are in that table:
+    a fork's own overhead is a fraction of a fresh process's; a parent per
+    round costs more, its start shared only by that round's processes (four
+    in ``gnnbench ab``'s ABBA rounds), and less again with a spare parent.
+    Re-measure with ``python benchmarks/bench_process_start.py --rounds 20``
+    (and ``--condition loaded``).
 
     **No thread pool before the fork.** A fork copies only the calling
     thread; a library whose pool was started in the parent (GNU OpenMP's,
