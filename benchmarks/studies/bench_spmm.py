@@ -27,6 +27,22 @@ Note [a process per round]
     in its row. ``--processes 1`` measures in this process, and the table
     says that one process claims no interval.
 
+Note [busy processes]
+    A ratio measured beside a busy core measures the load: DGL's kernel
+    splits rows statically over its OpenMP threads, so one busy core slows
+    it far more than isplib's dynamic partition (issue 55: the published
+    2.73x over DGL, measured at load 1.8-1.9, was 1.15-1.66x quiet). So each
+    process records the machine around its timed rounds of every case, as a
+    run row's ``machine_state`` does (:class:`~gnnbench.run.machine_state.
+    MachineWindow`, Note [machine state]), and the pooled case carries each
+    process's ``other_cpu_share``. A process above
+    :data:`~gnnbench.core.stability.OTHER_CPU_LIMIT` is flagged: every row of
+    its case says "busy machine" in its stability column
+    (:meth:`~gnnbench.core.statistics.Processes.note`), the case's sentence
+    lists the shares, and its headline sentence says it is not a headline.
+    Contention is a finding of its own, measured as one (``--condition``-style
+    runs beside the load generator), never folded into a kernel ratio.
+
 Note [effective bandwidth]
     bytes moved = indices + indptr + gathered rows + output rows
     = ``s (E + N + 1) + 4 F (E + N)`` for ``s``-byte indices; GB/s is that
@@ -99,12 +115,14 @@ Results go to ``results/studies/bench_spmm.json`` and ``results/studies/bench_sp
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -115,9 +133,10 @@ import torch
 from numba import njit, prange
 
 from gnnbench.core.measurement import Measurement
-from gnnbench.core.stability import MIN_PROCESSES
+from gnnbench.core.stability import MIN_PROCESSES, OTHER_CPU_LIMIT
 from gnnbench.core.statistics import CONFIDENCE, ONE_PROCESS, Processes, speedup
 from gnnbench.run.bounds import measure_bounds, spmm_bytes
+from gnnbench.run.machine_state import MachineWindow
 from gnnbench.runtime.graph import Graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
@@ -324,9 +343,13 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
     for bound in _BOUNDS:
         systems[bound]()  # compiled for its arguments' types (a read-only index array is a type of its own)
     samples: dict[str, list[float]] = {k: [] for k in systems}
+    window = MachineWindow()  # the machine around the timed rounds, as a run row's (Note [busy processes])
+    window.begin()
     for _ in range(rounds):
         for name, fn in systems.items():
             samples[name].append(_timed(fn))
+    window.end()
+    state = window.state()
     idx_bytes = graph.indices.dtype.itemsize
     moved = spmm_bytes(graph.num_edges, graph.num_nodes, width, idx_bytes, 4)  # Note [spmm figures]
     results = {}
@@ -338,6 +361,7 @@ def run_case(graph: Graph, width: int, rounds: int, tuning_dir: str) -> dict:
                          "GFLOPs": graph.num_edges * width / m.median / 1e9,  # E*F/t (Note [spmm figures])
                          "samples_ms": [t * 1e3 for t in ts]}
     return {"width": width, "bytes_moved": moved, "results": results, "notes": notes,
+            "machine_state": None if state is None else dataclasses.asdict(state),
             "tuning": {"chosen": tune.choices[key].label, "wall_time_s": tune.wall_time_s,
                        "chosen_ms": tune.times_ms[key][tune.choices[key].label], "default_ms": tune.default_ms[key],
                        "variants_ms": tune.times_ms[key]}}
@@ -436,9 +460,17 @@ def run_provenance(allocator: str, **settings) -> dict:
                       uptime_start=uptime(), **settings)
 
 
-def _processes(results: list[dict], name: str) -> Processes:
-    """``name``'s samples in every process's results, in seconds."""
-    return processes_of([[t / 1e3 for t in r[name]["samples_ms"]] for r in results])
+def _processes(results: list[dict], name: str, shares: tuple[float, ...] = ()) -> Processes:
+    """``name``'s samples in every process's results, in seconds, with the processes' other-CPU shares."""
+    return replace(processes_of([[t / 1e3 for t in r[name]["samples_ms"]] for r in results]),
+                   other_cpu_shares=shares)
+
+
+def other_cpu_shares(cases: list[dict]) -> tuple[float, ...]:
+    """Each process's ``other_cpu_share`` over its timed rounds of one case, where it could be read
+    (Note [busy processes])."""
+    states = [c.get("machine_state") or {} for c in cases]
+    return tuple(float(s["other_cpu_share"]) for s in states if isinstance(s.get("other_cpu_share"), (int, float)))
 
 
 def pool_case(cases: list[dict]) -> dict:
@@ -450,10 +482,11 @@ def pool_case(cases: list[dict]) -> dict:
     """
     first = cases[0]
     each = [c["results"] for c in cases]
-    tuned = _processes(each, "isplib (tuned)")
+    shares = other_cpu_shares(cases)
+    tuned = _processes(each, "isplib (tuned)", shares)
     results = {}
     for name, r in first["results"].items():
-        ps = _processes(each, name)
+        ps = _processes(each, name, shares)
         moved = r["GBps"] * r["median_ms"] * 1e6  # bytes: GB/s times seconds
         results[name] = {"median_ms": ps.median * 1e3, "iqr_ms": ps.iqr * 1e3, "noise": r.get("noise", "")
                          if len(ps) == 1 else "", "GBps": moved / ps.median / 1e9, "processes": len(ps),
@@ -464,7 +497,13 @@ def pool_case(cases: list[dict]) -> dict:
     tuning = dict(first["tuning"], chosen=max(set(chosen), key=chosen.count), chosen_by_process=chosen,
                   wall_time_s=float(np.median([c["tuning"]["wall_time_s"] for c in cases])))
     notes = list(dict.fromkeys(n for c in cases for n in c["notes"]))
-    return dict(first, results=results, tuning=tuning, notes=notes, processes=len(cases))
+    return dict(first, results=results, tuning=tuning, notes=notes, processes=len(cases),
+                other_cpu_shares=list(shares), busy=busy_processes(shares))
+
+
+def busy_processes(shares: tuple[float, ...] | list[float]) -> int:
+    """How many processes ran beside another busy one (Note [busy processes])."""
+    return sum(share > OTHER_CPU_LIMIT for share in shares)
 
 
 def pool_orientations(cases: list[dict]) -> dict:
@@ -526,9 +565,11 @@ def markdown(report: dict) -> str:
         picked = t.get("chosen_by_process", [t["chosen"]])
         variant = f"variant `{t['chosen']}`" + (
             f" in {picked.count(t['chosen'])} of {len(picked)} processes" if len(set(picked)) > 1 else "")
-        lines += ["", f"isplib (tuned, {variant}, tuning took {t['wall_time_s']:.1f} s) is "
+        lines += ["", busy_sentence(case),
+                  f"isplib (tuned, {variant}, tuning took {t['wall_time_s']:.1f} s) is "
                   f"**{_vs_isplib(peers[best_peer])}** faster than the fastest peer ({best_peer}) "
-                  f"and {plain / tuned:.2f}x faster than the plain numba loop."]
+                  f"and {plain / tuned:.2f}x faster than the plain numba loop"
+                  + (" (measured beside a busy process: not a headline)." if case.get("busy") else ".")]
         if _GATHERS in res:
             alone = res[_GATHERS]["median_ms"]
             target = peers[best_peer]["median_ms"] / 1.5
@@ -545,6 +586,18 @@ def markdown(report: dict) -> str:
     if report.get("orientations"):
         lines += orientation_markdown(report)
     return "\n".join(lines)
+
+
+def busy_sentence(case: dict) -> str:
+    """What the other processes took of the CPUs while each process timed this case (Note [busy processes])."""
+    shares = case.get("other_cpu_shares") or []
+    if not shares:
+        return "Other processes' share of the CPUs: not recorded."
+    flagged = case.get("busy", 0)
+    return (f"Other processes' share of the CPUs while each process timed its rounds: "
+            + ", ".join(f"{s:.0%}" for s in shares)
+            + (f"; {flagged} of {len(shares)} above {OTHER_CPU_LIMIT:.0%}, so every figure of this case is marked "
+               "busy and none is a headline." if flagged else f"; none above {OTHER_CPU_LIMIT:.0%}."))
 
 
 def _processes_sentence(report: dict) -> str:

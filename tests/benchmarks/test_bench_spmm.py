@@ -131,3 +131,27 @@ def test_a_failed_process_ends_the_series_and_keeps_the_finished_ones(bench, mon
     assert ("One process of 3 interleaved rounds: 1 process: no significance claimed, so no intervals "
             "(Note [a process per round]). Process 2 of 3 failed (exit status 1): the tables pool the 1 that "
             "finished.") in bench.markdown(report)
+
+
+def _with_share(process, share):
+    """``process`` with the other-CPU share its timed rounds saw (as run_case records the machine state)."""
+    for case in process["cases"]:
+        case["machine_state"] = {"other_cpu_share": share, "load_before": [0.1, 0.1, 0.1]}
+    return process
+
+
+def test_a_process_beside_a_busy_one_marks_its_case_and_keeps_it_out_of_the_headline(bench):
+    processes = [_with_share(_process(bench), share) for share in (0.01, 0.02, 0.35, 0.0, 0.03)]
+    text = bench.markdown(_report(bench, processes))
+    assert ("Other processes' share of the CPUs while each process timed its rounds: 1%, 2%, 35%, 0%, 3%; 1 of 5 "
+            "above 10%, so every figure of this case is marked busy and none is a headline.") in text
+    assert "busy machine: other processes took up to 35% of the CPUs" in text
+    assert "faster than the plain numba loop (measured beside a busy process: not a headline)." in text
+
+
+def test_quiet_processes_state_their_shares_and_keep_the_headline(bench):
+    processes = [_with_share(_process(bench), share) for share in (0.01, 0.02, 0.0, 0.0, 0.03)]
+    text = bench.markdown(_report(bench, processes))
+    assert ("Other processes' share of the CPUs while each process timed its rounds: 1%, 2%, 0%, 0%, 3%; none "
+            "above 10%.") in text
+    assert "busy machine" not in text and "not a headline" not in text
