@@ -59,7 +59,7 @@ Note [cheap processes]
       of the code's; the benchmark would show whether it restores the
       fresh processes' spread.)
 
-    Measured by ``benchmarks/bench_process_start.py`` (results/process_start_quiet.md),
+    Measured by ``benchmarks/studies/bench_process_start.py`` (results/studies/process_start_quiet.md),
     on the A/A configuration: the wall time per process and the spread of
     process medians across (a) fresh processes, (b) forks of one parent,
     (c) forks with a fresh parent per round of two, (d) the same with a
@@ -67,7 +67,7 @@ Note [cheap processes]
     a fork's own overhead is a fraction of a fresh process's; a parent per
     round costs more, its start shared only by that round's processes (four
     in ``gnnbench ab``'s ABBA rounds), and less again with a spare parent.
-    Re-measure with ``python benchmarks/bench_process_start.py --rounds 20``
+    Re-measure with ``python benchmarks/studies/bench_process_start.py --rounds 20``
     (and ``--condition loaded``).
 
     **No thread pool before the fork.** A fork copies only the calling
@@ -109,7 +109,7 @@ Note [a spare parent]
     allowed CPUs that the configurations are not pinned to (CPU 0 beside
     the A/A configuration's CPU 1), and a spare is an option, off by
     default; unpinned runs get it unpinned. Whether the neighbour moves the
-    figures is for ``benchmarks/bench_process_start.py`` to show (its way
+    figures is for ``benchmarks/studies/bench_process_start.py`` to show (its way
     ``fork, spare parent per round``). Once prepared, a spare sleeps on its
     socket and costs nothing. Its children are pinned as the runs say, not
     where it prepared.

@@ -1,4 +1,4 @@
-"""benchmarks/bench_process_start.py: each way's overhead and spreads from fixed rows, and its table."""
+"""benchmarks/studies/bench_process_start.py: each way's overhead and spreads from fixed rows, and its table."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,6 +48,6 @@ def test_the_table_names_each_way_and_a_way_not_measured_shows_as_such(bench):
     meta = {"rounds": 2, "condition": "quiet", "dataset": "rmat:x", "epochs": 22, "warmup": 2, "threads": 1,
             "cpus": "1", "measured": "quiet: measured."}
     text = bench.render(bench.summarise(rows), meta)
-    assert "`python benchmarks/bench_process_start.py --rounds 2 --condition quiet`: GCN on `rmat:x`" in text
+    assert "`python benchmarks/studies/bench_process_start.py --rounds 2 --condition quiet`: GCN on `rmat:x`" in text
     lines = [line for line in text.splitlines() if line.startswith("| fork, one parent")]
     assert lines and lines[0].split("|")[2].strip() == "0" and "-" in lines[0].split("|")[3]
