@@ -15,11 +15,12 @@ from how the child ended exactly as for a fresh worker
 Note [cheap processes]
     A fresh worker pays Python's start-up, ``import torch`` (1.5 s on this
     project's machine), the platform's and the system's imports, numba's
-    CPU target and the dataset's load before its first epoch: 5.5 s of
-    ``gnnbench run`` for 0.26 s of timed epochs on the A/A configuration
-    (issue 54). A fork of a process that has done all that costs a few
-    milliseconds, so the budget of a comparison goes on processes, where
-    the variance is (Kalibera and Jones).
+    CPU target and the dataset's load before its first epoch: many times
+    the timed epochs of a short run on the A/A configuration (issue 54;
+    results/studies/process_start_quiet.md has the figures). A fork of a
+    process that has done all that costs a few milliseconds, so the budget
+    of a comparison goes on processes, where the variance is (Kalibera and
+    Jones).
 
     What a fork keeps of the variance between processes, and what it loses:
 

@@ -47,8 +47,9 @@ Note [tuning budget]
 
     * no compilation: a width-specialised kernel compiles once per width
       and machine (numba's disk cache keeps it), 5-30 s on a quiet machine
-      and minutes on a loaded one (GCN's first run at 4M edges took 455 s
-      of tuning against a 120 s budget when compilation was allowed). Under
+      and minutes on a loaded one (GCN's first run at 4M edges spent several
+      times its budget tuning when compilation was allowed:
+      ``results/studies/isplib-kernels.md``). Under
       a budget it is a candidate only when already compiled in this process
       or found in numba's disk cache (:meth:`_Case.fixed_ready`);
       ``gnnbench tune`` compiles it, after which every run may choose it.
