@@ -51,3 +51,12 @@ def test_the_table_names_each_way_and_a_way_not_measured_shows_as_such(bench):
     assert "`python benchmarks/studies/bench_process_start.py --rounds 2 --condition quiet`: GCN on `rmat:x`" in text
     lines = [line for line in text.splitlines() if line.startswith("| fork, one parent")]
     assert lines and lines[0].split("|")[2].strip() == "0" and "-" in lines[0].split("|")[3]
+
+
+def test_a_conditions_table_goes_to_the_studies_and_its_rows_stay_in_their_store(bench):
+    from types import SimpleNamespace
+
+    quiet, toy = SimpleNamespace(condition="quiet", toy=False), SimpleNamespace(condition="quiet", toy=True)
+    assert bench.default_out(quiet) == str(bench.ROOT / "results" / "studies" / "process_start_quiet")
+    assert bench.store_of(quiet) == bench.ROOT / "results" / "process_start_quiet.sqlite"
+    assert bench.default_out(toy) == str(bench.ROOT / "results" / "tmp" / "process_start_toy")  # beside its store
