@@ -57,9 +57,9 @@ def test_a_measured_table_and_a_commit_are_found():
     assert measured(doc.format(rst)) == [3] and measured(doc.format(reference)) == []
     assert measured("x = 1\n# fixed at commit 5ae7ac4, 2x faster\n") == [2]
     assert measured(doc.format("| width | ms |\n|---|---|\n| 64 | 27.0 |\n")) == [5]
-    prose = "Why:\n    The gather took 40 against 18 ms at width 64\n    (31 ms once prefetched).\n"
+    prose = "Why:\n    The gather took 40 ms against 18 ms at width 64\n    (31 ms once prefetched).\n"
     assert measured(doc.format(prose)) == [3]
-    assert measured("x = 1\n# The gather took 40 against\n# 18 ms (31 ms once prefetched).\n") == [2]
+    assert measured("x = 1\n# The gather took 40 ms against\n# 18 ms (31 ms once prefetched).\n") == [2]
 
 
 def test_a_reason_an_example_and_a_rendered_header_are_not_measured_tables():
