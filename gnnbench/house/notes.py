@@ -141,7 +141,7 @@ _TIME = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|us|s)(?!\w)")
 _LITERAL = re.compile(r"``[^`]*``")
 _BORDER = re.compile(r"^\s*={3,}(?:\s+={3,})+\s*$")
 _MARKDOWN_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_COMMIT = re.compile(r"\b(?:commits?|at|after|before|since)\s+`*(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}\b")
+_COMMIT = re.compile(r"\b(?i:commits?|at|after|before|since)\s+`*(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}\b")
 
 
 def _blocks(source: str) -> list[list[tuple[int, str]]]:
