@@ -58,7 +58,7 @@ def render(records: list[dict], meta: dict) -> str:
         "autocorrelation 0.54, lag 2 0.36) plus what each process keeps, fitted to issue 54's A/A runs (quiet: "
         "spread 12 %; ASLR off: paired sd 8.4 %); the second block adds outlier processes, a heavier tail than "
         "the normal's. Simulated, not measured: the A/A campaign "
-        "(`benchmarks/bench_aa.py --decide`) measures the same on real processes.", "",
+        "(`benchmarks/studies/bench_aa.py --decide`) measures the same on real processes.", "",
         Table(["noise", "paired sd", "system", "called different", "called slower", "same", "undecided",
                "rounds (median / 90th pct)", "processes (median / 90th pct)"], cells,
               [False, True, False, True, True, True, True, True, True]).render("markdown").rstrip("\n"), "",
