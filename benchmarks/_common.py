@@ -2,8 +2,8 @@
 
 Published tables are campaign pages, rendered by ``gnnbench campaign run|render NAME``
 (:mod:`gnnbench.campaign`); what stays here serves the scripts that remain: the studies
-(benchmarks/studies/, each a question a campaign cannot express) and the A/A and run-check
-benchmarks. A study that trains runs its campaign through :func:`run_campaign` (the sweep:
+(benchmarks/studies/, each a question a campaign cannot express, the A/A study among them) and the
+run-check benchmark. A study that trains runs its campaign through :func:`run_campaign` (the sweep:
 its own process per run, interleaved, resumable, every row stored with its provenance in
 :data:`RESULTS_DB`); one that times kernels outside the training loop uses
 :func:`provenance` and :func:`write_results` so its JSON carries the machine, commit and
