@@ -210,7 +210,7 @@ def measured(source: str) -> list[int]:
         * a Markdown table row (a line opening and closing with ``|``) that
           holds a figure;
         * a commit hash after ``commit``, ``at``, ``after``, ``before`` or
-          ``since``: a figure's provenance;
+          ``since``, in any case: a figure's provenance;
         * a paragraph with three figures or more, one of them a time: a
           table written as prose.
 
