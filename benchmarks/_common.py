@@ -2,8 +2,8 @@
 
 Published tables are campaign pages, rendered by ``gnnbench campaign run|render NAME``
 (:mod:`gnnbench.campaign`); what stays here serves the scripts that remain: the studies
-(benchmarks/studies/, each a question a campaign cannot express) and the A/A and run-check
-benchmarks. A study that trains runs its campaign through :func:`run_campaign` (the sweep:
+(benchmarks/studies/, each a question a campaign cannot express, the A/A study among them) and the
+run-check benchmark. A study that trains runs its campaign through :func:`run_campaign` (the sweep:
 its own process per run, interleaved, resumable, every row stored with its provenance in
 :data:`RESULTS_DB`); one that times kernels outside the training loop uses
 :func:`provenance` and :func:`write_results` so its JSON carries the machine, commit and
@@ -335,7 +335,12 @@ def pool_rounds(frame):
     Note [rounds pool]
         The machine's speed swings within seconds (Note [machine noise] in
         benchmarks/studies/probe_noise.py), so a campaign repeats its configurations
-        in interleaved rounds, each its own process. A configuration's row
+        in interleaved rounds, each its own process. Which stored runs are one
+        configuration's rounds, and which of them are pooled (the successful
+        ones, oldest first; a configuration with no successful round keeps its
+        latest row), is :func:`gnnbench.results.configurations.configurations`'
+        (Note [configurations]), keyed here by the sweep's provenance, which
+        names the system and its build. A configuration's row
         then holds the statistics ``compare`` uses (Note [between-process
         statistics] in gnnbench/core/statistics.py): each phase's median is
         the median of the per-process medians and its IQR the median of the
@@ -344,18 +349,19 @@ def pool_rounds(frame):
         ``*_times`` lists keep every epoch of every round. Per-run figures
         (prepare, tuning, peak memory and what the loop held,
         ``extra.held_bytes``) are the median over rounds. ``rounds`` counts
-        the processes pooled; a configuration with no successful round keeps
-        its last row.
+        the processes pooled.
     """
     import numpy as np
     import pandas as pd
 
-    from gnnbench.core.measurement import Measurement
+    from gnnbench.results.configurations import configurations
 
+    configs, _ = configurations(frame.assign(_row=range(len(frame))), ["provenance"])
     pooled = []
-    for _, group in frame.groupby("provenance", sort=False):
-        good = group[group["status"] == "ok"]
-        row = (good if len(good) else group).iloc[-1].copy()
+    for config in configs:
+        runs = frame.iloc[[run["_row"] for run in config.rows]]  # its successful runs, or its latest one
+        good = runs[runs["status"] == "ok"]
+        row = runs.iloc[-1].copy()
         row["rounds"] = len(good)
         row["process_epoch_times"] = [list(lst) for lst in good["epoch_times"] if isinstance(lst, list) and lst] \
             if len(good) else None

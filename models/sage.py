@@ -20,9 +20,9 @@ the width the SpMMs run at and the width of what autograd keeps.
   had: the first layer aggregates first unless ``in > 2 out``, a hidden
   layer transforms first when it narrows (``out < in``). Aggregating first
   there runs the matmul on the destinations, not on the sources, about
-  ten times as many: SAGE on ogbn-products' shape (100 features, hidden
-  64) took 0.34 s of backward an epoch this way against 0.58 s
-  transforming first, one run each (results/sampled_products.md was
+  ten times as many: on ogbn-products' shape (100 features, hidden
+  64) that cost less backward time than transforming first, one run each
+  (``results/studies/runtime-notes.md``; results/sampled_products.md was
   measured before). PyG's ``SAGEConv`` always aggregates first.
 
 No normalisation of the output.

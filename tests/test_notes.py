@@ -1,14 +1,14 @@
-"""Notes as documentation: docs/notes.md indexes every Note (generated, kept current), and no citation dangles.
+"""Notes as documentation: docs/notes.md indexes every Note (generated, kept current), no citation dangles, and no
+docstring or comment holds a measured table.
 
 Note [notes] in gnnbench/house/notes.py says what a Note and a citation are.
 """
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
-from gnnbench.house.notes import INDEX, Place, dangling, definitions, render_index
+from gnnbench.house.notes import INDEX, Place, dangling, definitions, measured, measured_places, render_index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,38 +43,29 @@ def test_a_dangling_citation_is_found_and_a_wrapped_one_is_not(tmp_path):
     assert dangling(tmp_path) == {"no such note": [Place("gnnbench/a.py", 9)]}
 
 
-#: what a measured figure looks like: a number with a unit of time, memory, bandwidth or ratio, or a decimal
-_FIGURE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|us|s|MiB|GiB|GB/s|x)\b|\b\d+\.\d+\b")
-_BORDER = re.compile(r"^\s*#?\s*={3,}(?:\s+={3,})+\s*$")
-_COMMIT = re.compile(r"\b(?:commits?|at|after|before|since)\s+`*(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}\b")
-_PACKAGE = ("gnnbench", "systems", "dsl", "models", "datasets")
-
-
-def _measured(text: str) -> list[int]:
-    """Lines opening a table (reStructuredText's ``====`` borders) that holds measured figures, and lines naming
-    a commit: what results/ holds, not the code (Note [notes])."""
-    lines, found, border = text.split("\n"), [], []
-    for number, line in enumerate(lines, 1):
-        if _BORDER.match(line):
-            border.append(number)
-            if len(border) == 3:
-                if any(_FIGURE.search(row) for row in lines[border[1]:border[2] - 1]):
-                    found.append(border[0])
-                border = []
-        if _COMMIT.search(line):
-            found.append(number)
-    return found
-
-
 def test_no_docstring_or_comment_holds_a_measured_table_or_a_commit():
-    places = [f"{path.relative_to(REPO)}:{line}" for folder in _PACKAGE for path in sorted((REPO / folder).rglob("*.py"))
-              for line in _measured(path.read_text(encoding="utf-8"))]
+    places = measured_places(REPO)
     assert not places, ("measured tables and commit hashes belong in results/ (a study or the table they came "
-                        "from); keep the reason in the Note and link the figure:\n  " + "\n  ".join(places))
+                        "from); keep the reason in the Note and link the figure (Note [measured tables] in "
+                        "gnnbench/house/notes.py):\n  " + "\n  ".join(map(str, places)))
 
 
 def test_a_measured_table_and_a_commit_are_found():
-    table = "    ====  =====\n    size  time\n    ====  =====\n    4M    3.1 s\n    ====  =====\n"
+    doc = '"""A module.\n\n{}"""\n'
+    rst = "    ====  =====\n    size  time\n    ====  =====\n    4M    3.1 s\n    ====  =====\n"
     reference = "    ====  =====\n    kernel  call\n    ====  =====\n    spmm  mm\n    ====  =====\n"
-    assert _measured(table) == [1] and _measured(reference) == []
-    assert _measured("x\n# fixed at commit 5ae7ac4, 2x faster\n") == [2]
+    assert measured(doc.format(rst)) == [3] and measured(doc.format(reference)) == []
+    assert measured("x = 1\n# fixed at commit 5ae7ac4, 2x faster\n") == [2]
+    assert measured(doc.format("| width | ms |\n|---|---|\n| 64 | 27.0 |\n")) == [5]
+    prose = "Why:\n    The gather took 40 ms against 18 ms at width 64\n    (31 ms once prefetched).\n"
+    assert measured(doc.format(prose)) == [3]
+    assert measured("x = 1\n# The gather took 40 ms against\n# 18 ms (31 ms once prefetched).\n") == [2]
+
+
+def test_a_reason_an_example_and_a_rendered_header_are_not_measured_tables():
+    doc = '"""A module.\n\n{}"""\n'
+    assert measured(doc.format("A hand-off took ~20 ms per call, so small graphs run serially.\n")) == []
+    assert measured(doc.format("``forward 1.00 ms, backward 2.00 ms, optimizer 0.10 ms``\n")) == []
+    assert measured(doc.format("Pages of 2 MiB and 4 KiB; 64 MiB arrays, 10 % of them.\n")) == []
+    assert measured(doc.format("Took 40 ms.\n\nThen 18 ms.\n\nThen 1.5x.\n")) == []  # paragraphs apart
+    assert measured('HEADER = ["| arm | median ms |", "| 1.0 ms | 2.0 ms | 3.0 ms |"]\n') == []

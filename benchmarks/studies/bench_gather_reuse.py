@@ -32,52 +32,26 @@ Note [reuse the target needs]
     standing for what the hardware got in that run. Hits are counted as free,
     which favours the target: the real need is higher.
 
-    At c59b6d7's timings, L2 2 MiB a core (``results/studies/gather_reuse.md``):
-
-    * R-MAT, F = 128 needs 0.59 of the gathers served from L2. LRU gives 0.43,
-      LRU over the rows in RCM order 0.44, the hottest 4,096 rows pinned 0.60,
-      LRU that does not keep far rows 0.62 and MIN 0.68; with half the L2,
-      0.27 / 0.28 / 0.46 / 0.50 / 0.56;
-    * uniform, F = 128 needs 0.14: LRU 0.02, RCM 0.06, pinned 0.04, far rows
-      not kept 0.15, MIN 0.19;
-    * uniform, F = 32 needs 0.13: LRU 0.08, RCM 0.12, pinned 0.13, far rows
-      not kept 0.27, MIN 0.37.
-
-    So each short cell needs most of the way from LRU to MIN. Row order gives
-    little: these graphs have no locality for an order to find (on R-MAT,
-    rows grouped by their most gathered neighbour, by degree or at random all
-    gave LRU 0.43, as RCM's 0.44).
+    In the run of ``results/studies/gather_reuse.md`` each short cell needs
+    most of the way from LRU to MIN. Row order gives little: these graphs
+    have no locality for an order to find (RCM and every other order tried
+    gave about LRU's hits). The figures, cell by cell and policy by policy:
+    ``results/studies/gather-reuse-reading.md``.
 
     Pinning is the one policy a kernel can build itself, and on paper it
-    reaches R-MAT 128's 0.59. Built, it does not: the hot rows' edges go in
+    reaches R-MAT 128's need. Built, it does not: the hot rows' edges go in
     a second pass that adds into ``out`` while the rows stay in L2, which
     costs one more pass over ``out`` and leaves the hot rows sharing L2 with
-    it. A C probe of the tuned loop's shape (prefetch 8 rows ahead, 15
-    interleaved rounds, ``x`` on 2 MiB pages as bench_spmm's NumPy ``x`` is):
-    one pass 46.5-47.2 ms; the 3,072 hottest rows in a second pass 41.0-41.5;
-    the 4,096 hottest split into two sets of 2,048, one per core, each core
-    adding one set and then the other (two passes after the cold one) 40.5-41.1;
-    a second tier of the next 4,096 rows the same way 41.4. That is 1.13-1.17x,
-    about the in-order walk (41.5 in the bench_spmm run), against the 1.375x
-    that R-MAT 128 needs (49.5 to 36.0 ms). On the uniform graph at F = 32,
-    where pinning meets the need on paper (0.13), the same probe (prefetch 8
-    or 16 ahead) gave one pass 17.1-18.4 ms, the 8,192 or 16,384 hottest
-    rows in a second pass 17.5-18.9, split between the cores 18.6-19.9: the
-    pass over ``out`` costs more than the hits save. The earlier two-pass
-    split in numba (Note [software prefetch] in
-    ``systems/isplib/intrinsics.py``) gained nothing over isplib's own single
-    pass either. Every output of the probe matched its one-pass sum.
+    it. A C probe of the tuned loop's shape gained about the in-order walk
+    on R-MAT 128, well short of the need, and on the uniform graph, where
+    pinning meets the need on paper, the pass over ``out`` cost more than
+    the hits saved. The earlier two-pass split in numba (Note [software
+    prefetch] in ``systems/isplib/intrinsics.py``) gained nothing over
+    isplib's own single pass either.
 
     The CPU has two ways to keep a row out of L2, for the "far rows not kept"
-    policy, and both cost more than the hits would save:
-
-    * ``prefetchnta`` for the rows not kept: R-MAT F = 128 53-98 ms against
-      46 for ``prefetcht0`` on every row, uniform F = 128 193-200 against 58
-      (Note [software prefetch]);
-    * ``cldemote`` of a gathered row's lines when its next gather is more
-      than 8,192 or 16,384 away (the flags precomputed): the same C probe on
-      R-MAT at F = 128, 69.0-73.3 ms against 59.0-60.2 without it on 4 KiB
-      pages, 62.9-64.8 against 49.1-49.4 on 2 MiB pages.
+    policy, ``prefetchnta`` and ``cldemote``, and both cost more than the
+    hits would save (probed: ``results/studies/gather-reuse-reading.md``).
 """
 from __future__ import annotations
 

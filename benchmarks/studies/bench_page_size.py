@@ -24,10 +24,10 @@ Note [pages under the gathers]
     much of the map is resident, and how, is each process's own, which made
     it a candidate, not shown, for why isplib's epochs varied more between
     processes than DGL's.
-    ``results/studies/page_size.md`` has the figures: on Reddit's shape at width 64
-    the map costs 1.07x an anonymous copy of the indices and the features
-    on 2 MiB pages 0.87x; whether the indices are on 2 MiB pages changed
-    nothing in that run.
+    ``results/studies/page_size.md`` has the figures: on Reddit's shape the
+    map cost a little more than an anonymous copy of the indices, the
+    features on huge pages made the epoch faster, and whether the indices were on huge
+    pages changed nothing in that run.
 """
 from __future__ import annotations
 

@@ -71,44 +71,19 @@ Note [gather bounds]
     line of a 32 MiB table costs a trip to memory, so a gather loop is
     bound by how many of those trips each core keeps in flight.
 
-    The run at c59b6d7 (``results/studies/bench_spmm.md``, tcmalloc, load 1.0-1.7,
-    everything about 25 % slower than at 5ae7ac4, DGL included) put the
-    latency at 7 ns for 1 MiB, 40 for 4 and 178 for 32 MiB, so ``x`` lives
-    in memory, not in the 480 MiB last level the virtual CPU reports. Of
-    the three cells short of 1.5x DGL there, by the tables above:
-
-    * R-MAT, F = 128 (1.09x): 1.5x needs 36.0 ms, the in-order walk takes
-      41.5. Reaching it takes fewer rows from memory than even a stream
-      fetches, so more reuse from L2 than the graph's order gets (its hub
-      rows already give some: at F = 64 the graph's order beat the walk,
-      17.0 against 18.4); source blocks, the best measured, gave 1.26x;
-    * uniform, F = 128 (1.32x): needs 61.0, in order 58.0, the graph's
-      order 68.4. 1.5x needs the random order within 5 % of the in-order
-      walk, on a graph with nothing to reuse (every source row is gathered
-      about 20 times, by rows spread over the whole graph);
-    * uniform, F = 32 (1.42x): needs 15.5, gathers 16.5, in order 9.1.
-      Each core has about 43 lines in flight at 178 ns (2M rows of 2
-      lines in 16.5 ms); 1.5x needs 46. Software prefetch does not add
-      any: the tuner picks distance 0 here, and the L2-only and two-level
-      hints lost (Note [software prefetch]). A plain parallel gather of
-      random 128-byte rows from a 32 MiB table, probed apart, managed 5.8
-      ns a line a core against this loop's 4.1;
-    * R-MAT, F = 32 (1.54x) and both F = 64 cells (1.64x, 1.57x) met it in
-      this run, and R-MAT 64 / uniform 64 fell short in others (1.39x and
-      1.49x): those are inside the run-to-run spread.
+    Read against the target, the latency puts ``x`` in memory, not in the
+    last level the virtual CPU reports, and the cells short of 1.5x DGL
+    need fewer rows fetched from memory than even the in-order walk: reuse
+    from L2 that the graph's order does not give, or (on the uniform graph)
+    more lines in flight per core than this loop keeps. Software prefetch
+    and narrower indices were probed and move none of them across. The
+    reading, cell by cell, with its run's commit and load:
+    ``results/studies/spmm-gap.md``.
 
     How much reuse from L2 the graphs offer, and what the short cells
     need of it, is ``benchmarks/studies/bench_gather_reuse.py``'s: it replays each
     thread's gathers through a simulated L2 under LRU, pinned hot rows and
-    Belady's MIN (Note [reuse the target needs] there). Each short cell needs
-    most of the way from LRU to MIN; pinning, built, gives 1.13-1.17x.
-
-    Narrower indices were probed too (int32 instead of the graph's int64,
-    the tuned variant, one process under glibc's malloc, which the kernel
-    never calls, 21 interleaved rounds): 0.93-0.99x the time in five cells
-    and 1.06x in the sixth, a few percent that moves none of the cells
-    above across 1.5x and would need a second compiled signature per
-    kernel.
+    Belady's MIN (Note [reuse the target needs] there).
 
 Results go to ``results/studies/bench_spmm.json`` and ``results/studies/bench_spmm.md``.
 """

@@ -13,10 +13,10 @@ Note [machine noise]
     alternately on every thread numba has and on one thread, for ``seconds``.
 
     On the 2-core machine gnnbench is developed on, with nothing else running
-    (load average 0.0, 2026-12-01, results/studies/machine_noise.md), 111 calls of
-    the two-thread loop took 76 to 200 ms (median 134) within 40 s, and the
-    one-thread loop 170 to 361 ms; isplib's kernels in two identical GCN runs
-    minutes apart took 72 and 134 ms an epoch. Identical work, 2x apart: the
+    (results/studies/machine_noise.md, and the first run's figures in
+    results/studies/study-notes.md), identical calls of the loop varied by more
+    than two to one within a minute, and isplib's kernels in
+    two identical GCN runs minutes apart differed as much: the
     machine is shared with tenants we cannot see. Hence
     the rules the benchmarks follow: compare systems only inside one sweep,
     whose rounds interleave them (Note [sweep order]); repeat rounds and take

@@ -135,13 +135,16 @@ def published(root: Path) -> list[Listed]:
 
 
 def _makers(folder: Path, root: Path) -> dict[str, str]:
-    """Which script writes which table: the names its text gives under results/ (``"studies" / "X"`` or
-    ``results/studies/X``)."""
+    """Which script writes which table: the names its code gives under results/ (``"studies" / "X"`` or
+    ``"results/studies/X"``); a shell script's, which has no such code, by ``results/studies/X.md`` in its
+    text. A Python script's docstring that links a page (a Note's ``results/studies/X.md``) does not make it."""
     makers: dict[str, str] = {}
     for script in sorted(folder.glob("*.py")) + sorted(folder.glob("*.sh")):
         text = script.read_text(encoding="utf-8")
-        for found in re.findall(_WRITES, text):
-            makers.setdefault(next(f for f in found if f), str(script.relative_to(root)))
+        for code, linked, quoted in re.findall(_WRITES, text):
+            if linked and script.suffix == ".py":
+                continue
+            makers.setdefault(code or linked or quoted, str(script.relative_to(root)))
     return makers
 
 

@@ -74,7 +74,7 @@ Note [sequential test]
     "undecided", which lowers both error rates. The unknown variance makes the
     bound approximate, which is why the rates are shown by simulation
     (:func:`gnnbench.core.simulation.simulate`) and by the A/A campaign
-    (``benchmarks/bench_aa.py --decide``). The interval printed beside a
+    (``benchmarks/studies/bench_aa.py --decide``). The interval printed beside a
     verdict is the fixed-sample interval of the rounds run: it reads the size
     of the difference, the test makes the call.
 

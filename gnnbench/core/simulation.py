@@ -7,8 +7,8 @@ placement), fitted to issue 54's A/A figures (:data:`QUIET`,
 :data:`ASLR_OFF`). :func:`simulate` lays paired rounds over such sequences
 (Note [paired rounds] in :mod:`gnnbench.core.sequential`), runs
 :func:`~gnnbench.core.sequential.decide`'s test on each trial and counts the
-verdicts. ``benchmarks/bench_sequential.py`` renders the table
-(results/sequential.md); a fast test pins the rates at a modest size.
+verdicts. ``benchmarks/studies/bench_sequential.py`` renders the table
+(results/studies/sequential.md); a fast test pins the rates at a modest size.
 
 Note [what pairing buys]
     Issue 54's A/A runs (GCN on a 262,144-edge R-MAT graph, 30 rounds of
@@ -22,7 +22,7 @@ Note [what pairing buys]
     ABBA rounds cancel also the drift's linear part across the round, and the
     sequential test stops as soon as the rounds decide: on :data:`QUIET`
     noise a 10 % slowdown is called slower after a median of 12 ABBA rounds
-    (90th percentile 15) at the default 5 % threshold (results/sequential.md has the
+    (90th percentile 15) at the default 5 % threshold (results/studies/sequential.md has the
     figures, with the 90th percentile and ASLR off beside them). With ASLR off
     the paired sd fell to 8.4 %; that is layout luck the cheap processes must
     still sample, not a setting to turn off (issue 54).

@@ -20,7 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Place", "definitions", "references", "dangling", "render_index", "SCANNED", "INDEX"]
+__all__ = ["Place", "definitions", "references", "dangling", "render_index", "measured", "measured_places", "SCANNED",
+           "MEASURED_SCANNED", "INDEX"]
 
 #: the folders (and top-level files) whose tracked text files hold Notes and their citations
 SCANNED = ("gnnbench", "systems", "dsl", "models", "datasets", "benchmarks", "tests", "docs", "campaigns", ".ci",
@@ -128,3 +129,104 @@ def render_index(root: Path) -> str:
         where = ", ".join(f"[{p.path}](../{p.path})" for p in defined[name])
         lines.append(f"| {name} | {where} |")
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- measured tables
+
+#: where Note [measured tables] holds: the package, and the study scripts (whose findings are their results')
+MEASURED_SCANNED = ("gnnbench", "systems", "dsl", "models", "datasets", "benchmarks")
+#: a figure: a number with a unit of time, memory, bandwidth, ratio or share, or a decimal
+_FIGURE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|us|s|MiB|GiB|GB/s|x|%)(?!\w)|(?<![\w.])\d+\.\d+(?![\w.])")
+_TIME = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|us|s)(?!\w)")
+_LITERAL = re.compile(r"``[^`]*``")
+_BORDER = re.compile(r"^\s*={3,}(?:\s+={3,})+\s*$")
+_MARKDOWN_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_COMMIT = re.compile(r"\b(?i:commits?|at|after|before|since)\s+`*(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}\b")
+
+
+def _blocks(source: str) -> list[list[tuple[int, str]]]:
+    """The module's docstrings (every string that stands as a statement) and runs of comment lines, each as
+    its ``(line number, text)`` lines; a comment's ``#`` or ``#:`` is dropped."""
+    import ast
+    import io
+    import tokenize
+
+    lines = source.split("\n")
+    blocks = [[(n, lines[n - 1]) for n in range(node.value.lineno, node.value.end_lineno + 1)]
+              for node in ast.walk(ast.parse(source))
+              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+              and isinstance(node.value.value, str)]
+    run: list[tuple[int, str]] = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        number = token.start[0]
+        if run and run[-1][0] != number - 1:
+            blocks.append(run)
+            run = []
+        run.append((number, re.sub(r"^#:?", "", token.string)))
+    return blocks + ([run] if run else [])
+
+
+def _figures(line: str) -> tuple[int, int]:
+    """``(figures, times)`` in ``line``, its double-backquoted examples left out."""
+    prose = _LITERAL.sub("", line)
+    return len(_FIGURE.findall(prose)), len(_TIME.findall(prose))
+
+
+def _measured_lines(block: list[tuple[int, str]]) -> list[int]:
+    found, border, paragraph = [], [], []
+    for i, (number, line) in enumerate(block):
+        if _BORDER.match(line):
+            border.append(i)
+            if len(border) == 3:
+                if any(_figures(text)[0] for _, text in block[border[1] + 1:border[2]]):
+                    found.append(block[border[0]][0])
+                border = []
+        if (_MARKDOWN_ROW.match(line) and _figures(line)[0]) or _COMMIT.search(line):
+            found.append(number)
+    for number, line in block + [(0, "")]:  # paragraphs: runs of lines that are not blank
+        if line.strip():
+            paragraph.append((number, line))
+            continue
+        counts = [_figures(text) for _, text in paragraph]
+        if sum(c[0] for c in counts) >= 3 and any(c[1] for c in counts):
+            found.append(paragraph[0][0])
+        paragraph = []
+    return found
+
+
+def measured(source: str) -> list[int]:
+    """The lines where a docstring or comment of the Python ``source`` holds a measured table.
+
+    Note [measured tables]
+        A Note says why; the figures that showed it live in results/ (the
+        table a campaign or a study wrote, or results/studies/<topic>.md with
+        the commit, machine and load they were taken under), and the Note
+        links them. A docstring or comment holds a measured table when one of
+        its blocks (a docstring, or a run of comment lines) has:
+
+        * a reStructuredText table (``====`` borders) whose body holds a figure;
+        * a Markdown table row (a line opening and closing with ``|``) that
+          holds a figure;
+        * a commit hash after ``commit``, ``at``, ``after``, ``before`` or
+          ``since``, in any case: a figure's provenance;
+        * a paragraph with three figures or more, one of them a time: a
+          table written as prose.
+
+        A figure is a number with a unit (``ms``, ``us``, ``s``, ``MiB``,
+        ``GiB``, ``GB/s``, ``x``, ``%``) or a decimal; a time is a number
+        with ``ms``, ``us`` or ``s``. Text between double backquotes is an
+        example of output, not a measurement, and is left out. A string that
+        is code's value (a header a script renders) is neither a docstring
+        nor a comment. ``tests/test_notes.py`` holds the package and the
+        study scripts (:data:`MEASURED_SCANNED`) to it.
+    """
+    return sorted({n for block in _blocks(source) for n in _measured_lines(block)})
+
+
+def measured_places(root: Path) -> list[Place]:
+    """Every place under :data:`MEASURED_SCANNED` where a docstring or comment holds a measured table."""
+    return [Place(path.relative_to(root).as_posix(), line)
+            for folder in MEASURED_SCANNED for path in sorted((root / folder).rglob("*.py"))
+            for line in measured(path.read_text(encoding="utf-8"))]

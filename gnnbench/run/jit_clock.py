@@ -4,8 +4,9 @@ Note [compile time apart]
     A numba kernel compiles on its first call on a machine; every later
     process loads it from numba's disk cache. isplib compiles its kernels in
     ``prepare`` (``warm_up``), so on a fresh install its first run at 16M
-    edges reported ``prepare_time_s`` 30.3 s, against 0.55 s for the same
-    prepare with a warm cache and 1.1-1.7 s for DGL, which ships compiled.
+    edges reported a ``prepare_time_s`` dozens of times that of the same
+    prepare with a warm cache, and many times DGL's, which ships compiled
+    (``results/studies/runtime-notes.md``).
     That is a cost of the install, not of the graph: the run reports it as
     ``extra.compile_time_s`` and ``prepare_time_s`` is the rest, as tuning is
     reported apart (``tune_time_s``). Loading from the disk cache is not

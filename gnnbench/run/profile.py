@@ -37,11 +37,11 @@ Note [profiled epochs]
     ``--in-process`` keeps this process's allocator, the C library's unless
     one was preloaded, not the run's tcmalloc (Note [allocator] in
     gnnbench/run/allocator.py). Under it every large tensor is fresh pages,
-    and the operators that make one look slow: on an R-MAT graph of 131,072
-    nodes and 1M edges (GCN, hidden 64, through the ``dgl`` kernel system)
-    ``aten::clamp_min`` took 19.9 ms an epoch in-process against 5.4 under
-    tcmalloc, ``aten::addcmul`` 19.5 against 7.4, and ``_BridgeBackward``'s
-    own time 4.1 ms against 0.6 (one run each on a busy machine).
+    and the operators that make one look slow: on a 1M-edge R-MAT graph
+    (GCN through the ``dgl`` kernel system) ``aten::clamp_min``,
+    ``aten::addcmul`` and ``_BridgeBackward``'s own time each took several
+    times as long in-process as under tcmalloc
+    (``results/studies/runtime-notes.md``).
 
     Only PyTorch runs are profiled (``torch.profiler``, CPU activities):
     TensorFlow's profiler writes a trace for TensorBoard instead of

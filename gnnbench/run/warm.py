@@ -15,11 +15,12 @@ from how the child ended exactly as for a fresh worker
 Note [cheap processes]
     A fresh worker pays Python's start-up, ``import torch`` (1.5 s on this
     project's machine), the platform's and the system's imports, numba's
-    CPU target and the dataset's load before its first epoch: 5.5 s of
-    ``gnnbench run`` for 0.26 s of timed epochs on the A/A configuration
-    (issue 54). A fork of a process that has done all that costs a few
-    milliseconds, so the budget of a comparison goes on processes, where
-    the variance is (Kalibera and Jones).
+    CPU target and the dataset's load before its first epoch: many times
+    the timed epochs of a short run on the A/A configuration (issue 54;
+    results/studies/process_start_quiet.md has the figures). A fork of a
+    process that has done all that costs a few milliseconds, so the budget
+    of a comparison goes on processes, where the variance is (Kalibera and
+    Jones).
 
     What a fork keeps of the variance between processes, and what it loses:
 
@@ -59,7 +60,7 @@ Note [cheap processes]
       of the code's; the benchmark would show whether it restores the
       fresh processes' spread.)
 
-    Measured by ``benchmarks/bench_process_start.py`` (results/process_start_quiet.md),
+    Measured by ``benchmarks/studies/bench_process_start.py`` (results/studies/process_start_quiet.md),
     on the A/A configuration: the wall time per process and the spread of
     process medians across (a) fresh processes, (b) forks of one parent,
     (c) forks with a fresh parent per round of two, (d) the same with a
@@ -67,7 +68,7 @@ Note [cheap processes]
     a fork's own overhead is a fraction of a fresh process's; a parent per
     round costs more, its start shared only by that round's processes (four
     in ``gnnbench ab``'s ABBA rounds), and less again with a spare parent.
-    Re-measure with ``python benchmarks/bench_process_start.py --rounds 20``
+    Re-measure with ``python benchmarks/studies/bench_process_start.py --rounds 20``
     (and ``--condition loaded``).
 
     **No thread pool before the fork.** A fork copies only the calling
@@ -109,7 +110,7 @@ Note [a spare parent]
     allowed CPUs that the configurations are not pinned to (CPU 0 beside
     the A/A configuration's CPU 1), and a spare is an option, off by
     default; unpinned runs get it unpinned. Whether the neighbour moves the
-    figures is for ``benchmarks/bench_process_start.py`` to show (its way
+    figures is for ``benchmarks/studies/bench_process_start.py`` to show (its way
     ``fork, spare parent per round``). Once prepared, a spare sleeps on its
     socket and costs nothing. Its children are pinned as the runs say, not
     where it prepared.

@@ -4,10 +4,9 @@ Note [self loops in one pass]
     ``with_self_loops`` rebuilt the graph with ``Graph.from_edges``: every
     edge and the new loops through a lexicographic sort by (destination,
     source), ``O(E log E)``. On a sampled batch's blocks that sort was most
-    of what GCN's and GAT's block preparation cost, for every system alike:
-    9 ms a block of 100k edges on Reddit's shape, 0.14 s of a 0.37 s GCN
-    epoch (results/sampled_models.md), where SAGE, which takes no loops,
-    prepared its blocks in 0.02 s. The destinations are already in order;
+    of what GCN's and GAT's block preparation cost, for every system alike,
+    where SAGE, which takes no loops, prepared its blocks in a fraction of
+    the time. The destinations are already in order;
     only each row needs its loop. One pass copies every row into its place
     in the longer arrays, inserts the loop where the row's order puts it
     (a sorted row stays sorted: a full graph's rows are), and sorts a row
@@ -19,12 +18,8 @@ Note [self loops in one pass]
     :data:`INSERTION_LIMIT` entries (a sampled row is a fanout long), by
     ``ndarray.sort`` above it. ``np.sort`` copied every row it sorted, and
     ogbn-products' shape has outer blocks of tens of thousands of short
-    rows. Timed alone (20 calls each, one process), a block of 25,000 rows
-    of up to 10 sources took 2.4 ms against 7.5, one of 1,024 rows of up to
-    25 took 0.26 against 0.47, and 200 rows of up to 500 took the same
-    1.8 ms either way. In isplib's sampled GCN epoch on that shape (one run
-    each, 3 timed epochs: a diagnostic, not a campaign) block preparation
-    went from 520 to 448 ms.
+    rows: sorting in place was about three times as fast on those and no
+    slower on long rows. Measured: ``results/studies/runtime-notes.md``.
 """
 from __future__ import annotations
 

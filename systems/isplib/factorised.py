@@ -5,23 +5,22 @@ Note [factorised weights]
     (:meth:`gnnbench.runtime.graph.Graph.gcn_norm`): a row factor times a column
     factor. On the transposed view of the backward pass the weights are
     read as ``w[eids[p]]``, a random gather per edge that made the weighted
-    backward SpMM twice the unweighted one (40 against 18 ms at width 64 on
-    a 4M-edge R-MAT graph; 31 ms once prefetched). iSpLib keeps the
+    backward SpMM about twice the unweighted one. iSpLib keeps the
     normalised transpose prepared; here the weight arrives as a framework
     tensor on every call, so on the transposed view isplib checks it,
-    exactly and in one streaming pass (:meth:`GcnFactors.matches`, 1.7 ms
-    there), against the normalisation its graph holds
+    exactly and in one streaming pass (:meth:`GcnFactors.matches`, a small
+    share of the call), against the normalisation its graph holds
     (``Graph.gcn_norm()``), and when every edge matches runs the loop with
     the two factors as per-row and per-gathered-row scales instead: the
     per-row scale is free, the per-edge one a gather from an ``N``-float
-    vector that stays in cache (27 ms at width 64, 11 ms at width 8,
-    against 31 and 17 weighted). The forward view reads its weights in
+    vector that stays in cache, faster than the weighted loop at every
+    width measured. The forward view reads its weights in
     order, which is cheaper than that per-edge scale, so it keeps them.
     Any other weight fails the check at its first differing block and takes
     the weighted path. Only float32 is factorised: the stored normalisation
     is rounded to float32 and the factors' product differs from it by an
     ulp, within the float32 tolerance of the conformance suite but not the
-    float64 one.
+    float64 one. Measured: ``results/studies/isplib-kernels.md``.
 """
 from __future__ import annotations
 

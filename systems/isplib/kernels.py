@@ -142,14 +142,11 @@ def spmm_mean_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarr
         The mean's ``1/deg(i)`` belongs to the gathered row ``i`` on the
         transposed view. Multiplying every gathered row by a gathered scale
         (:func:`spmm_sum_backward`'s way, Note [gathered scales]) made the
-        backward 1.25x the forward; scaling ``grad_out`` once per row into
+        backward a quarter slower than the forward; scaling ``grad_out`` once per row into
         ``scaled`` (a workspace the framework allocates, one row per destination) and
         then running the plain sum costs one pass over ``N`` rows instead of a
-        load and a multiply per edge. 16M-edge R-MAT, F = 64, the same
-        ``fixed/u4`` loop on the transposed view, 12 interleaved rounds in one
-        process: gathered scale 149.4 / 144.8 ms (prefetch 16 / 32), streamed
-        per-edge scale 126.9 / 124.4, scale first then sum 114.8 / 114.6,
-        plain sum 114.5 / 110.7. The sum runs under the transposed view's
+        load and a multiply per edge, and measured within a few percent of the plain sum
+        itself (``results/studies/isplib-kernels.md``). The sum runs under the transposed view's
         ``sum`` tuning key: it is that loop.
 
     Shapes:

@@ -46,10 +46,9 @@ Note [stack accumulator]
     and written as one vector: it cannot alias ``x``, so LLVM keeps the whole
     row in vector registers across the edge loop instead of loading and
     storing ``out[i]`` every group of edges, which it must do for ``out``
-    since ``out`` and ``x`` might overlap. Measured on the R-MAT graph (2^17
-    nodes, 4M edges), plain sum, against the same loop summing into a heap
-    row (before Note [explicit row vectors]): 12.3 against 14.9 ms at
-    F = 32, 18.5 against 21.6 at 64, 46.7 against 50.4 at 128. The generic
+    since ``out`` and ``x`` might overlap. Against the same loop summing into a heap
+    row (before Note [explicit row vectors]) it was faster at every width
+    measured on the 4M-edge R-MAT graph (``results/studies/isplib-kernels.md``). The generic
     kernel, whose ``F`` is a run-time value, passes the output row itself as
     ``acc`` (the final write is then a copy onto itself), so no kernel
     allocates anything.
@@ -292,8 +291,8 @@ def spmm_rows_fixed(F: int, line: int = 16):
     disk cache keys the machine code on them (Note [variant knobs]); a
     ``numba.literally`` argument would re-run type inference on every call.
     A constant ``line`` turns each prefetched row into ``F / line`` straight
-    prefetches instead of a loop with a run-time step (18.8 against 20.6 ms
-    at F = 64 on the R-MAT graph of Note [stack accumulator]).
+    prefetches instead of a loop with a run-time step, a few percent faster
+    (``results/studies/isplib-kernels.md``).
     """
     F, LINE = int(F), int(line)
     kernel = _FIXED.get((F, LINE))

@@ -47,8 +47,9 @@ Note [tuning budget]
 
     * no compilation: a width-specialised kernel compiles once per width
       and machine (numba's disk cache keeps it), 5-30 s on a quiet machine
-      and minutes on a loaded one (GCN's first run at 4M edges took 455 s
-      of tuning against a 120 s budget when compilation was allowed). Under
+      and minutes on a loaded one (GCN's first run at 4M edges spent several
+      times its budget tuning when compilation was allowed:
+      ``results/studies/isplib-kernels.md``). Under
       a budget it is a candidate only when already compiled in this process
       or found in numba's disk cache (:meth:`_Case.fixed_ready`);
       ``gnnbench tune`` compiles it, after which every run may choose it.
@@ -567,14 +568,14 @@ def _confirmed_on_whole_graph(task: TuneTask, chosen: Variant, default: Variant,
 
         What prompted it, and what it did not explain: two first-use GCN runs
         at 4M edges on a quiet machine chose ``generic/u8/pf0`` and
-        ``generic/u4/pf32`` for the same path and spent 136 and 72 ms per epoch
-        in their kernels (``results/scaling.md``, ``results/bench_training.md``).
-        With this check every sampled winner fell back to the default, and the
-        kernels still took 134 ms: the gap is not the variant. The same
-        campaign under glibc's malloc took 140 ms with the default variant, so
-        the suspect is how the process's pages are mapped (the feature rows the
-        kernels gather; this machine's transparent huge pages are ``madvise``
-        only), not the tuner. Issue 19's note has the figures.
+        ``generic/u4/pf32`` for the same path and their kernels' epoch times
+        were nearly two to one. With this check every sampled winner fell back
+        to the default, and the slow kernel time stayed: the gap is not the
+        variant. The same campaign under glibc's malloc was as slow with the
+        default variant, so the suspect is how the process's pages are mapped
+        (the feature rows the kernels gather; this machine's transparent huge
+        pages are ``madvise`` only), not the tuner. Measured:
+        ``results/studies/isplib-kernels.md``; issue 19's note has the rest.
     """
     whole = _Case(task, int(task.view.indptr[-1]), rng, x=x)  # every row: no copy of the graph
     both = [default, chosen]  # both ran on the sample already: no untimed call (Note [hard tuning budget])

@@ -26,21 +26,20 @@ Note [one layout per view]
 
 Note [one search per class of block]
     A sampled run prepares every block of every batch, and the tuner scores
-    every allowed layout (about 80 on 32 ranks) with the cost model: 0.18 s
-    a block view, 97 % of pim's sampled epoch on Cora (batches of 32). The
+    every allowed layout (about 80 on 32 ranks) with the cost model, which
+    took most of pim's sampled epoch on Cora. The
     blocks of one run come in a few classes, as isplib files its tuning
     (Note [block classes] in its ``tuning_cache.py``): the orientation, the width,
     and the rows, columns and nonzeros, each to a factor of two. The first
     block of a class is searched in full; the next ones take its winner
     (``sp``, ``ds``, both balances), built and costed on their own rows, and
     are searched in full only when that layout does not fit them. A full
-    graph is never a block, and is always searched. On Cora (SAGE, fanouts
-    10,5, batches of 32; one run each, load about 2) block prepare went from
-    3.5 s to 0.06 s an epoch, and the modeled aggregation (a cost model's,
-    not a timing) rose 8 % forward and 14 % backward over the
-    best layout of every block: the class's layout is near, not at, each
-    block's optimum. A PIM system could not search every batch's layouts
-    either; PyGim tunes once per graph.
+    graph is never a block, and is always searched. On Cora block prepare
+    fell to a small fraction of what it was, and the modeled aggregation (a
+    cost model's, not a timing) rose a little over the best layout of every
+    block (``results/studies/runtime-notes.md``): the class's layout is
+    near, not at, each block's optimum. A PIM system could not search every
+    batch's layouts either; PyGim tunes once per graph.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/bench_aa.py and benchmarks/aa_systems: trials, verdicts, the rendered table, and twins that are twins."""
+"""benchmarks/studies/bench_aa.py and benchmarks/aa_systems: trials, verdicts, the rendered table, and twins that are twins."""
 from __future__ import annotations
 
 import re

@@ -55,6 +55,7 @@ def test_rounds_of_one_configuration_pool_into_one_measurement(common):
                           _run("b", status="timeout"),
                           _run("a", status="crashed"),
                           _run("a", epochs=[3.0, 4.0], kernels=[0.7], prepare=3.0, peak=30, held=8)])
+    frame = frame.assign(id=range(4), timestamp=[f"2026-12-05T10:00:0{i}+00:00" for i in range(4)])  # stored order
     pooled = {r["provenance"]: r for r in common.pool_rounds(frame).to_dict("records")}
     a = pooled["a"]
     assert a["rounds"] == 2 and a["epoch_times"] == [1.0, 2.0, 3.0, 4.0] and a["kernel_times"] == [0.5, 0.7]

@@ -1,4 +1,4 @@
-"""benchmarks/bench_process_start.py: each way's overhead and spreads from fixed rows, and its table."""
+"""benchmarks/studies/bench_process_start.py: each way's overhead and spreads from fixed rows, and its table."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,6 +48,15 @@ def test_the_table_names_each_way_and_a_way_not_measured_shows_as_such(bench):
     meta = {"rounds": 2, "condition": "quiet", "dataset": "rmat:x", "epochs": 22, "warmup": 2, "threads": 1,
             "cpus": "1", "measured": "quiet: measured."}
     text = bench.render(bench.summarise(rows), meta)
-    assert "`python benchmarks/bench_process_start.py --rounds 2 --condition quiet`: GCN on `rmat:x`" in text
+    assert "`python benchmarks/studies/bench_process_start.py --rounds 2 --condition quiet`: GCN on `rmat:x`" in text
     lines = [line for line in text.splitlines() if line.startswith("| fork, one parent")]
     assert lines and lines[0].split("|")[2].strip() == "0" and "-" in lines[0].split("|")[3]
+
+
+def test_a_conditions_table_goes_to_the_studies_and_its_rows_stay_in_their_store(bench):
+    from types import SimpleNamespace
+
+    quiet, toy = SimpleNamespace(condition="quiet", toy=False), SimpleNamespace(condition="quiet", toy=True)
+    assert bench.default_out(quiet) == str(bench.ROOT / "results" / "studies" / "process_start_quiet")
+    assert bench.store_of(quiet) == bench.ROOT / "results" / "process_start_quiet.sqlite"
+    assert bench.default_out(toy) == str(bench.ROOT / "results" / "tmp" / "process_start_toy")  # beside its store

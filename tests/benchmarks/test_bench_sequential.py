@@ -1,4 +1,4 @@
-"""benchmarks/bench_sequential.py: the simulated error rates, rendered."""
+"""benchmarks/studies/bench_sequential.py: the simulated error rates, rendered."""
 from __future__ import annotations
 
 import pytest

@@ -36,3 +36,14 @@ def test_every_declared_page_that_is_published_is_in_the_index():
         for page in load(name)[1].pages:
             if (ROOT / f"{page.out}.md").exists():
                 assert f"`campaigns/{name}.toml`" in index
+
+
+def test_a_study_makes_the_pages_its_code_writes_not_the_ones_its_docstring_links(tmp_path):
+    from gnnbench.campaign.manifest import _makers
+
+    folder = tmp_path / "benchmarks" / "studies"
+    folder.mkdir(parents=True)
+    (folder / "bench_x.py").write_text('"""Its figures: ``results/studies/other.md``."""\n'
+                                       'OUT = ROOT / "results" / "studies" / "x"\n')
+    (folder / "check.sh").write_text("# writes results/studies/check.md\n")
+    assert _makers(folder, tmp_path) == {"x": "benchmarks/studies/bench_x.py", "check": "benchmarks/studies/check.sh"}

@@ -5,7 +5,7 @@ element, the memory traffic of a cheap epilogue, which no allocation and no slee
 idles the core, so a busy neighbour would slow it less than a real kernel). Multiplying by one leaves every
 value bit for bit as ``mkl`` computed it, so the system passes ``gnnbench verify``. :data:`EXTRA_PASSES` was
 chosen so that a GCN epoch on the A/A campaign's graph is about 10 % slower than ``aa_one``'s;
-``results/aa.md`` states the slowdown actually measured, pooled over every process of the campaign.
+``results/studies/aa.md`` states the slowdown actually measured, pooled over every process of the campaign.
 """
 from gnnbench.systems.mkl.kernels import prepare, spmm_weight_backward
 from gnnbench.systems.mkl.kernels import spmm_sum as _spmm_sum

@@ -15,8 +15,8 @@ It tunes on first use as isplib does, with isplib's ``tune`` hook, so that
 its mean paths (which isplib's own models seldom run at every width) get the
 tuned loop rather than the default one. Tuned or not, its SpMMs took longer
 than DGL's ``GSpMM`` over the same graph in one process
-(``results/studies/bench_loop_share.md``: SAGE 151 vs 81 ms, GIN 183 vs 111 ms per
-epoch), and longer than isplib's own GCN sums: it bounds gnnbench's loop
+(``results/studies/study-notes.md``, from the configurations of
+``results/studies/bench_loop_share.md``), and longer than isplib's own GCN sums: it bounds gnnbench's loop
 with isplib's row loop, not what any kernel could reach.
 """
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The A/A benchmark: does ``compare`` claim differences that are not there, and see the one that is? (issue 42)
 
-    python benchmarks/bench_aa.py [--condition quiet|loaded] [--trials N] [--dry-run] [--render-only]
-    python benchmarks/bench_aa.py --decide [--condition quiet|loaded] [--trials N] [--budget 10m] [--processes warm]
+    python benchmarks/studies/bench_aa.py [--condition quiet|loaded] [--trials N] [--dry-run] [--render-only]
+    python benchmarks/studies/bench_aa.py --decide [--condition quiet|loaded] [--trials N] [--budget 10m]
+                                          [--processes warm]
 
 The runs are the campaign ``campaigns/aa.toml``: GCN on one small R-MAT graph
 with three systems of ``benchmarks/aa_systems`` (Note [A/A trials]), each run
@@ -43,7 +44,7 @@ Note [A/A with the stopping rule]
     processes and minutes a comparison took, from its stored rows alone
     (Note [paired rows] in gnnbench/results/paired.py).
 
-Writes results/aa.{md,json}, both conditions in one table (a condition not
+Writes results/studies/aa.{md,json}, both conditions in one table (a condition not
 measured yet shows as such).
 """
 from __future__ import annotations
@@ -54,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note, ok,  # noqa: E402
                      out_path, print_plan, provenance, put_on_systems_path, rows_load, run_script,
                      write_results)
@@ -210,7 +211,7 @@ def _lengths_section(lengths: Sequence[Mapping[str, Any]], measured: str | None)
               f"{x['between_spread']:.1%}", f"{x['within_spread']:.1%}"] for x in lengths]
     return ["## Longer processes", "",
             "`aa_one` alone, the same configuration, processes of two lengths interleaved round by round "
-            "(`campaigns/aa_length.toml`, Note [process length] in benchmarks/bench_aa.py):", "",
+            "(`campaigns/aa_length.toml`, Note [process length] in benchmarks/studies/bench_aa.py):", "",
             Table(["timed epochs", "processes", "timed s a process", "epoch ms", "spread across processes",
                    "within a process"], cells, [True] * 6).render("markdown").rstrip("\n"), "",
             verdict + "." + (f" {measured}" if measured else ""), ""]
@@ -239,13 +240,15 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
              _share(s["slow_significant"], s["trials"]), _share(s["slow_intervals"], s["trials"]),
              "-" if s["true_slowdown"] is None else f"{(s['true_slowdown'] - 1):+.1%}"] for s in summaries]
     lines = ["# A/A: false positives and power of compare's statistics (issue 42)", "",
-             f"Campaign `campaigns/{CAMPAIGN}.toml` (`python benchmarks/bench_aa.py --condition quiet|loaded`): "
+             f"Campaign `campaigns/{CAMPAIGN}.toml` "
+             "(`python benchmarks/studies/bench_aa.py --condition quiet|loaded`): "
              f"GCN on `{meta['dataset']}`, {meta['epochs']} epochs ({meta['warmup']} untimed warm-up), "
              f"{meta['threads']} thread(s), pinned to CPU {meta.get('cpus')}, every run its own process, "
              f"interleaved. A trial is {meta['processes']} consecutive rounds: that many processes of each of "
              "`aa_one`, `aa_two` (built identically) and `aa_slow` (the same kernels plus extra in-place passes "
              "over each SpMM output), compared by `gnnbench.results.compare.compare` against `aa_one` (Note [A/A "
-             "trials] in benchmarks/bench_aa.py); the same processes are also judged in trials of twice as many. "
+             "trials] in benchmarks/studies/bench_aa.py); the same processes are also judged in trials of twice as "
+             "many. "
              "\"Flags aside\" counts the comparisons whose bootstrap interval alone excludes 1, before the "
              "stability flags withhold a mark. Conditions: "
              + "; ".join(f"{k}: {v}" for k, v in CONDITIONS.items()) + ".", "",
@@ -336,7 +339,7 @@ def _decided_section(decided: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["## With the stopping rule", "",
             f"Each trial two paired comparisons against `aa_one`, in ABBA rounds until the sequential test "
             f"decides at a {threshold:.0%} threshold (alpha = beta = 0.05) or the budget is spent "
-            "(`python benchmarks/bench_aa.py --decide`, Note [A/A with the stopping rule]):", "",
+            "(`python benchmarks/studies/bench_aa.py --decide`, Note [A/A with the stopping rule]):", "",
             Table(["condition", "system", "trials", "verdict", "same", "undecided",
                    "processes (median / 90th pct)", "minutes (median / 90th pct)"], cells,
                   [False, False, True, False, True, True, True, True]).render("markdown").rstrip("\n"), "",
@@ -450,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", default="10m", help="--decide: each comparison's time budget (default: 10m)")
     parser.add_argument("--processes", choices=("fresh", "warm"), default="warm",
                         help="--decide: forked from a warm parent each round (default), or fresh worker processes")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "aa"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "aa"))
     return run_script("bench_aa", parser, _run, argv)
 
 

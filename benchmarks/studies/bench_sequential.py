@@ -1,6 +1,6 @@
 """The sequential test's error rates by simulation, on process noise as measured on this machine (issue 54).
 
-    python benchmarks/bench_sequential.py [--trials N] [--max-rounds R] [--out results/sequential]
+    python benchmarks/studies/bench_sequential.py [--trials N] [--max-rounds R] [--out results/studies/sequential]
 
 No process is run: :func:`gnnbench.core.simulation.simulate` draws paired ABBA
 rounds from :class:`~gnnbench.core.simulation.ProcessNoise` fitted to issue 54's
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import ROOT, Parser, Table, count, out_path, provenance, run_script, write_results  # noqa: E402
 
 #: the slowdowns simulated: identical systems, one at the default threshold, issue 54's demo system
@@ -50,7 +50,7 @@ def render(records: list[dict], meta: dict) -> str:
               f"{r['processes_median']:.0f} / {r['processes_p90']:.0f}"] for r in records]
     return "\n".join([
         "# The sequential test's error rates, by simulation (issue 54)", "",
-        f"`python benchmarks/bench_sequential.py`: {meta['trials']} simulated comparisons a row, each up to "
+        f"`python benchmarks/studies/bench_sequential.py`: {meta['trials']} simulated comparisons a row, each up to "
         f"{meta['max_rounds']} ABBA rounds (2 processes of each system a round), decided by the test of Note "
         f"[sequential test] in gnnbench/core/sequential.py at a {records[0]['threshold']:.0%} threshold, alpha = "
         f"{ALPHA:g}, beta = {BETA:g}, looking from round {MIN_ROUNDS}. Process medians are drawn as "
@@ -58,7 +58,7 @@ def render(records: list[dict], meta: dict) -> str:
         "autocorrelation 0.54, lag 2 0.36) plus what each process keeps, fitted to issue 54's A/A runs (quiet: "
         "spread 12 %; ASLR off: paired sd 8.4 %); the second block adds outlier processes, a heavier tail than "
         "the normal's. Simulated, not measured: the A/A campaign "
-        "(`benchmarks/bench_aa.py --decide`) measures the same on real processes.", "",
+        "(`benchmarks/studies/bench_aa.py --decide`) measures the same on real processes.", "",
         Table(["noise", "paired sd", "system", "called different", "called slower", "same", "undecided",
                "rounds (median / 90th pct)", "processes (median / 90th pct)"], cells,
               [False, True, False, True, True, True, True, True, True]).render("markdown").rstrip("\n"), "",
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=count, default=10_000, help="comparisons simulated a row (default: 10000)")
     parser.add_argument("--max-rounds", type=count, default=60,
                         help="the budget of each comparison, in rounds (default: 60)")
-    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "sequential"))
+    parser.add_argument("--out", type=out_path, default=str(ROOT / "results" / "studies" / "sequential"))
     return run_script("bench_sequential", parser, _run, argv)
 
 

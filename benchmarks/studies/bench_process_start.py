@@ -1,6 +1,6 @@
 """Fresh or forked measurement processes: what each costs and how much they spread (issue 54, Note [cheap processes]).
 
-    python benchmarks/bench_process_start.py [--rounds N] [--condition quiet|loaded] [--toy] [--render-only]
+    python benchmarks/studies/bench_process_start.py [--rounds N] [--condition quiet|loaded] [--toy] [--render-only]
 
 The A/A configuration (``campaigns/aa.toml``: GCN on its R-MAT graph, 1 thread, pinned to CPU 1), its two
 identically built systems ``aa_one`` and ``aa_two`` as the pair of a round, measured three ways, round by
@@ -19,7 +19,8 @@ For each: the per-process overhead (wall seconds of a process less its timed epo
 parent's start), the median epoch, and the spread of process medians across processes and within them
 (:class:`gnnbench.core.statistics.Processes`). Every process's row is kept in ``results/process_start_*.sqlite``
 (``extra.bench``: its way and round). ``--toy`` runs a tiny graph instead, only to prove the script works.
-Writes results/process_start_{quiet,loaded}.{md,json} (rows in the .sqlite of the same name).
+Writes results/studies/process_start_{quiet,loaded}.{md,json} (rows in results/process_start_*.sqlite, the store of
+that condition).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note, ok,  # noqa: E402
                      out_path, provenance, put_on_systems_path, rows_load, run_script, write_results)
 
@@ -169,7 +170,7 @@ def render(summaries: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
         if meta.get("toy") else ""
     return "\n".join([
         "# Fresh or forked measurement processes (issue 54)", "",
-        f"`python benchmarks/bench_process_start.py --rounds {meta['rounds']} --condition {meta['condition']}`"
+        f"`python benchmarks/studies/bench_process_start.py --rounds {meta['rounds']} --condition {meta['condition']}`"
         f"{' --toy' if meta.get('toy') else ''}: GCN on `{meta['dataset']}`, "
         f"{meta['epochs']} epochs ({meta['warmup']} untimed warm-up), {meta['threads']} thread(s), pinned to CPU "
         f"{meta.get('cpus')}, systems `aa_one` and `aa_two` (built identically) as each round's pair, the three "
@@ -207,12 +208,19 @@ def _run(args) -> int:
                       cpus=config.cpus, rounds=args.rounds, condition=args.condition, toy=args.toy,
                       measured=f"{args.condition}: " + measured_note(rows_load(rows) if load[0] is None else load,
                                                                    commits))
-    out = args.out if args.out != _DEFAULT_OUT else str(store_of(args).with_suffix(""))
+    out = args.out if args.out != _DEFAULT_OUT else default_out(args)
     write_results(out, {"meta": meta, "ways": summaries}, render(summaries, meta))
     return 0
 
 
-_DEFAULT_OUT = str(ROOT / "results" / "process_start")
+_DEFAULT_OUT = str(ROOT / "results" / "studies" / "process_start")
+
+
+def default_out(args) -> str:
+    """Where a condition's table goes: results/studies/process_start_CONDITION (a toy run's beside its store)."""
+    if args.toy:
+        return str(store_of(args).with_suffix(""))
+    return f"{_DEFAULT_OUT}_{args.condition}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a tiny graph and 6 epochs, to prove the script works (its own store and output)")
     parser.add_argument("--render-only", action="store_true", help="render the stored rows; run nothing")
     parser.add_argument("--out", type=out_path, default=_DEFAULT_OUT,
-                        help="output path without suffix (default: results/process_start_CONDITION)")
+                        help="output path without suffix (default: results/studies/process_start_CONDITION)")
     return run_script("bench_process_start", parser, _run, argv)
 
 
