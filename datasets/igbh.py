@@ -16,7 +16,7 @@ shape of ``hetero:like=igbh``, 7 relations. The arrays are memory-mapped, so not
 
 Note [igbh split]
     IGB's own loader splits papers by id: the first 60 % train, the next 20 % validation, the rest test
-    (``IGBHeteroDGLDataset``); that is the split here. MLPerf instead draws 60 % train and 0.5-1 % validation
+    (``IGBHeteroDGLDataset``); that is the split here. MLPerf instead draws 60 % train and under one percent validation
     with ``torch.randperm`` and stores them as ``.pt`` pickles, which gnnbench does not load.
 
 Sizes ``large`` and ``full`` are published as headerless arrays read with ``np.memmap`` and a shape IGB's code

@@ -11,7 +11,8 @@ Note [raw data folders]
     and the folder PyG would use, e.g. for Reddit ``reddit_data.npz`` and
     ``reddit_graph.npz`` in ``reddit/``, ``Reddit/raw/`` or the folder itself;
     for OGB ``ogbn_arxiv/raw/*.csv.gz`` and ``ogbn_arxiv/split/time/*.csv.gz``
-    as the ``ogb`` package leaves them.
+    as the ``ogb`` package leaves them (ogbn-mag: ``ogbn_mag/raw/relations/...``);
+    for IGBH ``igbh/<size>/processed/`` as IGB's download scripts leave it.
 
 Note [published checksums]
     OGB, DGL and the gnn-benchmark repository publish no checksums for their
