@@ -209,8 +209,12 @@ def _preset(name: str, like: str | None, scale_text: str | None) -> dict[str, An
             raise UserError(f"rmat scale= needs like=NAME (got '{name}'); e.g. rmat:like=reddit,scale=0.25")
         return {}
     source = SOURCES.get(like.lower())
+    if source is not None and _FAMILIES[source.name].schema is not None:
+        raise UserError(f"rmat like='{like}' is a typed dataset, which an R-MAT graph has no types for; use "
+                        f"hetero:like=mag for ogbn-mag's shape")
     if source is None:
-        raise UserError(f"rmat like='{like}' names no real dataset; choose one of: {', '.join(SOURCES)}")
+        homogeneous = [k for k in SOURCES if _FAMILIES[k].schema is None]
+        raise UserError(f"rmat like='{like}' names no real dataset; choose one of: {', '.join(homogeneous)}")
     scale = 1.0
     if scale_text is not None:
         scale = Param(float, 1.0, 0.0, 1.0).parse("rmat", "scale", scale_text)
