@@ -215,3 +215,15 @@ def test_both_models_train_on_the_real_typed_layouts(tmp_path, model, dataset, k
     row = train(RunConfig(system="reference", model=model, dataset=dataset, data_dir=str(tmp_path), epochs=2,
                           warmup=1, hidden=8, check=False, **kw))  # the run-time check: tests/relational
     assert row["status"] == "ok", row.get("error")
+
+
+def test_reading_through_ogb_never_asks_pypi_whether_ogb_is_outdated():
+    """Note [reading ogbn-mag through OGB]: ``import ogb`` checks PyPI through the ``outdated`` package; a fresh
+    interpreter shows the loader's import skips it (a network call in every load otherwise)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, threading; from gnnbench.datasets.ogb_mag import _ogb_readers; _ogb_readers(); "
+            "print('outdated' in sys.modules, 'ogb' in sys.modules, threading.active_count())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "1"], done.stderr
