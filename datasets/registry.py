@@ -23,6 +23,7 @@ Note [rmat presets]
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import time
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from .planetoid import PLANETOID_NAMES, load_planetoid
 from .sources import SOURCES, data_root, find_raw_folder
 
 __all__ = ["Param", "load_dataset", "list_datasets", "canonical_name", "parse_name", "validate",
-           "memory_estimate", "typed_schema"]
+           "memory_estimate", "typed_schema", "typed_listing"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,13 @@ class _Family:
     build: Callable[..., Dataset | Converted]  # (canonical name, data_dir, index_dtype, **params)
     needs_data_dir: bool = False
     cache_version: int | None = None  # None: not cached (cheap to load)
+    #: a typed dataset's (feature widths, relations, target, classes) from its name and files alone:
+    #: (data_dir, **params) -> tuple; None for a homogeneous dataset
+    schema: Callable[..., tuple] | None = None
+    #: (data_dir, **params) -> its folder, naming the first missing file of its layout (typed real datasets)
+    find: Callable[..., Any] | None = None
+    #: (data_dir) -> each typed dataset it names, with node types and relations, for `gnnbench datasets`
+    listing: Callable[..., list] | None = None
 
 
 # node pairs are encoded as dst * N + src in int64 (symmetric_graph), so N^2 must fit
@@ -121,6 +129,14 @@ def _reddit(name: str, data_dir: Any, index_dtype: Any) -> Converted:
     from .reddit import load_reddit
 
     return load_reddit(data_dir)
+
+
+def _lazy(module: str, function: str) -> Callable[..., Any]:
+    """``module.function``, imported on first call: a typed real dataset's loader imports pandas or OGB, which
+    listing the dataset names must not pay for."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(f".{module}", __package__), function)(*args, **kwargs)
+    return call
 
 
 def _real_description(kind: str) -> str:
@@ -162,7 +178,18 @@ _FAMILIES: dict[str, _Family] = {f.kind: f for f in (
             "ogbn-mag's or AIFB's types and relations, scale=S their sizes (Note [hetero presets])",
             {"like": Param(str, "igbh"), "scale": Param(float, 0.0, 0.0, 1.0), "features": Param(int, 0, 0),
              "other_features": Param(int, 0, 0), "classes": Param(int, 0, 0), "seed": Param(int, 0, 0)},
-            lambda name, data_dir, index_dtype, **p: typed.hetero(name, index_dtype=index_dtype, **p)),
+            lambda name, data_dir, index_dtype, **p: typed.hetero(name, index_dtype=index_dtype, **p),
+            schema=lambda data_dir, **p: typed.schema(p), listing=lambda data_dir: typed.presets()),
+    _Family("ogbn-mag", "typed: 736,389 papers, 1,134,649 authors, 8,740 institutions, 59,965 fields of study; "
+            "4 relations and their 3 reverses; 128 features (papers'; the other types their neighbours' mean), "
+            "349 classes on papers; split: OGB time split (publisher)",
+            {}, _lazy("ogb_mag", "load_mag"), needs_data_dir=True, schema=_lazy("ogb_mag", "schema"),
+            find=_lazy("ogb_mag", "find_mag"), listing=_lazy("ogb_mag", "listing")),
+    _Family("igbh", "typed: IGBH (MLPerf's GNN dataset), IGB's arrays of size=tiny|small|medium: paper, author, "
+            "institute, fos, 4 relations and their 3 reverses, 1024 features, classes=19|2983 on papers; split: "
+            "IGB's 60/20/20 by paper id",
+            {"size": Param(str, "tiny"), "classes": Param(int, 19)}, _lazy("igbh", "load_igbh"), needs_data_dir=True,
+            schema=_lazy("igbh", "schema"), find=_lazy("igbh", "find_igbh"), listing=_lazy("igbh", "listing")),
 )}
 assert {k: p.default for k, p in _FAMILIES["sbm"].params.items()} == synthetic.SBM_DEFAULTS
 assert {k: p.default for k, p in _FAMILIES["rmat"].params.items()} == synthetic.RMAT_DEFAULTS
@@ -182,8 +209,12 @@ def _preset(name: str, like: str | None, scale_text: str | None) -> dict[str, An
             raise UserError(f"rmat scale= needs like=NAME (got '{name}'); e.g. rmat:like=reddit,scale=0.25")
         return {}
     source = SOURCES.get(like.lower())
+    if source is not None and _FAMILIES[source.name].schema is not None:
+        raise UserError(f"rmat like='{like}' is a typed dataset, which an R-MAT graph has no types for; use "
+                        f"hetero:like=mag for ogbn-mag's shape")
     if source is None:
-        raise UserError(f"rmat like='{like}' names no real dataset; choose one of: {', '.join(SOURCES)}")
+        homogeneous = [k for k in SOURCES if _FAMILIES[k].schema is None]
+        raise UserError(f"rmat like='{like}' names no real dataset; choose one of: {', '.join(homogeneous)}")
     scale = 1.0
     if scale_text is not None:
         scale = Param(float, 1.0, 0.0, 1.0).parse("rmat", "scale", scale_text)
@@ -246,6 +277,10 @@ def _check_values(kind: str, v: dict[str, Any]) -> None:
             raise UserError(f"sbm degree must be below nodes (got degree={v['degree']}, nodes={v['nodes']})")
     elif kind == "hetero":
         typed.check_hetero(v)
+    elif kind == "igbh":
+        from .igbh import check_igbh
+
+        check_igbh(v)
     elif kind == "rmat":
         edges, nodes = v["edges"], v["nodes"]
         if edges % 2:
@@ -256,11 +291,20 @@ def _check_values(kind: str, v: dict[str, Any]) -> None:
                             f"{nodes * (nodes - 1) // 2} directed edges there; raise nodes or lower edges")
 
 
-def typed_schema(name: str) -> tuple | None:
+def typed_schema(name: str, data_dir: str | os.PathLike | None = None) -> tuple | None:
     """``(feature widths, relations, target type, classes)`` of a typed dataset, None for a homogeneous one;
-    from the name alone, nothing generated or loaded."""
+    from the name (and a real dataset's small files or array headers), nothing generated or loaded."""
     kind, values = parse_name(name)
-    return typed.schema(values) if kind == "hetero" else None
+    family = _FAMILIES[kind]
+    return family.schema(data_dir, **values) if family.schema is not None else None
+
+
+def typed_listing(kind: str, data_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """The typed datasets family ``kind`` names (the presets of ``hetero``, each IGBH size, ogbn-mag), each with
+    its node types (count where known, feature width), relations, target and classes; [] for a homogeneous
+    family. A real dataset's counts come from its files when present, else from what its publisher states."""
+    family = _FAMILIES[kind]
+    return family.listing(data_dir) if family.listing is not None else []
 
 
 def canonical_name(name: str) -> str:
@@ -281,6 +325,9 @@ def memory_estimate(name: str) -> int:
     if kind in ("rmat", "sbm"):
         edges = v["edges"] if kind == "rmat" else v["nodes"] * v["degree"]
         return _BYTES_PER_EDGE[kind] * edges + _BYTES_PER_FEATURE * v["nodes"] * v["features"]
+    if kind == "ogbn-mag":  # Note [reading ogbn-mag through OGB]: its edges as int64, its features as float64
+        s = SOURCES[kind]   # (pandas) and float32 on every type; an upper bound, not measured on the full files
+        return _BYTES_PER_EDGE["convert"] * s.edges + 3 * 4 * s.nodes * s.features
     if kind in SOURCES:
         s = SOURCES[kind]
         return _BYTES_PER_EDGE["convert"] * s.edges + _BYTES_PER_FEATURE * s.nodes * max(s.features, s.classes)
@@ -320,6 +367,8 @@ def validate(name: str, data_dir: str | os.PathLike | None = None) -> str:
         if named_by != "the download cache" or offline:
             find_planetoid_dir(kind, data_dir)
         # else the worker downloads the files on first use
+    elif family.find is not None:  # a typed real dataset: the first missing file of its layout, by name
+        family.find(data_dir, **parse_name(canonical)[1])
     elif family.needs_data_dir and read_manifest(canonical) is None:
         find_raw_folder(SOURCES[kind], data_dir)
     _check_memory(canonical)

@@ -11,7 +11,8 @@ Note [raw data folders]
     and the folder PyG would use, e.g. for Reddit ``reddit_data.npz`` and
     ``reddit_graph.npz`` in ``reddit/``, ``Reddit/raw/`` or the folder itself;
     for OGB ``ogbn_arxiv/raw/*.csv.gz`` and ``ogbn_arxiv/split/time/*.csv.gz``
-    as the ``ogb`` package leaves them.
+    as the ``ogb`` package leaves them (ogbn-mag: ``ogbn_mag/raw/relations/...``);
+    for IGBH ``igbh/<size>/processed/`` as IGB's download scripts leave it.
 
 Note [published checksums]
     OGB, DGL and the gnn-benchmark repository publish no checksums for their
@@ -76,6 +77,13 @@ class Source:
 _OGB = "http://snap.stanford.edu/ogb/data/nodeproppred/{}.zip"
 _OGB_FILES = ("raw/edge.csv.gz", "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz",
               "raw/node-label.csv.gz")
+_MAG_RELATIONS = ("author___affiliated_with___institution", "author___writes___paper", "paper___cites___paper",
+                  "paper___has_topic___field_of_study")
+_MAG_FILES = ("raw/num-node-dict.csv.gz", "raw/triplet-type-list.csv.gz", "raw/node-feat/paper/node-feat.csv.gz",
+              "raw/nodetype-has-label.csv.gz", "raw/node-label/paper/node-label.csv.gz",
+              *(f"raw/relations/{r}/{f}" for r in _MAG_RELATIONS for f in ("edge.csv.gz", "num-edge-list.csv.gz")),
+              "split/time/nodetype-has-split.csv.gz", "split/time/paper/train.csv.gz",
+              "split/time/paper/valid.csv.gz", "split/time/paper/test.csv.gz")
 _PLANETOID = "https://github.com/kimiyoung/planetoid/raw/master/data/ind.{}.{}"
 _PLANETOID_PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 _SHCHUR = "https://github.com/shchur/gnn-benchmark/raw/master/data/npz/{}"
@@ -116,6 +124,11 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
            _OGB.format("proteins"), "CC-0", ("ogbn_proteins",), _OGB_FILES + (
                "raw/edge-feat.csv.gz", "split/species/train.csv.gz", "split/species/valid.csv.gz",
                "split/species/test.csv.gz"), "ogbn_proteins"),
+    # typed: nodes over every type, edges over the 4 relations and the 3 reverses gnnbench adds
+    # (Note [reverse relations of real datasets]), features the papers' (datasets/ogb_mag.py)
+    Source("ogbn-mag", 1939743, 36805743, 128, 349, "multiclass",
+           "OGB time split (publisher), on papers: to 2017 train, 2018 val, 2019 test",
+           _OGB.format("mag"), "ODC-BY", ("ogbn_mag", "mag"), _MAG_FILES, "ogbn_mag"),
     Source("reddit", 232965, 114615892, 602, 41, "multiclass",
            "GraphSAGE (Hamilton et al. 2017, publisher): node_types 1 train, 2 val, 3 test",
            "https://data.dgl.ai/dataset/reddit.zip", "research use (GraphSAGE); no explicit license",

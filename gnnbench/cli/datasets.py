@@ -26,7 +26,7 @@ def run(data_dir: str | None = None, sizes: bool = False) -> list[dict]:
     from gnnbench.datasets import list_datasets, load_dataset
     from gnnbench.datasets.cache import read_manifest
     from gnnbench.datasets.fetch import describe_local
-    from gnnbench.datasets.registry import canonical_name
+    from gnnbench.datasets.registry import canonical_name, typed_listing
     from gnnbench.datasets.sources import SOURCES
     from gnnbench.errors import UserError
 
@@ -49,15 +49,18 @@ def run(data_dir: str | None = None, sizes: bool = False) -> list[dict]:
                           "where": where if present else ("converted cache" if cached else where),
                           "how_to_get": (f"gnnbench datasets fetch {info.name}, or put the publisher's files in "
                                          f"{where} (--data-dir / GNNBENCH_DATA_DIR)")})
+        elif info.name == "igbh":  # a real typed dataset that gnnbench cannot fetch: where its files go
+            from gnnbench.datasets.igbh import local
+
+            entry.update(local(data_dir))
         else:
             # a synthetic default (rmat: 4M edges) is measured only once generated: --sizes must stay quick
             cached = not info.parameters or read_manifest(canonical_name(info.name)) is not None
             entry.update({"source": "generated", "license": "-", "present": cached,
                           "how_to_get": "generated on first use"})
-        if info.name == "hetero":  # the typed presets, each with its node types and relations
-            from gnnbench.datasets.hetero import presets
-
-            entry["presets"] = presets()
+        typed = typed_listing(info.name, data_dir)  # each typed dataset with its node types and relations
+        if typed:
+            entry["typed"] = typed
         if sizes and entry["present"]:
             try:
                 entry.update(load_dataset(info.name, data_dir=data_dir).describe())
@@ -142,16 +145,20 @@ def tables(rows: list[dict]):
     origin = Table(["dataset", "source", "license", "folder"],
                    [[r["name"], r["source"], r["license"], r["where"]] for r in published], title="where from")
     what = Table(["dataset", "split, or what it is"], [[r["name"], about(r)] for r in rows], title="what it is")
-    typed = [p for r in rows for p in r.get("presets", ())]
+    typed = [p for r in rows for p in r.get("typed", ())]
 
     def relations(p: dict) -> str:
         shown = p["relations"][:8]
         more = len(p["relations"]) - len(shown)
         return f"{len(p['relations'])}: " + ", ".join(shown) + (f", ... ({more} more)" if more else "")
 
+    def node_types(p: dict) -> str:
+        return ", ".join(f"{t} {'?' if v['nodes'] is None else format(v['nodes'], ',')}x{v['features']}"
+                         for t, v in p["node_types"].items())
+
     types = Table(["dataset", "scale", "node types (nodes x features)", "target", "relations"],
-                  [[p["name"], f"{p['scale']:g}",
-                    ", ".join(f"{t} {v['nodes']:,}x{v['features']}" for t, v in p["node_types"].items()),
+                  [[p["name"], f"{p['scale']:g}" if "scale" in p else "-", node_types(p),
                     f"{p['target']} ({p['classes']} classes)", relations(p)] for p in typed],
-                  title="typed datasets (hetero:like=NAME,scale=S; scale multiplies every count)")
+                  title="typed datasets (hetero:like=NAME,scale=S: scale multiplies every count; ogbn-mag and "
+                        "igbh: counts from their files, else as published, ? where unpublished)")
     return [sizes, origin, what] + ([types] if typed else [])

@@ -114,7 +114,7 @@ class RunConfig:
                           sweep="datasets", min_length=1, max_length=1000)
     framework: str = _field("torch", help="framework that runs the model", choices=_frameworks, sweep="frameworks")
     device: str = _field("cpu", help="device: cpu, cuda or cuda:N", pattern=r"^(cpu|cuda(:[0-9]{1,3})?)$")
-    data_dir: str | None = _field(None, help="folder of raw dataset files (Planetoid)", metavar="DIR",
+    data_dir: str | None = _field(None, help="folder of raw dataset files (Planetoid, OGB, Reddit, IGBH)", metavar="DIR",
                                   max_length=4096)
     epochs: int | None = _field(None, help="training epochs, warm-ups included (default: the model's)",
                                 gt=0, le=1_000_000)

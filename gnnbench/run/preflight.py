@@ -155,7 +155,7 @@ def check(config, isolate: bool = True) -> None:
         raise UnavailableError(f"system '{config.system}' is unavailable: {reason}")
     check_dataset_files(config)
     check_limits(config, isolate)
-    check_model_on_dataset(run.model_cls, run.hyper, config.dataset)  # typed against homogeneous, widths
+    check_model_on_dataset(run.model_cls, run.hyper, config.dataset, config.data_dir)  # typed or not, widths
     if isolate:
         resolve_allocator(config.allocator)  # a named allocator that is not installed
     elif config.allocator not in ("auto", "system"):
@@ -174,7 +174,7 @@ def check(config, isolate: bool = True) -> None:
         check_fallback(config.system, config.fallback, config.framework, config.device)
 
 
-def check_model_on_dataset(model_cls, hyper, dataset: str) -> None:
+def check_model_on_dataset(model_cls, hyper, dataset: str, data_dir: str | None = None) -> None:
     """Everything about running ``model_cls`` on dataset ``dataset`` (a name) that can fail before a worker
     starts: typed against homogeneous, and what the model refuses of a typed dataset's shape (feature widths
     that differ for R-GCN, ...), built from the name alone (one line each). Here, above both the models and the
@@ -183,7 +183,7 @@ def check_model_on_dataset(model_cls, hyper, dataset: str) -> None:
     from gnnbench.models import check_typed
     from gnnbench.models.typed import Schema
 
-    found = typed_schema(dataset)
+    found = typed_schema(dataset, data_dir)  # a real typed dataset reads its small files here
     check_typed(model_cls, found is not None, dataset)
     if found is not None:
         widths, relations, target, classes = found

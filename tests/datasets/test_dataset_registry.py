@@ -33,7 +33,7 @@ def test_unknown_dataset_lists_choices():
         load_dataset("pubmedx")
     assert str(err.value) == ("unknown dataset 'pubmedx'; choose one of: cora, citeseer, pubmed, ogbn-arxiv, "
                               "ogbn-products, ogbn-proteins, reddit, amazon-computers, amazon-photo, karate, "
-                              "sbm:..., rmat:..., hetero:...")
+                              "sbm:..., rmat:..., hetero:..., ogbn-mag, igbh:...")
 
 
 @pytest.mark.parametrize("name, message", [
@@ -111,7 +111,7 @@ def test_unwritable_cache_warns_and_still_loads(tmp_path, monkeypatch):
 def test_list_datasets():
     infos = {i.name: i for i in list_datasets()}
     assert list(infos) == ["cora", "citeseer", "pubmed", "ogbn-arxiv", "ogbn-products", "ogbn-proteins", "reddit",
-                           "amazon-computers", "amazon-photo", "karate", "sbm", "rmat", "hetero"]
+                           "amazon-computers", "amazon-photo", "karate", "sbm", "rmat", "hetero", "ogbn-mag", "igbh"]
     assert all(isinstance(i, DatasetInfo) and i.description for i in infos.values())
     assert infos["cora"].needs_data_dir and not infos["sbm"].needs_data_dir
     assert infos["sbm"].parameters == synthetic.SBM_DEFAULTS

@@ -20,6 +20,8 @@ from . import publishers
                                          "most about 45 directed edges there; raise nodes or lower edges"),
     ("rmat:like=nothing", "rmat like='nothing' names no real dataset; choose one of: cora, citeseer, pubmed, "
                           "ogbn-arxiv, ogbn-products, ogbn-proteins, reddit, amazon-computers, amazon-photo"),
+    ("rmat:like=ogbn-mag", "rmat like='ogbn-mag' is a typed dataset, which an R-MAT graph has no types for; use "
+                           "hetero:like=mag for ogbn-mag's shape"),
     ("rmat:scale=0.5", "rmat scale= needs like=NAME (got 'rmat:scale=0.5'); e.g. rmat:like=reddit,scale=0.25"),
     ("rmat:like=reddit,scale=2", "parameter 'scale' of dataset 'rmat' must be a number in [0.0, 1.0] (got '2')"),
 ])
@@ -36,7 +38,8 @@ def test_rmat_presets_take_a_real_datasets_shape():
     assert canonical_name("rmat:features=16,like=reddit,scale=0.01") == \
         "rmat:classes=41,edges=1146158,features=16,nodes=2330,seed=0"
     for name in registry.SOURCES:
-        assert canonical_name(f"rmat:like={name}").startswith("rmat:")
+        if name != "ogbn-mag":  # typed: hetero:like=mag has its shape
+            assert canonical_name(f"rmat:like={name}").startswith("rmat:")
 
 
 def test_memory_estimate_is_checked_before_generating(monkeypatch):
