@@ -18,7 +18,29 @@ Note [deciding campaigns]
     :data:`~gnnbench.core.sequential.THRESHOLD`). ``rounds`` does not apply:
     the test decides how many. Comparisons run one after another, each
     paired within itself, and every process is stored with ``extra.ab`` and
-    ``extra.sweep``'s campaign name, so ``compare`` pools them.
+    ``extra.sweep``'s campaign name, so ``compare`` pools them. Its processes
+    start as ``gnnbench ab``'s do, ``processes = "warm"`` (the default) or
+    ``"fresh"`` (Note [round runners]).
+
+Note [resuming decided comparisons]
+    A deciding campaign run again (``gnnbench campaign run NAME``, which
+    commits its rows) does not rerun a comparison the store has already
+    answered. :func:`stored_comparisons` rebuilds every session of the
+    campaign's rows (``extra.sweep.campaign``; Note [paired rows]) and
+    matches it to a comparison by provenance (Note [provenance] in
+    :mod:`gnnbench.run.sweep`): each of its rows has the provenance of the
+    comparison's system or baseline configuration, as its role says (a
+    failed process's row is stamped with its configuration's identity, as a
+    sweep stamps one), and its threshold is the campaign's. A matching
+    session answers the comparison when it ended (Note [how a comparison
+    ends] in :mod:`gnnbench.results.paired`): decided; failed, unless
+    ``retry_failed``; or out of a budget at least the campaign's, so raising
+    ``budget`` runs the undecided ones again with the larger budget. A
+    cut-short session (the run was interrupted) answers nothing and the
+    comparison runs again from its first round; ``rerun = true`` runs every
+    comparison again. A new commit of the code is a new provenance, so it
+    runs everything again, as a sweep does. Of several answering sessions
+    the latest counts (:func:`gnnbench.results.paired.latest`).
 
 Note [round runners]
     A round runner takes the :class:`~gnnbench.run.config.RunConfig`\\ s of one
@@ -46,7 +68,8 @@ from gnnbench.core.sequential import (BASELINE, PER_ROUND, SYSTEM, THRESHOLD, Ve
 from gnnbench.errors import UserError
 
 __all__ = ["BUDGET", "CLOCK", "RoundRunner", "parse_budget", "parse_threshold", "fresh_round", "warm_round",
-           "ROUND_RUNNERS", "AbResult", "run_paired", "deciding", "comparisons", "decide_campaign"]
+           "ROUND_RUNNERS", "PROCESSES", "AbResult", "run_paired", "deciding", "comparisons", "stored_comparisons",
+           "decide_campaign"]
 
 #: the time budget of a comparison when none is given
 BUDGET = "10m"
@@ -115,6 +138,9 @@ def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
 
 
 ROUND_RUNNERS: dict[str, RoundRunner] = {"fresh": fresh_round, "warm": warm_round}
+#: how a comparison's processes start unless told otherwise (``gnnbench ab --processes``, a campaign's
+#: ``processes``)
+PROCESSES = "warm"
 
 
 # ---------------------------------------------------------------- the comparison
@@ -160,8 +186,8 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
     """Run paired rounds of ``system_spec`` and ``baseline_spec`` until decided or out of budget.
 
     Each row goes to ``on_row`` as it arrives (the caller stores it: Note [store first]); a round is judged
-    once all its processes are in. A round that would start past ``budget_s`` (judged by the last round's
-    time) is not started.
+    once all its processes are in. A round that would end past ``budget_s`` (judged by the last round's
+    time, as the rows' stamps give it: Note [how a comparison ends]) is not started.
 
     Args:
         runner (callable): the round runner (Note [round runners]; default: :func:`fresh_round`).
@@ -175,7 +201,7 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
     """
     import uuid
 
-    from gnnbench.results.paired import stamp
+    from gnnbench.results.paired import over_budget, stamp
     from gnnbench.run.record import bad_input_error
 
     session = session or uuid.uuid4().hex[:12]
@@ -183,18 +209,21 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
     result = AbResult(system_spec.system, baseline_spec.system, decide([], threshold), budget_s, 0.0, session)
     values: list[float] = []
     started = clock()
+    spent = 0.0  # seconds from the start to the latest row, as stamped on it (Note [how a comparison ends])
     for index in range(sys.maxsize):
         order = round_order(index, per_round)
         specs = [baseline_spec if role == BASELINE else system_spec for role in order]
-        round_started = clock()
+        round_started_at = spent
         medians: dict[str, list[float]] = {}
         rows = runner(specs)
         for position, (role, row) in enumerate(zip(order, rows)):
             refused = bad_input_error(row)
             if refused is not None:
                 raise UserError(refused)
+            spent = clock() - started
             row = stamp(row, session=session, round=index, position=position, role=role,
-                        system=result.system, baseline=result.baseline, threshold=threshold)
+                        system=result.system, baseline=result.baseline, threshold=threshold, budget_s=budget_s,
+                        elapsed_s=spent)
             if on_row is not None:
                 on_row(row)
             result.rows.append(row)
@@ -203,7 +232,7 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
                 break
             medians.setdefault(role, []).append(median)
         getattr(rows, "close", lambda: None)()  # a runner's generator ends now, its warm parent with it
-        result.elapsed_s = clock() - started
+        result.elapsed_s = spent
         if any(len(medians.get(r, ())) != per_round for r in (BASELINE, SYSTEM)):  # a process failed
             result.stopped = "failed"
             break
@@ -213,7 +242,7 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
             on_round(index, result)
         if result.verdict.decided:
             break
-        if result.elapsed_s + (clock() - round_started) > budget_s:
+        if over_budget(spent, spent - round_started_at, budget_s):  # read from the rows alone, as stored
             result.stopped = "budget"
             break
     return result
@@ -230,10 +259,12 @@ def _median(row: dict) -> float:
 # ---------------------------------------------------------------- campaigns (Note [deciding campaigns])
 
 def deciding(data: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """A campaign's ``baseline``, ``decide``, ``budget`` and ``threshold``, checked, as :class:`Campaign` fields.
+    """A campaign's ``baseline``, ``decide``, ``budget``, ``threshold`` and ``processes``, checked, as
+    :class:`Campaign` fields.
 
     Raises:
-        UserError: ``decide`` not true or false, or true without a ``baseline``; a bad budget or threshold.
+        UserError: ``decide`` not true or false, or true without a ``baseline``; a bad budget, threshold or
+        processes.
     """
     decide_ = data.get("decide", False)
     if not isinstance(decide_, bool):
@@ -242,9 +273,17 @@ def deciding(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise UserError(f"{where}: 'decide = true' needs a 'baseline' system to decide against")
     budget = data.get("budget")
     threshold = data.get("threshold")
+    processes = data.get("processes", PROCESSES)
+    if "processes" in data and not decide_:
+        raise UserError(f"{where}: 'processes' applies to a campaign that decides (decide = true); a sweep starts "
+                        f"a fresh worker for each run")
+    if processes not in ROUND_RUNNERS:
+        raise UserError(f"{where}: 'processes' must be {' or '.join(sorted(ROUND_RUNNERS, reverse=True))} "
+                        f"(got {processes!r})")
     return {"baseline": data.get("baseline"), "decide": decide_,
             "budget": None if budget is None else parse_budget(budget, f"{where}: 'budget'"),
-            "threshold": None if threshold is None else parse_threshold(threshold, f"{where}: 'threshold'")}
+            "threshold": None if threshold is None else parse_threshold(threshold, f"{where}: 'threshold'"),
+            "processes": processes}
 
 
 def comparisons(campaign) -> list[tuple[Any, Any]]:
@@ -263,15 +302,67 @@ def comparisons(campaign) -> list[tuple[Any, Any]]:
     return out
 
 
+def _identities(system_spec, baseline_spec) -> dict[str, dict[str, Any]]:
+    """The provenance fields each role's rows carry (Note [provenance] in :mod:`gnnbench.run.sweep`)."""
+    from gnnbench.run.sweep import identity
+
+    return {SYSTEM: identity(system_spec), BASELINE: identity(baseline_spec)}
+
+
+def _answers(session, keys: Mapping[str, str], campaign) -> bool:
+    """Whether a stored ``session`` answers the comparison whose roles have provenance ``keys`` (Note
+    [resuming decided comparisons])."""
+    from gnnbench.results.paired import pairing
+    from gnnbench.run.sweep import provenance
+
+    if not session.rows or abs(session.threshold - (campaign.threshold or THRESHOLD)) > 1e-12:
+        return False
+    if any(provenance(row) != keys.get(pairing(row).get("role")) for row in session.rows):
+        return False
+    budget = campaign.budget or parse_budget(BUDGET)
+    return (session.stopped == "decided" or (session.stopped == "failed" and not campaign.retry_failed)
+            or (session.stopped == "budget" and session.budget_s is not None and session.budget_s >= budget))
+
+
+def stored_comparisons(campaign, rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, Any, Any]]:
+    """``(system config, baseline config, session or None)`` for each comparison of ``campaign``
+    (:func:`comparisons`): the stored session among ``rows`` that answers it (Note [resuming decided
+    comparisons]), None when it is still to run (always, with ``rerun``)."""
+    from gnnbench.results.paired import latest, paired_rounds
+    from gnnbench.run.sweep import provenance
+
+    def ours(row: Mapping[str, Any]) -> bool:
+        extra = row.get("extra")
+        sweep = extra.get("sweep") if isinstance(extra, Mapping) else None
+        return isinstance(sweep, Mapping) and sweep.get("campaign") == campaign.name
+
+    sessions = list(paired_rounds(r for r in rows if ours(r)).values())
+    out = []
+    for system_spec, baseline_spec in comparisons(campaign):
+        keys = {role: provenance(fields) for role, fields in _identities(system_spec, baseline_spec).items()}
+        found = [] if campaign.rerun else [s for s in sessions if _answers(s, keys, campaign)]
+        out.append((system_spec, baseline_spec, latest(found)))
+    return out
+
+
 def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Callable[[dict], None] | None = None,
                     on_result: Callable[[AbResult], None] | None = None,
-                    on_round: Callable[[int, AbResult], None] | None = None) -> list[AbResult]:
-    """Every comparison of ``campaign`` (Note [deciding campaigns]), one after another; their results."""
+                    on_round: Callable[[int, AbResult], None] | None = None,
+                    pairs: Sequence[tuple[Any, Any]] | None = None) -> list[AbResult]:
+    """Every comparison of ``campaign`` (Note [deciding campaigns]), or those of ``pairs``, one after another;
+    their results. Each row carries the campaign's name and, a failed process's too, its configuration's
+    provenance fields (Note [resuming decided comparisons])."""
     budget_s = campaign.budget or parse_budget(BUDGET)
     threshold = campaign.threshold or THRESHOLD
     results = []
-    for system_spec, baseline_spec in comparisons(campaign):
-        def stamped(row: dict) -> None:  # the campaign's name, as a sweep's rows carry it
+    for system_spec, baseline_spec in (comparisons(campaign) if pairs is None else pairs):
+        identities = _identities(system_spec, baseline_spec)
+
+        def stamped(row: dict, identities=identities) -> None:  # as a sweep stamps its rows (run.sweep._stamp)
+            ok = row.get("status") == "ok"
+            for name, value in identities[row["extra"]["ab"]["role"]].items():
+                if not ok or row.get(name) is None:
+                    row[name] = value
             row["extra"] = {**row["extra"], "sweep": {"campaign": campaign.name}}
             if on_row is not None:
                 on_row(row)
