@@ -157,9 +157,9 @@ def _table(data: Any, where: str) -> TableDeclaration:
         raise UserError(f"{where}: 'rows' must name system (got {list(rows)})")
     baseline = data.get("baseline", [])
     baselines = (baseline,) if isinstance(baseline, str) else _texts(data, "baseline", where)
-    if not baselines and any(COLUMNS[c].needs_baseline for c in columns):
-        raise UserError(f"{where}: column(s) {', '.join(c for c in columns if COLUMNS[c].needs_baseline)} "
-                        f"need a 'baseline'")
+    needs = [c for c in columns if COLUMNS[c].needs_baseline or COLUMNS[c].paired]
+    if not baselines and needs:
+        raise UserError(f"{where}: column(s) {', '.join(needs)} need a 'baseline'")
     against = _text(data, "against", where) or "system"
     if against not in rows:
         raise UserError(f"{where}: 'against' names a field of 'rows' (got {against!r}; rows: {', '.join(rows)})")
