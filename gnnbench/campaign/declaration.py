@@ -15,7 +15,9 @@ Note [campaign declares its tables]
     ratios are taken against (a value of ``against``, ``system`` unless it
     names another of the ``rows`` fields, such as ``framework``; a list gives
     each its own ratio columns). One renderer (:mod:`gnnbench.campaign.render`)
-    draws every page, so a new table is a declaration, not a script.
+    draws every page, so a new table is a declaration, not a script. A
+    campaign that decides declares its verdicts the same way, with the columns
+    of Note [decided tables] in :mod:`gnnbench.campaign.columns`.
 
 Example (``campaigns/scaling.toml``)::
 

@@ -198,10 +198,11 @@ def _run_decided(campaign, store: Path, dry_run: bool, runner: Callable | None, 
                        dataset=sorted({c.dataset for c in configs}))
 
     if dry_run:
-        found = stored_comparisons(campaign, [])
+        stored = []
         if store.exists():
             with ResultsStore(store, create=False) as db:
-                found = stored_comparisons(campaign, rows_of(db))
+                stored = rows_of(db)
+        found = stored_comparisons(campaign, stored)
         return DecidedReport(campaign.name, len(pairs), [s for *_, s in found if s is not None],
                              [(a, b) for a, b, s in found if s is None], [], [], dry_run=True), []
     unsaved: list[tuple[str, str]] = []
@@ -242,11 +243,10 @@ def _committed(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def page_rows(page: Page, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The rows any of ``page``'s tables shows."""
-    from gnnbench.campaign.entries import selected
+    """The rows any of ``page``'s tables shows (:func:`gnnbench.campaign.render.page_rows`)."""
+    from gnnbench.campaign.render import page_rows as shown
 
-    shown = {id(r): r for t in page.tables for r in selected(rows, t.where)}
-    return list(shown.values())
+    return shown(page, rows)
 
 
 def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:

@@ -17,7 +17,7 @@ from gnnbench.campaign.declaration import Page, TableDeclaration
 from gnnbench.campaign.entries import Entry, entries, field_of, selected, size_value
 from gnnbench.results.paired import paired_rounds
 
-__all__ = ["render_page", "rows_load", "measured_note", "load_note", "commits_of"]
+__all__ = ["render_page", "page_rows", "rows_load", "measured_note", "load_note", "commits_of"]
 
 
 def load_note(start: float, end: float, cores: int | str | None = None) -> str:
@@ -105,11 +105,10 @@ def _paired_note(sessions: Sequence[Any]) -> str:
         or "not recorded"
     return ("Each comparison ran in paired rounds, two processes of each system back to back in ABBA order "
             "(Note [paired rounds] in gnnbench/core/sequential.py), until the sequential test called it faster, "
-            f"slower or the same at a threshold of {thresholds} (alpha = beta = {ALPHA:g}; Note [sequential "
-            f"test]) or its next round would pass its budget of {budgets} (undecided). `verdict`, `paired` "
-            "ratio, rounds and minutes are rebuilt from the stored processes (Note [decided tables] in "
-            "gnnbench/campaign/columns.py); the paired ratio is the baseline's time over the system's with a 95 % "
-            "interval over rounds.")
+            f"slower or the same at a threshold of {thresholds} (alpha {ALPHA:g}, beta {BETA:g}; Note [sequential "
+            f"test]) or its next round would pass its budget of {budgets} (undecided). The verdict, the paired "
+            "ratio (the baseline's time over the system's, with a 95 % interval over rounds), the rounds and the "
+            "minutes are rebuilt from the stored processes (Note [decided tables] in gnnbench/campaign/columns.py).")
 
 
 def _section_values(table: TableDeclaration, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -169,17 +168,28 @@ def _table_lines(table: TableDeclaration, rows: Sequence[Mapping[str, Any]], ses
     return lines
 
 
+def _paired(page: Page) -> bool:
+    """Whether ``page`` shows paired comparisons (Note [decided tables] in gnnbench/campaign/columns.py)."""
+    return any(COLUMNS[c].paired for t in page.tables for c in t.columns)
+
+
+def page_rows(page: Page, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows any of ``page``'s tables shows, once each; for a page of paired comparisons, every process of
+    them, the baselines' too (half of every comparison shown)."""
+    shown = [r for t in page.tables for r in selected(rows, t.where)]
+    if _paired(page):
+        shown += [r for s in paired_rounds(rows).values() for r in s.rows]
+    return list({id(r): r for r in shown}.values())
+
+
 def render_page(page: Page, rows: Sequence[Mapping[str, Any]]) -> str:
     """The Markdown of ``page`` drawn from ``rows`` (every stored process of the campaign)."""
     lines = [f"# {page.title}", ""]
     if page.about:
         lines += [page.about.strip(), ""]
-    shown = [r for t in page.tables for r in selected(rows, t.where)]
-    paired = any(COLUMNS[c].paired for t in page.tables for c in t.columns)
+    paired = _paired(page)
     sessions = list(paired_rounds(rows).values()) if paired else []
-    if paired:  # the baselines' processes too: they are half of every comparison shown
-        shown += [r for s in sessions for r in s.rows]
-    unique = list({id(r): r for r in shown}.values())
+    unique = page_rows(page, rows)
     lines += [f"{_settings(unique)} {measured_note(unique)}" + (f" {_paired_note(sessions)}" if paired else ""), ""]
     for table in page.tables:
         mine = selected(rows, table.where)

@@ -277,7 +277,7 @@ def deciding(data: Mapping[str, Any], where: str) -> dict[str, Any]:
     if "processes" in data and not decide_:
         raise UserError(f"{where}: 'processes' applies to a campaign that decides (decide = true); a sweep starts "
                         f"a fresh worker for each run")
-    if processes not in ROUND_RUNNERS:
+    if not isinstance(processes, str) or processes not in ROUND_RUNNERS:
         raise UserError(f"{where}: 'processes' must be {' or '.join(sorted(ROUND_RUNNERS, reverse=True))} "
                         f"(got {processes!r})")
     return {"baseline": data.get("baseline"), "decide": decide_,
