@@ -9,13 +9,33 @@ table byte for byte. A campaign that decides (``decide = true``: Note [deciding 
 budget, skipping those the store already answers (Note [resuming decided comparisons]), and commits the
 processes of the comparison that answers each, from which its tables show the verdicts (Note [decided
 tables] in :mod:`gnnbench.campaign.columns`).
+
+Note [resuming decided comparisons]
+    A deciding campaign run again (``gnnbench campaign run NAME``, which
+    commits its rows) does not rerun a comparison the store has already
+    answered. :func:`stored_comparisons` rebuilds every session of the
+    campaign's rows (``extra.sweep.campaign``; Note [paired rows]) and
+    matches it to a comparison by provenance (Note [provenance] in
+    :mod:`gnnbench.run.sweep`): each of its rows has the provenance of the
+    comparison's system or baseline configuration, as its role says (a
+    failed process's row is stamped with its configuration's identity, as a
+    sweep stamps one), and its threshold is the campaign's. A matching
+    session answers the comparison when it ended (Note [how a comparison
+    ends] in :mod:`gnnbench.results.paired`): decided; failed, unless
+    ``retry_failed``; or out of a budget at least the campaign's, so raising
+    ``budget`` runs the undecided ones again with the larger budget. A
+    cut-short session (the run was interrupted) answers nothing and the
+    comparison runs again from its first round; ``rerun = true`` runs every
+    comparison again. A new commit of the code is a new provenance, so it
+    runs everything again, as a sweep does. Of several answering sessions
+    the latest counts (:func:`gnnbench.results.paired.latest`).
 """
 from __future__ import annotations
 
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,7 +45,7 @@ from gnnbench.campaign.declaration import Declaration, Page, declaration_from_ma
 from gnnbench.errors import UserError
 
 __all__ = ["ROOT", "campaign_names", "load", "rows_path", "run_campaign", "render_campaign", "Rendered",
-           "DecidedReport", "headline_text", "page_rows"]
+           "DecidedReport", "stored_comparisons", "headline_text", "page_rows"]
 
 #: the repository: campaigns/ and results/ live here
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +173,7 @@ def run_campaign(name: str, *, rounds: int | None = None, results: str | None = 
 
 @dataclass
 class DecidedReport:
-    """What a run of a deciding campaign did (Note [resuming decided comparisons] in :mod:`gnnbench.run.ab`).
+    """What a run of a deciding campaign did (Note [resuming decided comparisons]).
 
     Args:
         campaign (str): its name.
@@ -188,7 +208,7 @@ def _run_decided(campaign, store: Path, dry_run: bool, runner: Callable | None, 
     from gnnbench.results.paired import paired_rounds
     from gnnbench.results.status import verification_status
     from gnnbench.results.store import ResultsStore, save_unsaved
-    from gnnbench.run.ab import ROUND_RUNNERS, comparisons, decide_campaign, stored_comparisons
+    from gnnbench.run.ab import ROUND_RUNNERS, comparisons, decide_campaign
 
     pairs = comparisons(campaign)
     configs = [c for pair in pairs for c in pair]
@@ -227,6 +247,45 @@ def _run_decided(campaign, store: Path, dry_run: bool, runner: Callable | None, 
         session = session or just_run.get(_key(system_config))  # run now, and ended unanswered: still shown
         committed += list(session.rows) if session is not None else []
     return report, [_committed(r) for r in sorted(committed, key=lambda r: r.get("id") or 0)]
+
+
+def _answers(session, keys: Mapping[str, str], campaign) -> bool:
+    """Whether a stored ``session`` answers the comparison whose roles have provenance ``keys`` (Note
+    [resuming decided comparisons])."""
+    from gnnbench.core.sequential import THRESHOLD
+    from gnnbench.results.paired import pairing
+    from gnnbench.run.ab import BUDGET, parse_budget
+    from gnnbench.run.sweep import provenance
+
+    if not session.rows or abs(session.threshold - (campaign.threshold or THRESHOLD)) > 1e-12:
+        return False
+    if any(provenance(row) != keys.get(pairing(row).get("role")) for row in session.rows):
+        return False
+    budget = campaign.budget or parse_budget(BUDGET)
+    return (session.stopped == "decided" or (session.stopped == "failed" and not campaign.retry_failed)
+            or (session.stopped == "budget" and session.budget_s is not None and session.budget_s >= budget))
+
+
+def stored_comparisons(campaign, rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, Any, Any]]:
+    """``(system config, baseline config, session or None)`` for each comparison of ``campaign``
+    (:func:`gnnbench.run.ab.comparisons`): the stored session among ``rows`` that answers it (Note [resuming
+    decided comparisons]), None when it is still to run (always, with ``rerun``)."""
+    from gnnbench.results.paired import latest, paired_rounds
+    from gnnbench.run.ab import comparisons, identities
+    from gnnbench.run.sweep import provenance
+
+    def ours(row: Mapping[str, Any]) -> bool:
+        extra = row.get("extra")
+        sweep = extra.get("sweep") if isinstance(extra, Mapping) else None
+        return isinstance(sweep, Mapping) and sweep.get("campaign") == campaign.name
+
+    sessions = list(paired_rounds(r for r in rows if ours(r)).values())
+    out = []
+    for system_spec, baseline_spec in comparisons(campaign):
+        keys = {role: provenance(fields) for role, fields in identities(system_spec, baseline_spec).items()}
+        found = [] if campaign.rerun else [s for s in sessions if _answers(s, keys, campaign)]
+        out.append((system_spec, baseline_spec, latest(found)))
+    return out
 
 
 def _key(config) -> str:

@@ -8,7 +8,7 @@ to results/rows/NAME.jsonl.gz and renders; `render` renders from those committed
 rewrite the index of published results (results/README.md and README's figures table), which `index`
 rewrites alone. A campaign with `decide = true` runs each comparison against its baseline in paired rounds
 until decided or out of its budget, prints a verdict line for each, skips those the store already answers
-and commits the processes of each answer (Note [resuming decided comparisons] in gnnbench/run/ab.py)."""
+and commits the processes of each answer (Note [resuming decided comparisons] in gnnbench/campaign/publish.py)."""
 
 
 def add_arguments(p) -> None:

@@ -22,26 +22,6 @@ Note [deciding campaigns]
     start as ``gnnbench ab``'s do, ``processes = "warm"`` (the default) or
     ``"fresh"`` (Note [round runners]).
 
-Note [resuming decided comparisons]
-    A deciding campaign run again (``gnnbench campaign run NAME``, which
-    commits its rows) does not rerun a comparison the store has already
-    answered. :func:`stored_comparisons` rebuilds every session of the
-    campaign's rows (``extra.sweep.campaign``; Note [paired rows]) and
-    matches it to a comparison by provenance (Note [provenance] in
-    :mod:`gnnbench.run.sweep`): each of its rows has the provenance of the
-    comparison's system or baseline configuration, as its role says (a
-    failed process's row is stamped with its configuration's identity, as a
-    sweep stamps one), and its threshold is the campaign's. A matching
-    session answers the comparison when it ended (Note [how a comparison
-    ends] in :mod:`gnnbench.results.paired`): decided; failed, unless
-    ``retry_failed``; or out of a budget at least the campaign's, so raising
-    ``budget`` runs the undecided ones again with the larger budget. A
-    cut-short session (the run was interrupted) answers nothing and the
-    comparison runs again from its first round; ``rerun = true`` runs every
-    comparison again. A new commit of the code is a new provenance, so it
-    runs everything again, as a sweep does. Of several answering sessions
-    the latest counts (:func:`gnnbench.results.paired.latest`).
-
 Note [round runners]
     A round runner takes the :class:`~gnnbench.run.config.RunConfig`\\ s of one
     round, in run order, and yields their rows in that order as each finishes
@@ -68,7 +48,7 @@ from gnnbench.core.sequential import (BASELINE, PER_ROUND, SYSTEM, THRESHOLD, Ve
 from gnnbench.errors import UserError
 
 __all__ = ["BUDGET", "CLOCK", "RoundRunner", "parse_budget", "parse_threshold", "fresh_round", "warm_round",
-           "ROUND_RUNNERS", "PROCESSES", "AbResult", "run_paired", "deciding", "comparisons", "stored_comparisons",
+           "ROUND_RUNNERS", "PROCESSES", "AbResult", "run_paired", "deciding", "comparisons", "identities",
            "decide_campaign"]
 
 #: the time budget of a comparison when none is given
@@ -302,47 +282,15 @@ def comparisons(campaign) -> list[tuple[Any, Any]]:
     return out
 
 
-def _identities(system_spec, baseline_spec) -> dict[str, dict[str, Any]]:
-    """The provenance fields each role's rows carry (Note [provenance] in :mod:`gnnbench.run.sweep`)."""
-    from gnnbench.run.sweep import identity
+def identities(system_spec, baseline_spec) -> dict[str, dict[str, Any]]:
+    """The provenance fields each role's rows carry (Note [provenance] in :mod:`gnnbench.run.sweep`), as
+    :func:`gnnbench.run.sweep.identity` computes them (sweep reads a campaign's deciding keys from this module,
+    so this one does not import it)."""
+    from gnnbench.run.preflight import check_names
+    from gnnbench.run.record import identity_columns
 
-    return {SYSTEM: identity(system_spec), BASELINE: identity(baseline_spec)}
-
-
-def _answers(session, keys: Mapping[str, str], campaign) -> bool:
-    """Whether a stored ``session`` answers the comparison whose roles have provenance ``keys`` (Note
-    [resuming decided comparisons])."""
-    from gnnbench.results.paired import pairing
-    from gnnbench.run.sweep import provenance
-
-    if not session.rows or abs(session.threshold - (campaign.threshold or THRESHOLD)) > 1e-12:
-        return False
-    if any(provenance(row) != keys.get(pairing(row).get("role")) for row in session.rows):
-        return False
-    budget = campaign.budget or parse_budget(BUDGET)
-    return (session.stopped == "decided" or (session.stopped == "failed" and not campaign.retry_failed)
-            or (session.stopped == "budget" and session.budget_s is not None and session.budget_s >= budget))
-
-
-def stored_comparisons(campaign, rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, Any, Any]]:
-    """``(system config, baseline config, session or None)`` for each comparison of ``campaign``
-    (:func:`comparisons`): the stored session among ``rows`` that answers it (Note [resuming decided
-    comparisons]), None when it is still to run (always, with ``rerun``)."""
-    from gnnbench.results.paired import latest, paired_rounds
-    from gnnbench.run.sweep import provenance
-
-    def ours(row: Mapping[str, Any]) -> bool:
-        extra = row.get("extra")
-        sweep = extra.get("sweep") if isinstance(extra, Mapping) else None
-        return isinstance(sweep, Mapping) and sweep.get("campaign") == campaign.name
-
-    sessions = list(paired_rounds(r for r in rows if ours(r)).values())
-    out = []
-    for system_spec, baseline_spec in comparisons(campaign):
-        keys = {role: provenance(fields) for role, fields in _identities(system_spec, baseline_spec).items()}
-        found = [] if campaign.rerun else [s for s in sessions if _answers(s, keys, campaign)]
-        out.append((system_spec, baseline_spec, latest(found)))
-    return out
+    return {role: identity_columns(spec, None, resolved=check_names(spec))
+            for role, spec in ((SYSTEM, system_spec), (BASELINE, baseline_spec))}
 
 
 def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Callable[[dict], None] | None = None,
@@ -351,16 +299,16 @@ def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Call
                     pairs: Sequence[tuple[Any, Any]] | None = None) -> list[AbResult]:
     """Every comparison of ``campaign`` (Note [deciding campaigns]), or those of ``pairs``, one after another;
     their results. Each row carries the campaign's name and, a failed process's too, its configuration's
-    provenance fields (Note [resuming decided comparisons])."""
+    provenance fields (Note [resuming decided comparisons] in :mod:`gnnbench.campaign.publish`)."""
     budget_s = campaign.budget or parse_budget(BUDGET)
     threshold = campaign.threshold or THRESHOLD
     results = []
     for system_spec, baseline_spec in (comparisons(campaign) if pairs is None else pairs):
-        identities = _identities(system_spec, baseline_spec)
+        fields = identities(system_spec, baseline_spec)
 
-        def stamped(row: dict, identities=identities) -> None:  # as a sweep stamps its rows (run.sweep._stamp)
+        def stamped(row: dict, fields=fields) -> None:  # as a sweep stamps its rows (run.sweep._stamp)
             ok = row.get("status") == "ok"
-            for name, value in identities[row["extra"]["ab"]["role"]].items():
+            for name, value in fields[row["extra"]["ab"]["role"]].items():
                 if not ok or row.get(name) is None:
                     row[name] = value
             row["extra"] = {**row["extra"], "sweep": {"campaign": campaign.name}}
