@@ -106,9 +106,9 @@ def _main_decided(args, store: str) -> int:
 def decided_summary(report, store: str) -> str:
     """What a deciding campaign's run did: the comparisons already answered (their verdict lines, rebuilt from
     the store), and what ran or would run."""
-    lines = [f"campaign '{report.campaign}': {report.comparisons} comparisons; {len(report.stored)} already "
-             f"answered in the store" + (f"; would decide {len(report.todo)}" if report.dry_run
-                                         else f"; ran {len(report.ran)}")]
+    lines = [f"campaign '{report.campaign}': {report.comparisons} comparison{'s' * (report.comparisons != 1)}; "
+             f"{len(report.stored)} already answered in the store"
+             + (f"; would decide {len(report.todo)}" if report.dry_run else f"; ran {len(report.ran)}")]
     lines += [f"  already answered: {session.line()}" for session in report.stored]
     if report.dry_run:
         lines += [f"  would decide {a.system} against {b.system}: {a.model} on {a.dataset} {a.framework} "

@@ -257,3 +257,28 @@ def test_bench_training_decide_plans_its_three_comparisons(tmp_path, capsys):
         *(f"  would decide isplib against dgl-native: {model} on "
           "rmat:classes=8,edges=4000000,features=128,nodes=131072,seed=0 torch seed=0"
           for model in ("gcn", "sage", "gin"))]
+
+
+def test_the_cli_prints_each_verdict_then_what_was_answered_and_resumes(monkeypatch, tmp_path, capsys):
+    from gnnbench.campaign import publish
+    from tests.cli.test_ab import _fake_workers
+
+    root = _root(tmp_path, DECIDING.replace('models = ["gcn", "sage"]', 'models = ["gcn"]')
+                 .replace("decide = true", 'decide = true\nprocesses = "fresh"'))
+    monkeypatch.setattr(publish, "ROOT", root)
+    started = _fake_workers(monkeypatch, lambda system, k: 10.0 if system == "reference" else (8.8 if k % 3 else 9.1))
+    assert main(["campaign", "run", "mini", "--no-progress"]) == 0
+    line = "mkl 1.12x faster than reference [1.11, 1.13], decided after 12 rounds (48 processes, 4 min 24 s)"
+    assert capsys.readouterr().out.splitlines() == [
+        line, "campaign 'mini': 1 comparison; 0 already answered in the store; ran 1",
+        "results in results/store.sqlite; see `gnnbench compare --results results/store.sqlite`",
+        "wrote results/mini.md", "wrote results/README.md"]
+    assert len(started) == 48
+    assert main(["campaign", "run", "mini", "--no-progress"]) == 0  # resumed: nothing runs, the page is current
+    assert capsys.readouterr().out.splitlines() == [
+        "campaign 'mini': 1 comparison; 1 already answered in the store; ran 0", f"  already answered: {line}",
+        "results in results/store.sqlite; see `gnnbench compare --results results/store.sqlite`",
+        "unchanged results/mini.md"]
+    assert len(started) == 48
+    index = (root / "results" / "README.md").read_text()
+    assert f"| [Mini](mini.md) | `campaigns/mini.toml` | gcn: {line} |" in index
