@@ -214,6 +214,25 @@ def test_the_headline_is_each_comparisons_verdict_line(tmp_path):
         "(8 processes, 10 min 40 s), out of its budget of 15 min 0 s")
 
 
+def test_the_rows_tell_how_each_comparison_ended():
+    """Note [how a comparison ends]: decided, out of its budget, stopped by a failed process, or cut short."""
+    from gnnbench.campaign.columns import COLUMNS
+    from gnnbench.campaign.entries import Entry
+
+    failed = _session(301, "s-failed", "gcn", 0.97, 3, 5.5)[:10]  # as stored: nothing after the failed process
+    failed[9] = {**failed[9], "status": "crashed", "epoch_times": None, "epoch_time_median_s": None}
+    cut = _session(401, "s-cut", "gcn", 0.97, 3, 5.5)[:10]
+    sessions = paired_rounds(decided_rows() + failed + cut)
+    assert {sid: s.stopped for sid, s in sessions.items()} == {
+        "s-gcn": "decided", "s-sage": "decided", "s-gin": "budget", "s-failed": "failed", "s-cut": "cut short"}
+    budget = COLUMNS["budget"].cell
+    cells = [budget(Entry((), (), comparison=sessions[sid]), None) for sid in ("s-gcn", "s-gin", "s-failed", "s-cut")]
+    assert cells == ["-", "15 min 0 s", "15 min 0 s (a process failed)", "15 min 0 s (cut short)"]
+    assert sessions["s-failed"].line() == (
+        "isplib undecided against dgl-native at 5%: 1.03x faster than dgl-native [1.02, 1.04] after 2 rounds "
+        "(10 processes, 55 s), stopped by a process that did not succeed")
+
+
 # ---------------------------------------------------------------- bad input, and the real campaign's plan
 
 @pytest.mark.parametrize("keys, message", [

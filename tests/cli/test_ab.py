@@ -219,6 +219,7 @@ def test_a_campaign_file_decides_against_its_baseline(tmp_path):
     (["--decide"], "--decide needs --baseline SYSTEM (or 'baseline' in the campaign) to decide against"),
     (["--decide", "--baseline", "reference", "--budget", "0s"],
      "--budget must be a time above 0 such as 90s, 10m or 1h (got '0s')"),
+    (["--processes", "warm"], "--processes applies with --decide; a sweep starts a fresh worker for each run"),
 ])
 def test_a_deciding_sweeps_bad_input_is_one_line(extra, message, monkeypatch, capsys):
     started = _fake_workers(monkeypatch, _faster)
