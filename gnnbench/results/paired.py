@@ -18,9 +18,10 @@ Note [paired rows]
 
 Note [how a comparison ends]
     A comparison stops when the test decides, when a process does not
-    succeed, or when its next round would end past its budget: the round
-    that just ended, its end ``elapsed_s`` of its last row, is taken as
-    what the next would cost (:func:`over_budget`). ``gnnbench ab``
+    succeed, or when its next round would end past its budget, the next
+    round taken to cost what the last did: the ``elapsed_s`` of the last
+    round's last row, plus that round's own span, above ``budget_s``
+    (:func:`over_budget`). ``gnnbench ab``
     (:func:`gnnbench.run.ab.run_paired`) applies exactly that rule to the
     times it stamps on the rows, so :func:`paired_rounds` tells the four
     endings apart from stored rows: ``decided``, ``failed``, ``budget``, and
