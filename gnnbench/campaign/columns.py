@@ -13,7 +13,7 @@ from typing import Any
 
 from gnnbench.campaign.entries import Entry
 
-__all__ = ["Column", "COLUMNS", "ratio_text", "epoch_text"]
+__all__ = ["Column", "COLUMNS", "ratio_text", "epoch_text", "paired_ratio_text", "comparison_of", "header"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ class Column:
     numeric: bool
     cell: Callable[[Entry, Entry | None], str]
     needs_baseline: bool = False
+    #: reads the entry's paired comparison against the table's (first) baseline (Note [decided tables])
+    paired: bool = False
 
 
 def _ms(value: float | None) -> str:
@@ -116,6 +118,34 @@ def _stability(e: Entry, base: Entry | None) -> str:
     return (p.note() or "") if e.ok and len(p) else ""
 
 
+def paired_ratio_text(session) -> str:
+    """A comparison's figure, the baseline's time over the system's from its rounds, and its interval over rounds:
+    ``1.12x [1.06, 1.19]`` (Note [decided tables])."""
+    v = session.verdict()
+    if v.rounds == 0:
+        return "no rounds"
+    return f"{v.speedup:.2f}x" + ("" if v.low is None else f" [{v.low:.2f}, {v.high:.2f}]")
+
+
+def _paired(cell: Callable[[Any], str]) -> Callable[[Entry, Entry | None], str]:
+    return lambda e, base: "-" if e.comparison is None else cell(e.comparison)
+
+
+def _budget(session) -> str:
+    """An undecided comparison's budget, and why it stopped short of it when it did (Note [how a comparison
+    ends] in gnnbench/results/paired.py); ``-`` for a decided one."""
+    from gnnbench.results.paired import duration
+
+    if session.stopped == "decided":
+        return "-"
+    why = {"failed": " (a process failed)", "cut short": " (cut short)"}.get(session.stopped, "")
+    return (duration(session.budget_s) if session.budget_s is not None else "not recorded") + why
+
+
+def _minutes(session) -> str:
+    return "-" if session.elapsed_s is None else f"{session.elapsed_s / 60:.1f}"
+
+
 def _field(name: str) -> Column:
     from gnnbench.campaign.entries import field_of
 
@@ -162,7 +192,47 @@ COLUMNS: dict[str, Column] = {
     "processes": Column("processes", True, lambda e, base: str(len(e.processes) or len(e.runs))),
     "status": Column("status", False, _status),
     "stability": Column("stability", False, _stability),
+    # a comparison decided in paired rounds (Note [decided tables])
+    "verdict": Column("verdict", False, _paired(lambda s: s.verdict().word), paired=True),
+    "paired vs baseline": Column("{baseline} / system, paired [95% interval]", True, _paired(paired_ratio_text),
+                                 paired=True),
+    "rounds (processes)": Column("rounds (processes)", True,
+                                 _paired(lambda s: f"{s.verdict().rounds} ({s.processes})"), paired=True),
+    "minutes": Column("minutes", True, _paired(_minutes), paired=True),
+    "budget": Column("budget if undecided", False, _paired(_budget), paired=True),
 }
+
+
+def comparison_of(entry: Entry, sessions, fields, baseline: str):
+    """The paired comparison a decided table shows on ``entry``'s line.
+
+    Note [decided tables]
+        A campaign that decides (Note [deciding campaigns] in
+        gnnbench/run/ab.py) publishes, per comparison, what ``gnnbench ab``
+        would print: the ``verdict`` (faster, slower, same or undecided),
+        ``paired vs baseline`` (the baseline's time over the system's from
+        the rounds, with its interval over rounds: Note [paired rounds] in
+        gnnbench/core/sequential.py), ``rounds (processes)``, ``minutes`` and,
+        when undecided, the ``budget`` it ran out of. Each is rebuilt from the
+        committed rows alone (:func:`gnnbench.results.paired.paired_rounds`),
+        never from what the run printed. A table line is a configuration
+        of the system (its ``rows`` fields); its comparison is the session
+        whose system rows have that line's fields and whose baseline is the
+        table's, the latest that ended (:func:`gnnbench.results.paired.latest`).
+        The sessions are rebuilt from all of the page's rows, so a table may
+        show the judged systems alone (``where = { system = "isplib" }``)
+        and still read the baseline's processes.
+    """
+    from gnnbench.campaign.entries import field_of
+    from gnnbench.core.sequential import SYSTEM
+    from gnnbench.results.paired import latest, pairing
+
+    def shows(session) -> bool:
+        own = [r for r in session.rows if pairing(r).get("role") == SYSTEM]
+        return (session.system == entry["system"] and session.baseline == baseline and bool(own)
+                and all(field_of(own[0], f) == entry[f] for f in fields))
+
+    return latest(s for s in sessions if shows(s))
 
 
 def header(name: str, baseline: Any) -> str:

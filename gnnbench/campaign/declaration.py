@@ -15,7 +15,9 @@ Note [campaign declares its tables]
     ratios are taken against (a value of ``against``, ``system`` unless it
     names another of the ``rows`` fields, such as ``framework``; a list gives
     each its own ratio columns). One renderer (:mod:`gnnbench.campaign.render`)
-    draws every page, so a new table is a declaration, not a script.
+    draws every page, so a new table is a declaration, not a script. A
+    campaign that decides declares its verdicts the same way, with the columns
+    of Note [decided tables] in :mod:`gnnbench.campaign.columns`.
 
 Example (``campaigns/scaling.toml``)::
 
@@ -157,9 +159,9 @@ def _table(data: Any, where: str) -> TableDeclaration:
         raise UserError(f"{where}: 'rows' must name system (got {list(rows)})")
     baseline = data.get("baseline", [])
     baselines = (baseline,) if isinstance(baseline, str) else _texts(data, "baseline", where)
-    if not baselines and any(COLUMNS[c].needs_baseline for c in columns):
-        raise UserError(f"{where}: column(s) {', '.join(c for c in columns if COLUMNS[c].needs_baseline)} "
-                        f"need a 'baseline'")
+    needs = [c for c in columns if COLUMNS[c].needs_baseline or COLUMNS[c].paired]
+    if not baselines and needs:
+        raise UserError(f"{where}: column(s) {', '.join(needs)} need a 'baseline'")
     against = _text(data, "against", where) or "system"
     if against not in rows:
         raise UserError(f"{where}: 'against' names a field of 'rows' (got {against!r}; rows: {', '.join(rows)})")

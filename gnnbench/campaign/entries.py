@@ -18,7 +18,7 @@ Note [campaign entries]
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,9 @@ class Entry:
 
     key: tuple[tuple[str, Any], ...]
     runs: tuple[Mapping[str, Any], ...]
+    #: the paired comparison of this row's system against the table's baseline, for a table that shows one
+    #: (a :class:`gnnbench.results.paired.Session`; Note [decided tables] in gnnbench/campaign/columns.py)
+    comparison: Any = field(default=None, compare=False)
 
     def __getitem__(self, name: str) -> Any:
         return dict(self.key).get(name)

@@ -12,11 +12,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gnnbench.campaign.columns import COLUMNS, header
+from gnnbench.campaign.columns import COLUMNS, comparison_of, header
 from gnnbench.campaign.declaration import Page, TableDeclaration
 from gnnbench.campaign.entries import Entry, entries, field_of, selected, size_value
+from gnnbench.results.paired import paired_rounds
 
-__all__ = ["render_page", "rows_load", "measured_note", "load_note", "commits_of"]
+__all__ = ["render_page", "page_rows", "rows_load", "measured_note", "load_note", "commits_of"]
 
 
 def load_note(start: float, end: float, cores: int | str | None = None) -> str:
@@ -93,6 +94,23 @@ def _settings(rows: Sequence[Mapping[str, Any]]) -> str:
             "why a figure is unsteady, and an interval beside an unsteady figure claims nothing.")
 
 
+def _paired_note(sessions: Sequence[Any]) -> str:
+    """How a decided table's comparisons ran (Note [decided tables] in gnnbench/campaign/columns.py): the
+    thresholds and budgets their rows carry."""
+    from gnnbench.core.sequential import ALPHA, BETA
+    from gnnbench.results.paired import duration
+
+    thresholds = ", ".join(dict.fromkeys(f"{s.threshold * 100:g} %" for s in sessions)) or "?"
+    budgets = ", ".join(dict.fromkeys(duration(s.budget_s) for s in sessions if s.budget_s is not None)) \
+        or "not recorded"
+    return ("Each comparison ran in paired rounds, two processes of each system back to back in ABBA order "
+            "(Note [paired rounds] in gnnbench/core/sequential.py), until the sequential test called it faster, "
+            f"slower or the same at a threshold of {thresholds} (alpha {ALPHA:g}, beta {BETA:g}; Note [sequential "
+            f"test]) or its next round would pass its budget of {budgets} (undecided). The verdict, the paired "
+            "ratio (the baseline's time over the system's, with a 95 % interval over rounds), the rounds and the "
+            "minutes are rebuilt from the stored processes (Note [decided tables] in gnnbench/campaign/columns.py).")
+
+
 def _section_values(table: TableDeclaration, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
     if table.sections is None:
         return [None]
@@ -118,13 +136,19 @@ def _columns(table: TableDeclaration) -> list[tuple[str, str | None]]:
             for name in (table.baselines if COLUMNS[c].needs_baseline else table.baselines[:1] or [None])]
 
 
-def _table_lines(table: TableDeclaration, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _table_lines(table: TableDeclaration, rows: Sequence[Mapping[str, Any]], sessions: Sequence[Any]) -> list[str]:
+    from dataclasses import replace
+
     from gnnbench.results.tables import Table
 
     lines: list[str] = []
+    paired = any(COLUMNS[c].paired for c in table.columns)
     for value in _section_values(table, rows):
         mine = rows if value is None else [r for r in rows if field_of(r, table.sections) == value]
         found = _ordered(entries(mine, table.rows), table)
+        if paired:  # Note [decided tables] in gnnbench/campaign/columns.py
+            found = [replace(e, comparison=comparison_of(e, sessions, table.rows, table.baselines[0]))
+                     for e in found]
         group = [f for f in table.rows if f != table.against]
         columns = _columns(table)
         base = {(name, tuple(e[f] for f in group)): e for name in table.baselines for e in found
@@ -144,14 +168,29 @@ def _table_lines(table: TableDeclaration, rows: Sequence[Mapping[str, Any]]) -> 
     return lines
 
 
+def _paired(page: Page) -> bool:
+    """Whether ``page`` shows paired comparisons (Note [decided tables] in gnnbench/campaign/columns.py)."""
+    return any(COLUMNS[c].paired for t in page.tables for c in t.columns)
+
+
+def page_rows(page: Page, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows any of ``page``'s tables shows, once each; for a page of paired comparisons, every process of
+    them, the baselines' too (half of every comparison shown)."""
+    shown = [r for t in page.tables for r in selected(rows, t.where)]
+    if _paired(page):
+        shown += [r for s in paired_rounds(rows).values() for r in s.rows]
+    return list({id(r): r for r in shown}.values())
+
+
 def render_page(page: Page, rows: Sequence[Mapping[str, Any]]) -> str:
     """The Markdown of ``page`` drawn from ``rows`` (every stored process of the campaign)."""
     lines = [f"# {page.title}", ""]
     if page.about:
         lines += [page.about.strip(), ""]
-    shown = [r for t in page.tables for r in selected(rows, t.where)]
-    unique = list({id(r): r for r in shown}.values())
-    lines += [f"{_settings(unique)} {measured_note(unique)}", ""]
+    paired = _paired(page)
+    sessions = list(paired_rounds(rows).values()) if paired else []
+    unique = page_rows(page, rows)
+    lines += [f"{_settings(unique)} {measured_note(unique)}" + (f" {_paired_note(sessions)}" if paired else ""), ""]
     for table in page.tables:
         mine = selected(rows, table.where)
         if table.title:
@@ -161,5 +200,5 @@ def render_page(page: Page, rows: Sequence[Mapping[str, Any]]) -> str:
         if not mine:
             lines += ["No rows.", ""]
             continue
-        lines += _table_lines(table, mine)
+        lines += _table_lines(table, mine, sessions)
     return "\n".join(lines).rstrip("\n") + "\n"

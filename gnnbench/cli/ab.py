@@ -11,12 +11,13 @@ The rounds run in :func:`gnnbench.run.ab.run_paired`; this command renders them.
 """
 from __future__ import annotations
 
-import math
 import sys
 
-from gnnbench.core.sequential import THRESHOLD, Verdict
+from gnnbench.core.sequential import THRESHOLD
 from gnnbench.errors import UserError
-from gnnbench.run.ab import BUDGET, ROUND_RUNNERS, AbResult, parse_budget, parse_threshold
+from gnnbench.results.paired import duration, ratio_text
+from gnnbench.results.paired import verdict_line as paired_line
+from gnnbench.run.ab import BUDGET, PROCESSES, ROUND_RUNNERS, AbResult, parse_budget, parse_threshold
 
 from ._common import add_results_option, open_store, print_json
 
@@ -41,7 +42,7 @@ def add_arguments(p) -> None:
                         f"(default: {BUDGET})")
     p.add_argument("--threshold", default=f"{THRESHOLD:.0%}", metavar="FRACTION",
                    help="the smallest change called faster or slower, as 5%% or 0.05 (default: %(default)s)")
-    p.add_argument("--processes", choices=("fresh", "warm"), default="warm",
+    p.add_argument("--processes", choices=("fresh", "warm"), default=PROCESSES,
                    help="warm: forked from a parent started once a round, about 1 s a process (Note [cheap "
                         "processes] in gnnbench/run/warm.py); fresh: a worker process started for each "
                         "measurement, as `run` does (default: warm)")
@@ -70,46 +71,11 @@ def run(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRES
 
 # ---------------------------------------------------------------- rendering
 
-def duration(seconds: float) -> str:
-    """``3 min 10 s``, ``42 s``, ``1 h 05 min``."""
-    s = int(round(seconds))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h} h {m:02d} min" if h else (f"{m} min {s} s" if m else f"{s} s")
-
-
-def _percent(fraction: float) -> str:
-    return f"{fraction * 100:g}%"
-
-
-def ratio_text(verdict: Verdict, baseline: str | None = None) -> str:
-    """``1.12x faster than B [1.06, 1.19]`` or ``1.08x slower than B [1.02, 1.15]``: the factor shown and its
-    interval (without ``than B`` when no ``baseline`` is named)."""
-    if math.isnan(verdict.speedup):
-        return "no rounds"
-    faster = verdict.speedup >= 1
-    factor = verdict.speedup if faster else 1 / verdict.speedup
-    text = f"{factor:.2f}x {'faster' if faster else 'slower'}" + (f" than {baseline}" if baseline else "")
-    if verdict.low is None:
-        return text + " (1 round: no interval)"
-    low, high = (verdict.low, verdict.high) if faster else (1 / verdict.high, 1 / verdict.low)
-    return text + f" [{low:.2f}, {high:.2f}]"
-
-
 def verdict_line(result: AbResult) -> str:
-    """The one line ``gnnbench ab`` prints; it always holds faster, slower, same or undecided."""
-    v = result.verdict
-    spent = (f"{v.rounds} round{'s' * (v.rounds != 1)} ({len(result.rows)} processes, "
-             f"{duration(result.elapsed_s)})")
-    if v.word in ("faster", "slower"):
-        return f"{result.system} {ratio_text(v, result.baseline)}, decided after {spent}"
-    if v.word == "same":
-        return (f"{result.system} the same as {result.baseline} within {_percent(v.threshold)} "
-                f"({ratio_text(v)}), decided after {spent}")
-    why = {"budget": f"out of its budget of {duration(result.budget_s)}",
-           "failed": "stopped by a process that did not succeed"}.get(result.stopped, "")
-    return (f"{result.system} undecided against {result.baseline} at {_percent(v.threshold)}: "
-            f"{ratio_text(v, result.baseline)} after {spent}" + (f", {why}" if why else ""))
+    """The one line ``gnnbench ab`` prints; it always holds faster, slower, same or undecided (the same line a
+    stored comparison gives: :func:`gnnbench.results.paired.verdict_line`)."""
+    return paired_line(result.system, result.baseline, result.verdict, processes=len(result.rows),
+                       elapsed_s=result.elapsed_s, budget_s=result.budget_s, stopped=result.stopped)
 
 
 def _progress_text(index: int, result: AbResult) -> str:

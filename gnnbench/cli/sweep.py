@@ -35,6 +35,8 @@ def add_arguments(p) -> None:
     p.add_argument("--budget", metavar="TIME", help="with --decide: each comparison's time budget (default: 10m)")
     p.add_argument("--threshold", metavar="FRACTION", help="with --decide: the smallest change called faster or "
                    "slower (default: 5%%)")
+    p.add_argument("--processes", choices=("warm", "fresh"), help="with --decide: how each process starts, as "
+                   "`gnnbench ab --processes` (default: warm, or the campaign's 'processes')")
     p.add_argument("--dry-run", action="store_true", help="print what would run; run and store nothing")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -60,7 +62,7 @@ def campaign_from_args(args):
     overrides = {k: v for k, v in (("name", args.name), ("results", args.results), ("executor", args.executor),
                                    ("ray_address", args.ray_address), ("rerun", args.rerun),
                                    ("retry_failed", args.retry_failed), ("baseline", args.baseline),
-                                   ("decide", args.decide)) if v is not None}
+                                   ("decide", args.decide), ("processes", args.processes)) if v is not None}
     if args.budget is not None or args.threshold is not None:
         from gnnbench.run.ab import parse_budget, parse_threshold
 
@@ -71,6 +73,8 @@ def campaign_from_args(args):
     campaign = replace(campaign, **overrides)
     if campaign.decide and not campaign.baseline:
         raise UserError("--decide needs --baseline SYSTEM (or 'baseline' in the campaign) to decide against")
+    if args.processes is not None and not campaign.decide:
+        raise UserError("--processes applies with --decide; a sweep starts a fresh worker for each run")
     return campaign
 
 
@@ -209,7 +213,7 @@ def _main_decided(args, campaign) -> int:
             else:
                 print(verdict_line(result), flush=True)
 
-        decide_campaign(campaign, runner=ROUND_RUNNERS["fresh"], on_row=lambda row: _store(db, row),
+        decide_campaign(campaign, runner=ROUND_RUNNERS[campaign.processes], on_row=lambda row: _store(db, row),
                         on_result=on_result,
                         on_round=lambda i, r: bar.describe(f"{r.system} against {r.baseline}: round {i + 1}"))
     if args.json:

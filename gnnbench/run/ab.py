@@ -18,7 +18,9 @@ Note [deciding campaigns]
     :data:`~gnnbench.core.sequential.THRESHOLD`). ``rounds`` does not apply:
     the test decides how many. Comparisons run one after another, each
     paired within itself, and every process is stored with ``extra.ab`` and
-    ``extra.sweep``'s campaign name, so ``compare`` pools them.
+    ``extra.sweep``'s campaign name, so ``compare`` pools them. Its processes
+    start as ``gnnbench ab``'s do, ``processes = "warm"`` (the default) or
+    ``"fresh"`` (Note [round runners]).
 
 Note [round runners]
     A round runner takes the :class:`~gnnbench.run.config.RunConfig`\\ s of one
@@ -46,7 +48,8 @@ from gnnbench.core.sequential import (BASELINE, PER_ROUND, SYSTEM, THRESHOLD, Ve
 from gnnbench.errors import UserError
 
 __all__ = ["BUDGET", "CLOCK", "RoundRunner", "parse_budget", "parse_threshold", "fresh_round", "warm_round",
-           "ROUND_RUNNERS", "AbResult", "run_paired", "deciding", "comparisons", "decide_campaign"]
+           "ROUND_RUNNERS", "PROCESSES", "AbResult", "run_paired", "deciding", "comparisons", "identities",
+           "decide_campaign"]
 
 #: the time budget of a comparison when none is given
 BUDGET = "10m"
@@ -115,6 +118,9 @@ def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
 
 
 ROUND_RUNNERS: dict[str, RoundRunner] = {"fresh": fresh_round, "warm": warm_round}
+#: how a comparison's processes start unless told otherwise (``gnnbench ab --processes``, a campaign's
+#: ``processes``)
+PROCESSES = "warm"
 
 
 # ---------------------------------------------------------------- the comparison
@@ -160,8 +166,8 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
     """Run paired rounds of ``system_spec`` and ``baseline_spec`` until decided or out of budget.
 
     Each row goes to ``on_row`` as it arrives (the caller stores it: Note [store first]); a round is judged
-    once all its processes are in. A round that would start past ``budget_s`` (judged by the last round's
-    time) is not started.
+    once all its processes are in. A round that would end past ``budget_s`` (judged by the last round's
+    time, as the rows' stamps give it: Note [how a comparison ends]) is not started.
 
     Args:
         runner (callable): the round runner (Note [round runners]; default: :func:`fresh_round`).
@@ -175,7 +181,7 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
     """
     import uuid
 
-    from gnnbench.results.paired import stamp
+    from gnnbench.results.paired import over_budget, stamp
     from gnnbench.run.record import bad_input_error
 
     session = session or uuid.uuid4().hex[:12]
@@ -183,18 +189,21 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
     result = AbResult(system_spec.system, baseline_spec.system, decide([], threshold), budget_s, 0.0, session)
     values: list[float] = []
     started = clock()
+    spent = 0.0  # seconds from the start to the latest row, as stamped on it (Note [how a comparison ends])
     for index in range(sys.maxsize):
         order = round_order(index, per_round)
         specs = [baseline_spec if role == BASELINE else system_spec for role in order]
-        round_started = clock()
+        round_started_at = spent
         medians: dict[str, list[float]] = {}
         rows = runner(specs)
         for position, (role, row) in enumerate(zip(order, rows)):
             refused = bad_input_error(row)
             if refused is not None:
                 raise UserError(refused)
+            spent = clock() - started
             row = stamp(row, session=session, round=index, position=position, role=role,
-                        system=result.system, baseline=result.baseline, threshold=threshold)
+                        system=result.system, baseline=result.baseline, threshold=threshold, budget_s=budget_s,
+                        elapsed_s=spent)
             if on_row is not None:
                 on_row(row)
             result.rows.append(row)
@@ -203,7 +212,7 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
                 break
             medians.setdefault(role, []).append(median)
         getattr(rows, "close", lambda: None)()  # a runner's generator ends now, its warm parent with it
-        result.elapsed_s = clock() - started
+        result.elapsed_s = spent
         if any(len(medians.get(r, ())) != per_round for r in (BASELINE, SYSTEM)):  # a process failed
             result.stopped = "failed"
             break
@@ -213,7 +222,7 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
             on_round(index, result)
         if result.verdict.decided:
             break
-        if result.elapsed_s + (clock() - round_started) > budget_s:
+        if over_budget(spent, spent - round_started_at, budget_s):  # read from the rows alone, as stored
             result.stopped = "budget"
             break
     return result
@@ -230,10 +239,12 @@ def _median(row: dict) -> float:
 # ---------------------------------------------------------------- campaigns (Note [deciding campaigns])
 
 def deciding(data: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """A campaign's ``baseline``, ``decide``, ``budget`` and ``threshold``, checked, as :class:`Campaign` fields.
+    """A campaign's ``baseline``, ``decide``, ``budget``, ``threshold`` and ``processes``, checked, as
+    :class:`Campaign` fields.
 
     Raises:
-        UserError: ``decide`` not true or false, or true without a ``baseline``; a bad budget or threshold.
+        UserError: ``decide`` not true or false, or true without a ``baseline``; a bad budget, threshold or
+        processes.
     """
     decide_ = data.get("decide", False)
     if not isinstance(decide_, bool):
@@ -242,9 +253,17 @@ def deciding(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise UserError(f"{where}: 'decide = true' needs a 'baseline' system to decide against")
     budget = data.get("budget")
     threshold = data.get("threshold")
+    processes = data.get("processes", PROCESSES)
+    if "processes" in data and not decide_:
+        raise UserError(f"{where}: 'processes' applies to a campaign that decides (decide = true); a sweep starts "
+                        f"a fresh worker for each run")
+    if not isinstance(processes, str) or processes not in ROUND_RUNNERS:
+        raise UserError(f"{where}: 'processes' must be {' or '.join(sorted(ROUND_RUNNERS, reverse=True))} "
+                        f"(got {processes!r})")
     return {"baseline": data.get("baseline"), "decide": decide_,
             "budget": None if budget is None else parse_budget(budget, f"{where}: 'budget'"),
-            "threshold": None if threshold is None else parse_threshold(threshold, f"{where}: 'threshold'")}
+            "threshold": None if threshold is None else parse_threshold(threshold, f"{where}: 'threshold'"),
+            "processes": processes}
 
 
 def comparisons(campaign) -> list[tuple[Any, Any]]:
@@ -263,15 +282,35 @@ def comparisons(campaign) -> list[tuple[Any, Any]]:
     return out
 
 
+def identities(system_spec, baseline_spec) -> dict[str, dict[str, Any]]:
+    """The provenance fields each role's rows carry (Note [provenance] in :mod:`gnnbench.run.sweep`), as
+    :func:`gnnbench.run.sweep.identity` computes them (sweep reads a campaign's deciding keys from this module,
+    so this one does not import it)."""
+    from gnnbench.run.preflight import check_names
+    from gnnbench.run.record import identity_columns
+
+    return {role: identity_columns(spec, None, resolved=check_names(spec))
+            for role, spec in ((SYSTEM, system_spec), (BASELINE, baseline_spec))}
+
+
 def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Callable[[dict], None] | None = None,
                     on_result: Callable[[AbResult], None] | None = None,
-                    on_round: Callable[[int, AbResult], None] | None = None) -> list[AbResult]:
-    """Every comparison of ``campaign`` (Note [deciding campaigns]), one after another; their results."""
+                    on_round: Callable[[int, AbResult], None] | None = None,
+                    pairs: Sequence[tuple[Any, Any]] | None = None) -> list[AbResult]:
+    """Every comparison of ``campaign`` (Note [deciding campaigns]), or those of ``pairs``, one after another;
+    their results. Each row carries the campaign's name and, a failed process's too, its configuration's
+    provenance fields (Note [resuming decided comparisons] in :mod:`gnnbench.campaign.publish`)."""
     budget_s = campaign.budget or parse_budget(BUDGET)
     threshold = campaign.threshold or THRESHOLD
     results = []
-    for system_spec, baseline_spec in comparisons(campaign):
-        def stamped(row: dict) -> None:  # the campaign's name, as a sweep's rows carry it
+    for system_spec, baseline_spec in (comparisons(campaign) if pairs is None else pairs):
+        fields = identities(system_spec, baseline_spec)
+
+        def stamped(row: dict, fields=fields) -> None:  # as a sweep stamps its rows (run.sweep._stamp)
+            ok = row.get("status") == "ok"
+            for name, value in fields[row["extra"]["ab"]["role"]].items():
+                if not ok or row.get(name) is None:
+                    row[name] = value
             row["extra"] = {**row["extra"], "sweep": {"campaign": campaign.name}}
             if on_row is not None:
                 on_row(row)

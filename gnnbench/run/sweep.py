@@ -147,11 +147,13 @@ class Campaign:
     #: as ``extra.history``; only rows of the same ``commit`` count as stored
     history: tuple[tuple[str, Any], ...] = ()
     #: ``decide = true``: each configuration in paired rounds against ``baseline`` until decided or out of
-    #: ``budget`` (seconds, each), at ``threshold`` (Note [deciding campaigns] in :mod:`gnnbench.run.ab`)
+    #: ``budget`` (seconds, each), at ``threshold``, its processes started ``warm`` or ``fresh`` (Note [deciding
+    #: campaigns] in :mod:`gnnbench.run.ab`)
     baseline: str | None = None
     decide: bool = False
     budget: float | None = None
     threshold: float | None = None
+    processes: str = "warm"
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,7 +301,7 @@ def split_datasets(values: Iterable[str]) -> tuple[str, ...]:
 
 
 _SWEEP_KEYS = ("name", "results", "executor", "ray_address", "rerun", "retry_failed", "matrix", "baseline", "decide",
-               "budget", "threshold")
+               "budget", "threshold", "processes")
 #: tables a campaign file may hold for ``gnnbench campaign`` (how its processes start, what it publishes:
 #: :mod:`gnnbench.campaign.declaration`); a sweep of the same file reads past them
 _CAMPAIGN_TABLES = ("setup", "publish")

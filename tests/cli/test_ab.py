@@ -192,7 +192,8 @@ SWEEP = ["sweep", "--systems", "mkl,reference", "--models", "gcn", "--datasets",
 def test_a_deciding_sweep_prints_a_verdict_per_configuration_and_stores_its_rows(monkeypatch, capsys, tmp_path):
     db = tmp_path / "r.sqlite"
     _fake_workers(monkeypatch, _faster)
-    assert main(SWEEP + ["--baseline", "reference", "--decide", "--results", str(db), "--name", "c"]) == 0
+    assert main(SWEEP + ["--baseline", "reference", "--decide", "--results", str(db), "--name", "c",
+                         "--processes", "fresh"]) == 0
     assert capsys.readouterr().out == ("mkl 1.12x faster than reference [1.11, 1.13], decided after 12 rounds "
                                        "(48 processes, 4 min 24 s)\n")
     rows = _stored(db)
@@ -218,6 +219,7 @@ def test_a_campaign_file_decides_against_its_baseline(tmp_path):
     (["--decide"], "--decide needs --baseline SYSTEM (or 'baseline' in the campaign) to decide against"),
     (["--decide", "--baseline", "reference", "--budget", "0s"],
      "--budget must be a time above 0 such as 90s, 10m or 1h (got '0s')"),
+    (["--processes", "warm"], "--processes applies with --decide; a sweep starts a fresh worker for each run"),
 ])
 def test_a_deciding_sweeps_bad_input_is_one_line(extra, message, monkeypatch, capsys):
     started = _fake_workers(monkeypatch, _faster)
