@@ -58,8 +58,13 @@ class ParallelAbove:
         self._work = work
         self.__doc__, self.__name__, self.__wrapped__ = py_func.__doc__, py_func.__name__, py_func
 
+    def twin(self, *args: Any) -> Any:
+        """The dispatcher a call with ``args`` runs: the serial twin below :data:`SERIAL_BELOW` of work, else the
+        parallel one (what asks whether a call would compile must ask the right one)."""
+        return self.serial if self._work(*args) < SERIAL_BELOW else self.parallel
+
     def __call__(self, *args: Any) -> Any:
-        return (self.serial if self._work(*args) < SERIAL_BELOW else self.parallel)(*args)
+        return self.twin(*args)(*args)
 
 
 def parallel_above(work: Callable[..., int], **options: Any) -> Callable[[Callable], ParallelAbove]:

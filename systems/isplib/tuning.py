@@ -386,9 +386,10 @@ class _Case:
                 d.vector if self.row_scale is None else self.row_scale, True,
                 d.vector if self.col_scale is None else self.col_scale, True,
                 self.prep.bounds("nnz", 1), 4, 16, line, d.one, False)
+        dispatcher = kernel.twin(*args)  # the serial or parallel twin this call runs (Note [serial below a size])
         try:  # this exact signature, compiled in this process or in numba's disk cache; a failure means "not known"
             sig = tuple(numba.typeof(a) for a in args)
-            return sig in kernel.overloads or kernel._cache.load_overload(sig, kernel.targetctx) is not None
+            return sig in dispatcher.overloads or dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None
         except Exception:  # noqa: BLE001
             return False
 

@@ -18,7 +18,7 @@ Note [tuning cache]
     One JSON file, ``$GNNBENCH_CACHE/isplib-tuning.json`` (default
     ``~/.cache/gnnbench``)::
 
-        {"version": 5, "machines": {FINGERPRINT: {SIGNATURE: {
+        {"version": 6, "machines": {FINGERPRINT: {SIGNATURE: {
             "forward:unweighted:sum:64:float32:t2": {"variant": {...}, "ms": 21.3,
                                     "default_ms": 24.9, "tuned_at": "2025-..."}}}}}
 
@@ -31,7 +31,10 @@ Note [tuning cache]
     (Note [untuned default]); version 3 timed the width-specialised kernel
     before its rows became explicit vectors (Note [explicit row vectors]), up to
     2x slower at narrow widths, so it chose against the wrong kernel; version 4
-    could not reach streaming stores (Note [streaming stores]). Writes merge into the current file under
+    could not reach streaming stores (Note [streaming stores]); version 5's first-use tuning never saw the
+    width-specialised kernel as compiled (its check asked the serial/parallel pair of Note [serial below a
+    size] instead of the twin a call runs), so it chose among generic loops only and its choices override
+    the faster specialised default. Writes merge into the current file under
     an ``flock`` and land by ``os.replace``, so concurrent tuners never leave
     a torn file.
 """
@@ -54,7 +57,7 @@ from gnnbench.systems.isplib.variant import Variant
 __all__ = ["cache_file", "cpu_fingerprint", "lookup", "entry_key", "graph_key", "store", "CACHE_NAME", "WEIGHTINGS"]
 
 CACHE_NAME = "isplib-tuning.json"
-_VERSION = 5
+_VERSION = 6
 #: Note [tuning key]
 WEIGHTINGS = ("unweighted", "weighted", "gcn")
 

@@ -268,6 +268,17 @@ def test_large_views_default_to_the_width_specialised_kernel(cache_dir, monkeypa
     assert "using the default variant fixed/u4/pf16/nnz/tmax" in describe_tuning(big)
 
 
+def test_a_specialised_kernel_that_ran_on_a_case_is_ready_for_it():
+    """Note [tuning budget]: once the width-specialised kernel has run on a case's arrays, ``fixed_ready`` says so.
+    It once asked the serial/parallel pair (Note [serial below a size]) for a dispatcher's overloads, failed and
+    always said no: under a budget the tuner then chose among generic loops only and cached them over the faster
+    specialised default."""
+    task = tuning.TuneTask(_graph(symmetric=False).view(), "unweighted", "sum", 16, "float32")
+    case = tuning._Case(task, 1 << 20, np.random.default_rng(0))
+    case.run(Variant(kernel="fixed"))
+    assert case.fixed_ready()
+
+
 def test_the_tuner_measures_against_the_default_the_run_would_use(cache_dir, monkeypatch):
     """A big path's reference is the specialised kernel once compiled, and the generic one before (no compiling)."""
     from gnnbench.systems.isplib import variant as variant_module
