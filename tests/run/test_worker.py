@@ -52,7 +52,7 @@ def test_an_unexpected_error_propagates_with_its_traceback_and_writes_no_row(tmp
     monkeypatch.setattr("gnnbench.run.harness.train", broken)
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps({**RunConfig("reference", "gcn", TINY, epochs=3, warmup=1).as_dict(),
-                                "memory_limit": None}))
+                                       "memory_limit": None}))
     with pytest.raises(RuntimeError, match="a kernel bug"):  # the parent stores it as crashed, with the traceback
         worker.main([str(config_file), str(tmp_path / "result.json")])
     assert not (tmp_path / "result.json").exists()
