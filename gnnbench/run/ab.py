@@ -87,15 +87,15 @@ def parse_threshold(text: Any, name: str = "--threshold") -> float:
 
 # ---------------------------------------------------------------- round runners (Note [round runners])
 
-def fresh_round(specs: Sequence[Any]) -> Iterable[dict]:
+def fresh_round(configs: Sequence[Any]) -> Iterable[dict]:
     """Each process a fresh worker (:func:`gnnbench.run.runner.run_task`), one after another."""
     from gnnbench.run import runner
 
-    for spec in specs:
-        yield runner.run_task(spec)
+    for config in configs:
+        yield runner.run_task(config)
 
 
-def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
+def warm_round(configs: Sequence[Any]) -> Iterable[dict]:
     """Each process forked from one warm parent started for this round (Note [round runners]; Note [cheap
     processes] in :mod:`gnnbench.run.warm`): a parent per round, so its memory layout is sampled as a fresh
     process's is. Should the parent start a thread pool (``ForkUnsafe``, raised before anything of that run
@@ -103,13 +103,13 @@ def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
     """
     from gnnbench.run.warm import ForkUnsafe, WarmParent
 
-    specs = list(specs)
-    with WarmParent(specs) as parent:
-        for index, spec in enumerate(specs):
+    configs = list(configs)
+    with WarmParent(configs) as parent:
+        for index, config in enumerate(configs):
             try:
-                row = parent.run(spec)
+                row = parent.run(config)
             except ForkUnsafe:
-                yield from fresh_round(specs[index:])
+                yield from fresh_round(configs[index:])
                 return
             yield row
 
@@ -152,12 +152,12 @@ class AbResult:
                 "stopped": self.stopped, "session": self.session}
 
 
-def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRESHOLD,
+def run_paired(system_config, baseline_config, *, budget_s: float, threshold: float = THRESHOLD,
                runner: RoundRunner = fresh_round, per_round: int = PER_ROUND,
                on_row: Callable[[dict], None] | None = None, session: str | None = None,
                clock: Callable[[], float] | None = None,
                on_round: Callable[[int, AbResult], None] | None = None) -> AbResult:
-    """Run paired rounds of ``system_spec`` and ``baseline_spec`` until decided or out of budget.
+    """Run paired rounds of ``system_config`` and ``baseline_config`` until decided or out of budget.
 
     Each row goes to ``on_row`` as it arrives (the caller stores it: Note [store first]); a round is judged
     once all its processes are in. A round that would start past ``budget_s`` (judged by the last round's
@@ -180,15 +180,15 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
 
     session = session or uuid.uuid4().hex[:12]
     clock = clock or CLOCK
-    result = AbResult(system_spec.system, baseline_spec.system, decide([], threshold), budget_s, 0.0, session)
+    result = AbResult(system_config.system, baseline_config.system, decide([], threshold), budget_s, 0.0, session)
     values: list[float] = []
     started = clock()
     for index in range(sys.maxsize):
         order = round_order(index, per_round)
-        specs = [baseline_spec if role == BASELINE else system_spec for role in order]
+        configs = [baseline_config if role == BASELINE else system_config for role in order]
         round_started = clock()
         medians: dict[str, list[float]] = {}
-        rows = runner(specs)
+        rows = runner(configs)
         for position, (role, row) in enumerate(zip(order, rows)):
             refused = bad_input_error(row)
             if refused is not None:
@@ -270,13 +270,13 @@ def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Call
     budget_s = campaign.budget or parse_budget(BUDGET)
     threshold = campaign.threshold or THRESHOLD
     results = []
-    for system_spec, baseline_spec in comparisons(campaign):
+    for system_config, baseline_config in comparisons(campaign):
         def stamped(row: dict) -> None:  # the campaign's name, as a sweep's rows carry it
             row["extra"] = {**row["extra"], "sweep": {"campaign": campaign.name}}
             if on_row is not None:
                 on_row(row)
 
-        result = run_paired(system_spec, baseline_spec, budget_s=budget_s, threshold=threshold, runner=runner,
+        result = run_paired(system_config, baseline_config, budget_s=budget_s, threshold=threshold, runner=runner,
                             on_row=stamped, on_round=on_round)
         results.append(result)
         if on_result is not None:
