@@ -6,7 +6,7 @@ Python process (the *warm parent*) with the environment a worker gets
 pools configured), which imports the framework, the systems and the platform
 and loads the datasets the configurations name, then waits on a socket. Each
 :meth:`WarmParent.run` makes it fork a child that runs the worker's own code
-(:func:`~gnnbench.run.worker.limit_and_pin`, :func:`~gnnbench.run.worker.run_config`)
+(:func:`~gnnbench.run.worker.limit_and_pin`, :func:`~gnnbench.run.worker.run_from_config`)
 under the same limits, in a process group of its own, and the row is made
 from how the child ended exactly as for a fresh worker
 (:func:`~gnnbench.run.runner.outcome_row`), with ``extra.process_start`` =
@@ -549,7 +549,7 @@ def _child(request: dict[str, Any], fds: list[int], control: socket.socket, pare
             os.environ[EVENTS_FD_ENV] = str(fds[1])
         data = json.loads(Path(request["config"]).read_text())
         worker.limit_and_pin(data)
-        worker.write_row(worker.run_config(data), request["result"])
+        worker.write_row(worker.run_from_config(data), request["result"])
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1

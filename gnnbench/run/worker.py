@@ -42,7 +42,7 @@ def limit_and_pin(data: dict) -> None:
     pin(data.get("cpus"))  # before any framework starts a thread (Note [pinned runs])
 
 
-def run_config(data: dict) -> dict:
+def run_from_config(data: dict) -> dict:
     """Train the run ``data`` names and return its row, or the row of an expected failure (module docstring);
     anything unexpected propagates. Progress goes to ``$GNNBENCH_EVENTS_FD`` when set."""
     from gnnbench.run.events import event_pipe
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = json.loads(Path(args.config).read_text())
     limit_and_pin(data)
-    write_row(run_config(data), args.result)
+    write_row(run_from_config(data), args.result)
     return 0
 
 
