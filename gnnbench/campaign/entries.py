@@ -64,9 +64,9 @@ def _field(row: Mapping[str, Any], name: str) -> Any:
     if name == "edges_count":
         return _edges(row)
     extra = row.get("extra") if isinstance(row.get("extra"), Mapping) else {}
-    spec = ((extra.get("sweep") or {}).get("spec") or {}) if isinstance(extra.get("sweep"), Mapping) else {}
-    if name in spec and spec[name] is not None:
-        return spec[name]
+    config = ((extra.get("sweep") or {}).get("spec") or {}) if isinstance(extra.get("sweep"), Mapping) else {}
+    if name in config and config[name] is not None:
+        return config[name]
     if row.get(name) is not None:
         return row[name]
     hyper = row.get("hyperparameters") if isinstance(row.get("hyperparameters"), Mapping) else {}

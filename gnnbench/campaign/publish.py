@@ -281,10 +281,10 @@ def stored_comparisons(campaign, rows: Iterable[Mapping[str, Any]]) -> list[tupl
 
     sessions = list(paired_rounds(r for r in rows if ours(r)).values())
     out = []
-    for system_spec, baseline_spec in comparisons(campaign):
-        keys = {role: provenance(fields) for role, fields in identities(system_spec, baseline_spec).items()}
+    for system_config, baseline_config in comparisons(campaign):
+        keys = {role: provenance(fields) for role, fields in identities(system_config, baseline_config).items()}
         found = [] if campaign.rerun else [s for s in sessions if _answers(s, keys, campaign)]
-        out.append((system_spec, baseline_spec, latest(found)))
+        out.append((system_config, baseline_config, latest(found)))
     return out
 
 

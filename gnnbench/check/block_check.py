@@ -60,12 +60,12 @@ def checked_batches(num_batches: int, seed: int) -> list[int]:
     return [0, 1 + int(np.random.default_rng([seed, num_batches]).integers(num_batches - 1))]
 
 
-def check_blocks(spec, F, blocks, sampler, seed_nodes: np.ndarray, features: np.ndarray, self_loops: bool,
+def check_blocks(config, F, blocks, sampler, seed_nodes: np.ndarray, features: np.ndarray, self_loops: bool,
                  clock=time.perf_counter, epoch: int = 0, last_batch: bool = False) -> dict[str, Any]:
     """Note [run-time check on blocks]: ``extra.run_check`` of a sampled run, or raises :class:`RunCheckError`.
 
     Args:
-        spec (RunConfig): the run (``spec.check`` off: nothing runs).
+        config (RunConfig): the run (``config.check`` off: nothing runs).
         F: the run's frontend; ``blocks`` the system's model on blocks (``KernelBlocks``).
         sampler (Sampler): the run's sampler; ``seed_nodes`` its epochs' seed nodes.
         features (np.ndarray): the dataset's features, gathered per batch as the loop gathers them.
@@ -77,27 +77,27 @@ def check_blocks(spec, F, blocks, sampler, seed_nodes: np.ndarray, features: np.
     """
     from gnnbench.sampling import epoch_batches
 
-    not_run = check_not_run(spec, F)
+    not_run = check_not_run(config, F)
     if not_run is not None:
         return not_run
     start = clock()
-    seeds = epoch_batches(seed_nodes, spec.batch_size, sampler.seed, epoch, shuffle=spec.mode == "train")
+    seeds = epoch_batches(seed_nodes, config.batch_size, sampler.seed, epoch, shuffle=config.mode == "train")
     when = CLOSING if last_batch else OPENING
-    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [], "batches": [],
+    details: dict[str, Any] = {"status": "passed", "dtype": config.dtype, "operators": [], "batches": [],
                                "layers": [], "forward_seconds": 0.0, **({"epoch": epoch, "when": when}
                                                                          if last_batch else {})}
     try:
-        for b in [len(seeds) - 1] if last_batch else checked_batches(len(seeds), spec.seed):
+        for b in [len(seeds) - 1] if last_batch else checked_batches(len(seeds), config.seed):
             batch = sampler.sample(seeds[b], epoch, b)
             prepared = blocks.prepare(batch.graphs(self_loops))
-            _check_batch(spec, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock, when)
+            _check_batch(config, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock, when)
             details["batches"].append(b)
     finally:
         details["seconds"] = clock() - start
     return details
 
 
-def check_blocks_after_epochs(row: dict[str, Any], spec, F, blocks, sampler, seed_nodes: np.ndarray,
+def check_blocks_after_epochs(row: dict[str, Any], config, F, blocks, sampler, seed_nodes: np.ndarray,
                               features: np.ndarray, self_loops: bool, epoch: int) -> dict[str, Any]:
     """Note [closing check]: ``row`` with the last batch of ``epoch`` (the last the run trained) checked into
     ``extra.run_check.closing``, turned ``failed`` if the check failed; nothing runs unless the opening check
@@ -106,14 +106,14 @@ def check_blocks_after_epochs(row: dict[str, Any], spec, F, blocks, sampler, see
     if opening.get("status") != "passed":
         return row
     try:
-        opening["closing"] = check_blocks(spec, F, blocks, sampler, seed_nodes, features, self_loops, epoch=epoch,
+        opening["closing"] = check_blocks(config, F, blocks, sampler, seed_nodes, features, self_loops, epoch=epoch,
                                           last_batch=True)
     except RunCheckError as err:
         return failed_after_epochs(row, err)
     return row
 
 
-def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str, Any], clock,
+def _check_batch(config, F, blocks, prepared: list, xb, b: int, details: dict[str, Any], clock,
                  when: str = OPENING) -> None:
     """One batch's forward on the system, every layer's recorded calls compared; fills ``details`` or raises."""
     layer_of = {id(bound): layer for layer, bound in enumerate(prepared)}
@@ -127,19 +127,19 @@ def _check_batch(spec, F, blocks, prepared: list, xb, b: int, details: dict[str,
     if written:
         details.update(status="failed", batch=b)
         raise RunCheckError(f"{prefix(when)}: {written[0]} during the forward on batch {b}'s blocks of "
-                            f"{spec.dataset} ({spec.dtype}); {_verdict(when)}", details)
+                            f"{config.dataset} ({config.dtype}); {_verdict(when)}", details)
     layers = details["layers"]
     layers.extend({"operators": [], "rows_sampled": []} for _ in range(len(prepared) - len(layers)))
-    rng = np.random.default_rng([spec.seed, b])
+    rng = np.random.default_rng([config.seed, b])
     rows_of = {layer: _sample_rows(bound.graph, rng) for layer, bound in enumerate(prepared)}
     for (layer, label), call in calls.items():
         graph, rows = prepared[layer].graph, rows_of[layer]
-        bad = judged(call, graph, rows, spec, F)
+        bad = judged(call, graph, rows, config, F)
         if bad:
             details.update(status="failed", operator=label, layer=layer, batch=b)
             epoch = f" of epoch {details['epoch']}" if "epoch" in details else ""
-            where = f"layer {layer}'s block of batch {b}{epoch} of {spec.dataset}"
-            raise RunCheckError(mismatch(spec, label, where, graph, call[2], rows, bad, when), details)
+            where = f"layer {layer}'s block of batch {b}{epoch} of {config.dataset}"
+            raise RunCheckError(mismatch(config, label, where, graph, call[2], rows, bad, when), details)
         checked(details, layer, label, call)
     for layer, rows in rows_of.items():
         layers[layer]["rows_sampled"].append(int(len(rows)))

@@ -122,17 +122,17 @@ class RunCheckError(RuntimeError):
         self.details = details
 
 
-def check_run(spec, F, forward, bound, clock=time.perf_counter, when: str = OPENING) -> dict[str, Any]:
+def check_run(config, F, forward, bound, clock=time.perf_counter, when: str = OPENING) -> dict[str, Any]:
     """Note [run-time check]: ``extra.run_check`` of the run, or raises :class:`RunCheckError`.
 
     Args:
-        spec (RunConfig): the run (``spec.check`` off: nothing runs).
+        config (RunConfig): the run (``config.check`` off: nothing runs).
         F: the run's frontend; ``forward(training)`` its model's forward on ``bound``.
         bound (BoundGraph): the run's graph bound to its system.
         clock (callable): the timer (default: ``time.perf_counter``).
         when (str): :data:`OPENING` (before the first epoch) or :data:`CLOSING` (Note [closing check]).
     """
-    not_run = check_not_run(spec, F)
+    not_run = check_not_run(config, F)
     if not_run is not None:
         return not_run
     if not hasattr(bound, "graph") or not hasattr(bound, "system"):
@@ -144,26 +144,26 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter, when: str = OPEN
     with _recording(F, calls, key=_by_layer(graphs)), _checksummed(bound.system, written), F.no_grad():
         forward(False)
     # the system's own first forward: work (JIT, first touch) its warm-up epoch would otherwise do
-    details: dict[str, Any] = {"status": "passed", "dtype": spec.dtype, "operators": [], "layers": [],
+    details: dict[str, Any] = {"status": "passed", "dtype": config.dtype, "operators": [], "layers": [],
                                "forward_seconds": clock() - start}
     if when != OPENING:
         details["when"] = when
     if written:
         details.update(status="failed", seconds=clock() - start)
         raise RunCheckError(f"{prefix(when)}: {written[0]} during the {'first ' if when == OPENING else ''}forward "
-                            f"on {spec.dataset} ({spec.dtype}); {_verdict(when)}", details)
+                            f"on {config.dataset} ({config.dtype}); {_verdict(when)}", details)
     by_relation = {relation: graph for relation, graph in graphs.values()}
     sampled: dict[str | None, np.ndarray] = {}
     for (relation, layer, label), call in calls.items():
         graph = by_relation[relation]
         if relation not in sampled:
-            sampled[relation] = _sample_rows(graph, np.random.default_rng(spec.seed))
+            sampled[relation] = _sample_rows(graph, np.random.default_rng(config.seed))
         rows = sampled[relation]
-        bad = judged(call, graph, rows, spec, F)
+        bad = judged(call, graph, rows, config, F)
         if bad:
             named = label if relation is None else f"{label} on relation {relation}"
             details.update(status="failed", operator=named, layer=layer, seconds=clock() - start)
-            raise RunCheckError(mismatch(spec, named, f"{spec.dataset} at layer {layer}", graph, call[2], rows, bad,
+            raise RunCheckError(mismatch(config, named, f"{config.dataset} at layer {layer}", graph, call[2], rows, bad,
                                          when), details)
         checked(details, layer, label, call)
     if len(by_relation) > 1:
@@ -173,14 +173,14 @@ def check_run(spec, F, forward, bound, clock=time.perf_counter, when: str = OPEN
     return details
 
 
-def check_after_epochs(row: dict[str, Any], spec, F, forward, bound, clock=time.perf_counter) -> dict[str, Any]:
+def check_after_epochs(row: dict[str, Any], config, F, forward, bound, clock=time.perf_counter) -> dict[str, Any]:
     """Note [closing check]: ``row`` with ``extra.run_check.closing`` added, turned ``failed`` if the check failed
     (:func:`failed_after_epochs`); nothing runs unless the opening check passed."""
     opening = (row.get("extra") or {}).get("run_check") or {}
     if opening.get("status") != "passed":
         return row
     try:
-        opening["closing"] = check_run(spec, F, forward, bound, clock, when=CLOSING)
+        opening["closing"] = check_run(config, F, forward, bound, clock, when=CLOSING)
     except RunCheckError as err:
         return failed_after_epochs(row, err)
     return row
@@ -196,13 +196,13 @@ def failed_after_epochs(row: dict[str, Any], err: RunCheckError) -> dict[str, An
     return row
 
 
-def judged(call: tuple, graph, rows: np.ndarray, spec, F) -> str | None:
+def judged(call: tuple, graph, rows: np.ndarray, config, F) -> str | None:
     """What is wrong with a recorded ``call``'s output or gradients (through the run's frontend ``F``) on the
     sampled ``rows``, or None."""
     operator, attrs, inputs, out, scales, bound = call
-    bad = _compare(operator, attrs, inputs, out, graph, rows, spec.dtype, scales)
+    bad = _compare(operator, attrs, inputs, out, graph, rows, config.dtype, scales)
     if bad is None and scales is None and attrs.get("reduce") != "max":  # Note [backward on sampled rows]
-        bad = _compare_backward(operator, attrs, inputs, bound, graph, rows, spec, F)
+        bad = _compare_backward(operator, attrs, inputs, bound, graph, rows, config, F)
     return bad
 
 
@@ -245,17 +245,17 @@ def _graphs_checked(bound) -> dict[int, tuple[str | None, Any]]:
     return {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
 
 
-def check_not_run(spec, F) -> dict[str, Any] | None:
+def check_not_run(config, F) -> dict[str, Any] | None:
     """``extra.run_check`` of a run the check does not run in (``--no-check``, a framework other than torch),
     or None."""
-    if not getattr(spec, "check", True):
+    if not getattr(config, "check", True):
         return {"status": "off", "reason": "--no-check"}
     if F.name != "torch":
         return {"status": "skipped", "reason": f"the run-time check runs under torch (got {F.name})"}
     return None
 
 
-def mismatch(spec, label: str, where: str, graph, inputs, rows: np.ndarray, bad: str, when: str = OPENING) -> str:
+def mismatch(config, label: str, where: str, graph, inputs, rows: np.ndarray, bad: str, when: str = OPENING) -> str:
     """The one line a wrong output fails the run with: when, the operator, where (a layer on the dataset, or a
     layer's block of a batch), the graph's shape (``S`` too on a block), the width, the dtype and what differs."""
     width = inputs[0].shape[-1] if inputs[0] is not None and inputs[0].dim() == 3 else None
@@ -263,8 +263,8 @@ def mismatch(spec, label: str, where: str, graph, inputs, rows: np.ndarray, bad:
             f"E={graph.num_edges}"
     what = "backward" if bad.startswith("grad ") else "output"  # Note [backward on sampled rows]
     return (f"{prefix(when)}: {label} {what} on {where} ({shape}{f', F={width}' if width else ''}, "
-            f"{spec.dtype}) differs from reference on {len(rows)} sampled rows: {bad}; {_verdict(when)} (run "
-            f"`gnnbench verify --system {spec.system}`)")
+            f"{config.dtype}) differs from reference on {len(rows)} sampled rows: {bad}; {_verdict(when)} (run "
+            f"`gnnbench verify --system {config.system}`)")
 
 
 def prefix(when: str = OPENING) -> str:
@@ -318,7 +318,7 @@ def _recording(F, calls: dict, key: Callable[[Any, str], Hashable] = lambda grap
 
 
 # ----------------------------------------------------------------- the backward on sampled rows
-def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np.ndarray, spec, F) -> str | None:
+def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np.ndarray, config, F) -> str | None:
     """What is wrong with the system's gradients of a recorded call for an output gradient zero outside the
     sampled ``rows``, or None (Note [backward on sampled rows])."""
     import torch
@@ -338,7 +338,7 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
     with torch.enable_grad():
         out = _apply(F, bound, operator, attrs, leaves)
         where = picked if edge_out else torch.from_numpy(rows)
-        nonzero = torch.rand((len(where), *out.shape[1:]), generator=torch.Generator().manual_seed(spec.seed),
+        nonzero = torch.rand((len(where), *out.shape[1:]), generator=torch.Generator().manual_seed(config.seed),
                              dtype=torch.float64) - 0.5
         grad = out.new_zeros(out.shape)
         grad[where.to(out.device)] = nonzero.to(out.dtype).to(out.device)
@@ -355,7 +355,7 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
         ref_grad[torch.arange(len(positions)) if edge_out else where] = nonzero
         want = torch.autograd.grad(expected, [ref_leaves[i] for i in wanted], ref_grad, allow_unused=True)
     out_degree = int(np.bincount(graph.indices, minlength=1).max()) if graph.num_edges else 0
-    tol = TOLERANCES[spec.dtype].for_rows(max(longest_row(graph), out_degree,
+    tol = TOLERANCES[config.dtype].for_rows(max(longest_row(graph), out_degree,
                                               inputs[0].shape[-1] if operator == "sddmm" else 1))
     sources = torch.from_numpy(np.unique(graph.indices[positions]).astype(np.int64))
     for i, g, w in zip(wanted, got, want):

@@ -19,9 +19,9 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2f}"
 
 
-def unit(spec) -> str:
+def unit(config) -> str:
     """An inference run times forward passes where a training run times epochs (Note [inference mode])."""
-    return "pass" if spec.mode == "inference" else "epoch"
+    return "pass" if config.mode == "inference" else "epoch"
 
 
 def process_line(row: dict, index: int, total: int, unit: str = "epoch") -> str:
@@ -34,11 +34,11 @@ def process_line(row: dict, index: int, total: int, unit: str = "epoch") -> str:
     return f"{head}{unit} {_ms(m.median)} ms median, IQR {_ms(m.iqr)} ms {m.warning}".rstrip() + stored
 
 
-def spread_summary(spec, spread, unit: str = "epoch") -> str:
+def spread_summary(config, spread, unit: str = "epoch") -> str:
     """The configuration's figure over processes: the median of process medians, their range, and their
     spread (stdev / mean) flagged past :data:`~gnnbench.core.stability.SPREAD_LIMIT` (Note [stability
     thresholds])."""
-    what = f"{spec.system} {spec.model} on {spec.dataset}"
+    what = f"{config.system} {config.model} on {config.dataset}"
     ok = len(spread.medians)
     if not ok:
         return f"{what}: none of {spread.processes} processes succeeded"

@@ -51,7 +51,7 @@ def add_arguments(p) -> None:
     add_results_option(p)
 
 
-def run(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRESHOLD, runner=None,
+def run(system_config, baseline_config, *, budget_s: float, threshold: float = THRESHOLD, runner=None,
         store_path: str | None = None, store: bool = True, on_round=None) -> AbResult:
     """:func:`~gnnbench.run.ab.run_paired` with each row stored as it arrives (Note [store first]); the
     result's rows carry their store ids."""
@@ -61,7 +61,7 @@ def run(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRES
 
     db = open_store(store_path, create=True) if store else None
     try:
-        return run_paired(system_spec, baseline_spec, budget_s=budget_s, threshold=threshold,
+        return run_paired(system_config, baseline_config, budget_s=budget_s, threshold=threshold,
                           runner=runner or fresh_round, on_row=None if db is None else lambda row: _store(db, row),
                           on_round=on_round)
     finally:
@@ -94,15 +94,15 @@ def main(args) -> int:
     values = config_values_from_flags(args)
     if args.baseline == values.get("system"):
         raise UserError(f"--system and --baseline both name {args.baseline}; name two systems to compare")
-    system_spec = make_config(values)
-    baseline_spec = make_config({**values, "system": args.baseline})
-    validate(system_spec)
-    validate(baseline_spec)
-    with progress(None, f"{system_spec.system} against {baseline_spec.system}", plain_steps=True) as bar:
+    system_config = make_config(values)
+    baseline_config = make_config({**values, "system": args.baseline})
+    validate(system_config)
+    validate(baseline_config)
+    with progress(None, f"{system_config.system} against {baseline_config.system}", plain_steps=True) as bar:
         def on_round(index: int, result: AbResult) -> None:
             bar.advance(description=_progress_text(index, result))
 
-        result = run(system_spec, baseline_spec, budget_s=budget_s, threshold=threshold,
+        result = run(system_config, baseline_config, budget_s=budget_s, threshold=threshold,
                      runner=ROUND_RUNNERS[args.processes], store_path=args.results, store=not args.no_store,
                      on_round=on_round)
     if args.json:

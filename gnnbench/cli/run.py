@@ -27,14 +27,14 @@ def add_arguments(p) -> None:
     add_results_option(p)
 
 
-def validate(spec, isolate: bool = True) -> None:
+def validate(config, isolate: bool = True) -> None:
     """Fail fast, in this process, on names, files, allocator and options (exit 2 before any worker starts)."""
     from gnnbench.run.preflight import check
 
-    check(spec, isolate=isolate)
+    check(config, isolate=isolate)
 
 
-def run(spec, isolate: bool = True, store_path: str | None = None, store: bool = True) -> dict:
+def run(config, isolate: bool = True, store_path: str | None = None, store: bool = True) -> dict:
     """Validate, open the store, run and store one task; return the row (Note [store first]).
 
     If the row cannot be stored at the end it is saved as JSON and ``row["saved_to"]`` says where.
@@ -43,12 +43,12 @@ def run(spec, isolate: bool = True, store_path: str | None = None, store: bool =
         UserError: bad input, found before the run or by its worker (Note [bad input in a worker]);
             nothing is stored.
     """
-    return run_repeated(spec, 1, isolate=isolate, store_path=store_path, store=store)[0]
+    return run_repeated(config, 1, isolate=isolate, store_path=store_path, store=store)[0]
 
 
-def run_repeated(spec, repeat: int, isolate: bool = True, store_path: str | None = None, store: bool = True,
+def run_repeated(config, repeat: int, isolate: bool = True, store_path: str | None = None, store: bool = True,
                  on_row: Callable[[int, dict], None] | None = None) -> list[dict]:
-    """Validate and open the store once, then run ``spec`` in ``repeat`` processes one after another, storing
+    """Validate and open the store once, then run ``config`` in ``repeat`` processes one after another, storing
     each row as it arrives (Note [repetitions] in gnnbench.run.repeat); return the rows.
 
     Args:
@@ -62,16 +62,16 @@ def run_repeated(spec, repeat: int, isolate: bool = True, store_path: str | None
     from gnnbench.run.record import bad_input_error
     from gnnbench.run.runner import run_task
 
-    validate(spec, isolate=isolate)
-    if not isolate and (spec.timeout or spec.memory_limit):
+    validate(config, isolate=isolate)
+    if not isolate and (config.timeout or config.memory_limit):
         raise UserError("--timeout and --memory-limit need an isolated run (drop --in-process)")
     db = open_store(store_path, create=True) if store else None
     rows: list[dict] = []
     try:
         for index in range(repeat):
-            title = _title(spec) + (f" {index + 1}/{repeat}" if repeat > 1 else "")
+            title = _title(config) + (f" {index + 1}/{repeat}" if repeat > 1 else "")
             with run_progress(title) as display:  # a per-epoch bar on a terminal only
-                row = run_task(spec, isolate=isolate, on_event=display)
+                row = run_task(config, isolate=isolate, on_event=display)
             refused = bad_input_error(row)
             if refused is not None:  # as in-process: one line, exit status 2, no row (Note [bad input in a worker])
                 raise UserError(refused)
@@ -86,9 +86,9 @@ def run_repeated(spec, repeat: int, isolate: bool = True, store_path: str | None
     return rows
 
 
-def _title(spec) -> str:
+def _title(config) -> str:
     """A short name for the bar: a generator's parameters (``sbm:nodes=...``) would push the bar off the line."""
-    return f"{spec.system} {spec.model} {spec.dataset.split(':')[0]}"
+    return f"{config.system} {config.model} {config.dataset.split(':')[0]}"
 
 
 def _store(db, row: dict) -> None:
@@ -109,10 +109,10 @@ def _store(db, row: dict) -> None:
 def main(args) -> int:
     from gnnbench.run.config import config_values_from_flags, make_config
 
-    spec = make_config(config_values_from_flags(args))
+    config = make_config(config_values_from_flags(args))
     if args.repeat is not None:  # a line per process, then their spread (Note [repetitions])
-        return _main_repeated(args, spec)
-    row = run(spec, isolate=not args.in_process, store_path=args.results, store=not args.no_store)
+        return _main_repeated(args, config)
+    row = run(config, isolate=not args.in_process, store_path=args.results, store=not args.no_store)
     problems = failure_lines(row, args.results)
     if args.json:
         print_json(row)
@@ -123,7 +123,7 @@ def main(args) -> int:
     return 0 if row.get("status") == "ok" else 1
 
 
-def _main_repeated(args, spec) -> int:
+def _main_repeated(args, config) -> int:
     """``gnnbench run --repeat N``: exit status 0 only if every process succeeded."""
     from gnnbench.run.repeat import process_count, process_spread
 
@@ -132,7 +132,7 @@ def _main_repeated(args, spec) -> int:
     repeat = process_count(args.repeat, "--repeat")
     if args.in_process:
         raise UserError("--repeat runs each repetition in its own worker process; drop --in-process")
-    what = unit(spec)
+    what = unit(config)
 
     def on_row(index: int, row: dict) -> None:
         problems = failure_lines(row, args.results)
@@ -144,9 +144,9 @@ def _main_repeated(args, spec) -> int:
         for line in problems:
             print(line, file=sys.stderr)
 
-    rows = run_repeated(spec, repeat, store_path=args.results, store=not args.no_store, on_row=on_row)
+    rows = run_repeated(config, repeat, store_path=args.results, store=not args.no_store, on_row=on_row)
     if not args.json:
-        print(spread_summary(spec, process_spread(rows), what))
+        print(spread_summary(config, process_spread(rows), what))
     return 0 if all(row.get("status") == "ok" for row in rows) else 1
 
 

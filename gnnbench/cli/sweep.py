@@ -194,9 +194,9 @@ def _main_decided(args, campaign) -> int:
 
     pairs = comparisons(campaign)
     if args.dry_run:
-        for system_spec, baseline_spec in pairs:
-            print(f"would decide {system_spec.system} against {baseline_spec.system}: {system_spec.model} on "
-                  f"{system_spec.dataset} {system_spec.framework} seed={system_spec.seed}")
+        for system_config, baseline_config in pairs:
+            print(f"would decide {system_config.system} against {baseline_config.system}: {system_config.model} on "
+                  f"{system_config.dataset} {system_config.framework} seed={system_config.seed}")
         return 0
     if campaign.executor != "local":
         raise UserError("decide = true runs its paired rounds on this machine; drop --executor ray")

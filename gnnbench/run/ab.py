@@ -90,15 +90,15 @@ def parse_threshold(text: Any, name: str = "--threshold") -> float:
 
 # ---------------------------------------------------------------- round runners (Note [round runners])
 
-def fresh_round(specs: Sequence[Any]) -> Iterable[dict]:
+def fresh_round(configs: Sequence[Any]) -> Iterable[dict]:
     """Each process a fresh worker (:func:`gnnbench.run.runner.run_task`), one after another."""
     from gnnbench.run import runner
 
-    for spec in specs:
-        yield runner.run_task(spec)
+    for config in configs:
+        yield runner.run_task(config)
 
 
-def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
+def warm_round(configs: Sequence[Any]) -> Iterable[dict]:
     """Each process forked from one warm parent started for this round (Note [round runners]; Note [cheap
     processes] in :mod:`gnnbench.run.warm`): a parent per round, so its memory layout is sampled as a fresh
     process's is. Should the parent start a thread pool (``ForkUnsafe``, raised before anything of that run
@@ -106,13 +106,13 @@ def warm_round(specs: Sequence[Any]) -> Iterable[dict]:
     """
     from gnnbench.run.warm import ForkUnsafe, WarmParent
 
-    specs = list(specs)
-    with WarmParent(specs) as parent:
-        for index, spec in enumerate(specs):
+    configs = list(configs)
+    with WarmParent(configs) as parent:
+        for index, config in enumerate(configs):
             try:
-                row = parent.run(spec)
+                row = parent.run(config)
             except ForkUnsafe:
-                yield from fresh_round(specs[index:])
+                yield from fresh_round(configs[index:])
                 return
             yield row
 
@@ -158,12 +158,12 @@ class AbResult:
                 "stopped": self.stopped, "session": self.session}
 
 
-def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float = THRESHOLD,
+def run_paired(system_config, baseline_config, *, budget_s: float, threshold: float = THRESHOLD,
                runner: RoundRunner = fresh_round, per_round: int = PER_ROUND,
                on_row: Callable[[dict], None] | None = None, session: str | None = None,
                clock: Callable[[], float] | None = None,
                on_round: Callable[[int, AbResult], None] | None = None) -> AbResult:
-    """Run paired rounds of ``system_spec`` and ``baseline_spec`` until decided or out of budget.
+    """Run paired rounds of ``system_config`` and ``baseline_config`` until decided or out of budget.
 
     Each row goes to ``on_row`` as it arrives (the caller stores it: Note [store first]); a round is judged
     once all its processes are in. A round that would end past ``budget_s`` (judged by the last round's
@@ -186,16 +186,16 @@ def run_paired(system_spec, baseline_spec, *, budget_s: float, threshold: float 
 
     session = session or uuid.uuid4().hex[:12]
     clock = clock or CLOCK
-    result = AbResult(system_spec.system, baseline_spec.system, decide([], threshold), budget_s, 0.0, session)
+    result = AbResult(system_config.system, baseline_config.system, decide([], threshold), budget_s, 0.0, session)
     values: list[float] = []
     started = clock()
     spent = 0.0  # seconds from the start to the latest row, as stamped on it (Note [how a comparison ends])
     for index in range(sys.maxsize):
         order = round_order(index, per_round)
-        specs = [baseline_spec if role == BASELINE else system_spec for role in order]
+        configs = [baseline_config if role == BASELINE else system_config for role in order]
         round_started_at = spent
         medians: dict[str, list[float]] = {}
-        rows = runner(specs)
+        rows = runner(configs)
         for position, (role, row) in enumerate(zip(order, rows)):
             refused = bad_input_error(row)
             if refused is not None:
@@ -282,15 +282,15 @@ def comparisons(campaign) -> list[tuple[Any, Any]]:
     return out
 
 
-def identities(system_spec, baseline_spec) -> dict[str, dict[str, Any]]:
+def identities(system_config, baseline_config) -> dict[str, dict[str, Any]]:
     """The provenance fields each role's rows carry (Note [provenance] in :mod:`gnnbench.run.sweep`), as
     :func:`gnnbench.run.sweep.identity` computes them (sweep reads a campaign's deciding keys from this module,
     so this one does not import it)."""
     from gnnbench.run.preflight import check_names
     from gnnbench.run.record import identity_columns
 
-    return {role: identity_columns(spec, None, resolved=check_names(spec))
-            for role, spec in ((SYSTEM, system_spec), (BASELINE, baseline_spec))}
+    return {role: identity_columns(config, None, resolved=check_names(config))
+            for role, config in ((SYSTEM, system_config), (BASELINE, baseline_config))}
 
 
 def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Callable[[dict], None] | None = None,
@@ -303,8 +303,8 @@ def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Call
     budget_s = campaign.budget or parse_budget(BUDGET)
     threshold = campaign.threshold or THRESHOLD
     results = []
-    for system_spec, baseline_spec in (comparisons(campaign) if pairs is None else pairs):
-        fields = identities(system_spec, baseline_spec)
+    for system_config, baseline_config in (comparisons(campaign) if pairs is None else pairs):
+        fields = identities(system_config, baseline_config)
 
         def stamped(row: dict, fields=fields) -> None:  # as a sweep stamps its rows (run.sweep._stamp)
             ok = row.get("status") == "ok"
@@ -315,7 +315,7 @@ def decide_campaign(campaign, *, runner: RoundRunner = fresh_round, on_row: Call
             if on_row is not None:
                 on_row(row)
 
-        result = run_paired(system_spec, baseline_spec, budget_s=budget_s, threshold=threshold, runner=runner,
+        result = run_paired(system_config, baseline_config, budget_s=budget_s, threshold=threshold, runner=runner,
                             on_row=stamped, on_round=on_round)
         results.append(result)
         if on_result is not None:

@@ -106,7 +106,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from gnnbench.run.allocator import numpy_hugepage_advice
@@ -116,16 +116,16 @@ from gnnbench.run.events import RunEvent, stderr_lines
 from gnnbench.runtime.kernel_clock import measuring
 from gnnbench.run.jit_clock import CompileClock
 from gnnbench.runtime.csr_transpose import warm_up as warm_up_transpose
-from gnnbench.run.loop import Phases, memory_figures, ok_row, set_up, timed_step
+from gnnbench.run.loop import Phases, TrainingContext, memory_figures, ok_row, set_up, timed_step
 from gnnbench.run.resolved import ResolvedRun
 from gnnbench.run.target import target_tracker
 from gnnbench.run.tuning import FirstUseTuning
 from gnnbench.results.store import utc_now
 
-__all__ = ["RunConfig", "train", "MODES"]
+__all__ = ["RunConfig", "train", "MODES", "FullGraphContext"]
 
 
-def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
+def train(config: RunConfig, clock: Callable[[], float] = time.perf_counter,
           on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
     """Run one training task in this process; return its results row.
 
@@ -133,12 +133,12 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     (timed apart), run the epochs or passes, then store what they measured and what the system adds.
 
     Args:
-        spec (RunConfig): the run.
+        config (RunConfig): the run.
         clock (callable): the timer of the phases (default: ``time.perf_counter``; tests pass a fake).
         on_event (callable, optional): receives the run's progress events (:class:`~gnnbench.run.events.RunEvent`,
             Note [progress outside the timer]; default: the tuner's lines go to stderr).
     """
-    run = ResolvedRun.of(spec)  # Note [a run resolved once]
+    run = ResolvedRun.of(config)  # Note [a run resolved once]
     if run.sampled:  # mini-batches over sampled blocks (Note [sampled batching])
         from gnnbench.run.sampled import train_sampled
 
@@ -154,7 +154,7 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     objective = Objective(F, dataset)  # loss and score; multi-label datasets too (Note [multi-label task])
 
     extra: dict[str, Any] = {}
-    system = system_under_test(spec)
+    system = system_under_test(config)
     system.load()  # imports (a library's own start-up) happen before the clock: preparation is graph work only
     warm_up_transpose()  # numba's own start-up, which the first transposed view would otherwise pay
     report = on_event or stderr_lines
@@ -170,95 +170,109 @@ def train(spec: RunConfig, clock: Callable[[], float] = time.perf_counter,
     if checked is not None:  # Note [run-time check]: before any epoch, timed apart from them
         from gnnbench.check.run_check import check_run
 
-        extra["run_check"] = check_run(spec, F, forward, checked)
+        extra["run_check"] = check_run(config, F, forward, checked)
 
     def evaluate() -> dict[str, float]:
         with F.no_grad():
             return objective.scores(forward(False))
 
     phases = Phases(clock)
-    tuning = FirstUseTuning(*((spec.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
-                            warmup=spec.warmup)
-    memory = PeakMemory(spec.device, spec.framework)
+    tuning = FirstUseTuning(*((config.tune and system.tuner()) or (None, None)), hyper.epochs, extra, report,
+                            warmup=config.warmup)
+    memory = PeakMemory(config.device, config.framework)
     memory.start()
     tuning.watch(memory)
-    target = target_tracker(spec, hyper, dataset)
-    loop = _infer if spec.mode == "inference" else _train_epochs
-    best, best_epoch, final = loop(spec, hyper, F, forward, evaluate, params, objective, phases,
-                                   system.times_kernels, tuning, clock, report, target)
-    if target is not None:
-        extra["time_to_accuracy"] = asdict(target.record(prepare_s, tuning.seconds))
+    context = FullGraphContext(run=run, F=F, dataset=dataset, objective=objective, evaluate=evaluate, phases=phases,
+                               report=report, times_kernels=system.times_kernels,
+                               target=target_tracker(config, hyper, dataset), forward=forward, params=params,
+                               tuning=tuning)  # Note [one training context]
+    best, best_epoch, final = (_infer if config.mode == "inference" else _train_epochs)(context)
+    if context.target is not None:
+        extra["time_to_accuracy"] = asdict(context.target.record(prepare_s, tuning.seconds))
     peak = memory_figures(memory, extra, tuning.residue, tuning.peak_before)
     extra.update(final_accuracy=final, metric=objective.metric,
-                 selected_epoch=best_epoch if spec.selection == "best_val" else _last_epoch(spec, hyper, phases))
+                 selected_epoch=best_epoch if config.selection == "best_val" else _last_epoch(context))
     if phases.kernel_by_name:
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
-    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
+    extra.update(system.sections(mode=config.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=phases.kernel_by_name,
                                  lent_times=phases.lent))
-    if spec.profile:
-        extra["profile"] = _profile(spec, F, forward, objective, params, hyper, system)
+    if config.profile:
+        extra["profile"] = _profile(context, system)
     row = ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, extra=extra,
-                 accuracy=best if spec.selection == "best_val" else final,
+                 accuracy=best if config.selection == "best_val" else final,
                  prepare_time_s=prepare_s, tune_time_s=tuning.seconds, peak_memory_bytes=peak)
-    return row if checked is None else _closing_check(row, spec, F, forward, checked)
+    return row if checked is None else _closing_check(row, context, checked)
 
 
-def _profile(spec: RunConfig, F, forward, objective, params, hyper, system) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class FullGraphContext(TrainingContext):
+    """What the full-graph loops (:func:`_train_epochs`, :func:`_infer`) run with besides what every loop does
+    (Note [one training context])."""
+
+    forward: Callable[[bool], Any]   # the system's model over the whole graph: ``forward(training) -> logits``
+    params: Any                      # its parameters, for the optimizer
+    tuning: FirstUseTuning           # Note [tune on first use]
+
+
+def _profile(context: FullGraphContext, system) -> dict[str, Any]:
     """Where an epoch goes, from extra epochs after everything the row measures (Note [profiled epochs])."""
     from gnnbench.run.profile import profile_epochs
 
-    return asdict(profile_epochs(F, forward, objective, params, hyper, system=spec.system,
-                                 times_kernels=system.times_kernels, mode=spec.mode))
+    config = context.config
+    return asdict(profile_epochs(context.F, context.forward, context.objective, context.params, context.hyper,
+                                 system=config.system, times_kernels=system.times_kernels, mode=config.mode))
 
 
-def _closing_check(row: dict[str, Any], spec: RunConfig, F, forward, checked) -> dict[str, Any]:
+def _closing_check(row: dict[str, Any], context: FullGraphContext, checked) -> dict[str, Any]:
     """Note [closing check]: what the timed epochs ran, after tuning; a mismatch turns the row failed with its
     figures kept."""
     from gnnbench.check.run_check import check_after_epochs
 
-    return check_after_epochs(row, spec, F, forward, checked)
+    return check_after_epochs(row, context.config, context.F, context.forward, checked)
 
 
-def _last_epoch(spec: RunConfig, hyper, phases: Phases) -> int:
+def _last_epoch(context: TrainingContext) -> int:
     """The last epoch (or pass) the loop ran: a run with a target may stop before its limit."""
-    return len(phases.losses) - 1 if spec.mode == "train" else hyper.epochs - 1
+    return len(context.phases.losses) - 1 if context.config.mode == "train" else context.hyper.epochs - 1
 
 
-def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases,
-                  time_kernels: bool, tuning: FirstUseTuning, clock, report, target=None):
+def _train_epochs(context: FullGraphContext):
     """The training loop (Note [fair timing]); returns ``(best accuracies, best epoch, final accuracies)``.
 
     With a ``target`` (Note [time to accuracy]) the validation accuracy is evaluated every ``target.every``
     epochs instead of every epoch, each evaluation timed apart, and the loop stops once it reaches the target.
     """
-    optimizer = F.optimizer(params, hyper.lr, hyper.weight_decay)
+    config, hyper, F, phases, target = context.config, context.hyper, context.F, context.phases, context.target
+    forward, objective, evaluate = context.forward, context.objective, context.evaluate
+    optimizer = F.optimizer(context.params, hyper.lr, hyper.weight_decay)
     best: dict[str, float] | None = None
     best_epoch = -1
     for epoch in range(hyper.epochs):
-        phases.epoch_starts(epoch, spec.warmup)  # Note [machine state]
+        phases.epoch_starts(epoch, config.warmup)  # Note [machine state]
         F.zero_grad(optimizer)
-        with measuring() if time_kernels else nullcontext() as kernels:
+        with measuring() if context.times_kernels else nullcontext() as kernels:
             phases.start_step()
             loss = timed_step(F, optimizer, lambda: objective.loss(forward(True)), phases)
         phases.losses.append(F.to_float(loss))
         seconds = phases.step_seconds
-        phases.end_epoch(epoch >= spec.warmup, seconds)
-        if epoch >= spec.warmup:
+        phases.end_epoch(epoch >= config.warmup, seconds)
+        if epoch >= config.warmup:
             phases.add_kernels(kernels)
-        report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
-        tuning.after_epoch(epoch, seconds)
+        # Note [progress outside the timer]
+        context.report(RunEvent("epoch", epoch + 1, hyper.epochs, config.warmup))
+        context.tuning.after_epoch(epoch, seconds)
         if target is not None:
             target.trained(seconds)
             if target.due(epoch + 1):
-                start = clock()
+                start = context.clock()
                 current = evaluate()
-                reached = target.evaluated(epoch + 1, current["val"], clock() - start)
+                reached = target.evaluated(epoch + 1, current["val"], context.clock() - start)
                 if best is None or current["val"] > best["val"]:
                     best, best_epoch = current, epoch
-                if reached and epoch >= spec.warmup:  # at least one timed epoch, for the epoch figures
+                if reached and epoch >= config.warmup:  # at least one timed epoch, for the epoch figures
                     return best, best_epoch, current
-        elif spec.selection == "best_val" and epoch < hyper.epochs - 1:
+        elif config.selection == "best_val" and epoch < hyper.epochs - 1:
             current = evaluate()
             if best is None or current["val"] > best["val"]:
                 best, best_epoch = current, epoch
@@ -269,23 +283,24 @@ def _train_epochs(spec: RunConfig, hyper, F, forward, evaluate, params, objectiv
     return best, best_epoch, final
 
 
-def _infer(spec: RunConfig, hyper, F, forward, evaluate, params, objective, phases: Phases, time_kernels: bool,
-           tuning: FirstUseTuning, clock, report, target=None):
+def _infer(context: FullGraphContext):
     """Forward passes only, without autograd (Note [inference mode]); returns ``(last, last epoch, last)``:
     the untrained model's accuracies are both the selected and the final ones."""
+    config, hyper, F, phases = context.config, context.hyper, context.F, context.phases
     for step in range(hyper.epochs):
-        phases.epoch_starts(step, spec.warmup)  # Note [machine state]
-        with F.no_grad(), (measuring() if time_kernels else nullcontext()) as kernels:
+        phases.epoch_starts(step, config.warmup)  # Note [machine state]
+        with F.no_grad(), (measuring() if context.times_kernels else nullcontext()) as kernels:
             phases.start_step()
-            logits = forward(False)
+            logits = context.forward(False)
             F.sync()
             phases.lap("forward")
         del logits
-        phases.end_epoch(step >= spec.warmup, phases.step_seconds)
-        if step >= spec.warmup:
+        phases.end_epoch(step >= config.warmup, phases.step_seconds)
+        if step >= config.warmup:
             phases.add_kernels(kernels)
-        report(RunEvent("epoch", step + 1, hyper.epochs, spec.warmup))  # Note [progress outside the timer]
-        tuning.after_epoch(step, phases.step_seconds)
+        # Note [progress outside the timer]
+        context.report(RunEvent("epoch", step + 1, hyper.epochs, config.warmup))
+        context.tuning.after_epoch(step, phases.step_seconds)
     phases.machine.end()
-    final = evaluate()
+    final = context.evaluate()
     return final, hyper.epochs - 1, final

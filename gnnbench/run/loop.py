@@ -1,4 +1,5 @@
-"""What both training loops share: the phases they time, one timed training step, and the row of a finished run.
+"""What both training loops share: what they run with, the phases they time, one timed training step, and the row of
+a finished run.
 
 The full-graph loop (:func:`gnnbench.run.harness.train`) and the mini-batch
 loop (:func:`gnnbench.run.sampled.train_sampled`) time different phases of
@@ -8,18 +9,40 @@ gnnbench/core/phases.py), what it becomes in the row, how a training step is
 split into forward, backward and optimizer, how the memory figures are read
 and which columns a successful run measures are the same for both, and
 written here once.
+
+Note [one training context]
+    A training loop takes one argument, its context: a frozen
+    :class:`TrainingContext` that its ``train`` function builds once, holding
+    the run (its :class:`~gnnbench.run.config.RunConfig` as ``config`` and its
+    hyperparameters as ``hyper``), the frontend, the dataset, the objective,
+    the phases and their clock, the progress callback and the target; each
+    loop's own pieces are the fields of its subclass, declared beside it
+    (:class:`gnnbench.run.harness.FullGraphContext`,
+    :class:`gnnbench.run.sampled.SampledContext`). A setting a loop needs
+    reaches it as ``context.config.<field>``, and a new piece of the loop is a
+    field of its context, so adding one touches the field's declaration, where
+    the ``train`` function builds the context, and the code that reads it,
+    never the signature of every function on the way (the loops once took 13
+    positional arguments each). Everywhere in gnnbench the run's configuration
+    is named ``config`` (a ``spec`` is a system's ``.gnn`` file).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gnnbench.core.measurement import Measurement
 from gnnbench.core.phases import PHASES, phase
 from gnnbench.run.machine_state import MachineWindow
 
-__all__ = ["set_up", "Phases", "timed_step", "memory_figures", "ok_row"]
+if TYPE_CHECKING:
+    from gnnbench.run.config import RunConfig
+    from gnnbench.run.events import RunEvent
+    from gnnbench.run.resolved import ResolvedRun
+    from gnnbench.run.target import TargetTracker
+
+__all__ = ["set_up", "Phases", "TrainingContext", "timed_step", "memory_figures", "ok_row"]
 
 
 def set_up(run):
@@ -32,19 +55,19 @@ def set_up(run):
     from gnnbench.frameworks import get_frontend
     from gnnbench.run.thread_pools import configure_this_process
 
-    spec = run.config
-    F = get_frontend(spec.framework, spec.device, spec.dtype)  # imports the framework, whose pools are set next
-    configure_this_process(spec.threads)  # before numba's first parallel section (Note [thread pools])
-    if spec.threads:
-        F.set_threads(spec.threads)
-    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, index_dtype=np.dtype(spec.index_dtype))
+    config = run.config
+    F = get_frontend(config.framework, config.device, config.dtype)  # imports the framework, whose pools are set next
+    configure_this_process(config.threads)  # before numba's first parallel section (Note [thread pools])
+    if config.threads:
+        F.set_threads(config.threads)
+    dataset = load_dataset(config.dataset, data_dir=config.data_dir, index_dtype=np.dtype(config.index_dtype))
     from gnnbench.models import check_typed
 
     # a homogeneous model on a typed dataset, or the reverse (Note [typed and homogeneous models] in models/typed.py)
     check_typed(run.model_cls, getattr(dataset, "typed", False), dataset.name)
     model = run.model_cls.for_dataset(dataset, run.hyper)
-    F.seed(spec.seed)
-    return F, dataset, model, model.init_params(spec.seed)
+    F.seed(config.seed)
+    return F, dataset, model, model.init_params(config.seed)
 
 
 @dataclass
@@ -139,6 +162,38 @@ class Phases:
         return {name: Measurement(tuple(e.get(name, 0.0) for e in self.kernel_by_name)).median for name in names}
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainingContext:
+    """What a training loop runs with, built once by its ``train`` function (Note [one training context]); each
+    loop's own pieces are the fields of its subclass."""
+
+    #: the run as it trains: its configuration (:attr:`config`) and hyperparameters (:attr:`hyper`)
+    run: ResolvedRun
+    F: Any                                      # the frontend (gnnbench.frameworks)
+    dataset: Any                                # the loaded dataset (gnnbench.datasets)
+    objective: Any                              # the loss and the scores (gnnbench.datasets.objective.Objective)
+    evaluate: Callable[[], dict[str, float]]    # the model's scores now, untimed (Note [model selection])
+    phases: Phases                              # the timed phases, read by their clock
+    report: Callable[[RunEvent], None]          # progress (Note [progress outside the timer])
+    times_kernels: bool                         # the system's kernel clock is read each epoch (Note [kernel time])
+    target: TargetTracker | None = None         # Note [time to accuracy]; None without a target
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's configuration, as named."""
+        return self.run.config
+
+    @property
+    def hyper(self) -> Any:
+        """The model's hyperparameters with the configuration's overrides (Note [a run resolved once])."""
+        return self.run.hyper
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The timer of the phases (``time.perf_counter``; tests pass a fake)."""
+        return self.phases.clock
+
+
 def timed_step(F, optimizer, loss: Callable[[], Any], phases: Phases) -> Any:
     """One training step after its start's clock reading: ``loss()`` (the forward pass and the loss), backward,
     optimizer step, each closed by a device sync (Note [fair timing] in gnnbench.run.harness) and lapped into
@@ -184,11 +239,11 @@ def ok_row(run, started: str, phases: Phases, *, dataset, graph, F, accuracy: di
     from gnnbench.run.record import identity_columns, run_record
     from gnnbench.run.thread_pools import pools_in_use
 
-    spec = run.config
-    figures = _spmm_figures(phases, extra, spec.threads)
+    config = run.config
+    figures = _spmm_figures(phases, extra, config.threads)
     if figures is not None:
         extra["spmm_figures"] = asdict(figures)
-    extra["thread_pools"] = asdict(pools_in_use(spec.threads))  # Note [thread pools]
+    extra["thread_pools"] = asdict(pools_in_use(config.threads))  # Note [thread pools]
     described = dataset.describe()
     columns = dict(dataset_nodes=described["nodes"], dataset_edges=graph.num_edges,
                    dataset_features=described["features"], framework_version=F.version,
@@ -196,10 +251,10 @@ def ok_row(run, started: str, phases: Phases, *, dataset, graph, F, accuracy: di
                    train_accuracy=accuracy["train"], val_accuracy=accuracy["val"], test_accuracy=accuracy["test"],
                    first_loss=phases.losses[0] if phases.losses else None,
                    final_loss=phases.losses[-1] if phases.losses else None,
-                   cpu_model=cpu_model(), machine=machine_info(spec.device), extra=extra,
+                   cpu_model=cpu_model(), machine=machine_info(config.device), extra=extra,
                    machine_state=phases.machine.state())
-    return run_record(spec, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured},
-                      identity=identity_columns(spec, resolved=run))
+    return run_record(config, "ok", timestamp=started, measured={**phases.columns(), **columns, **measured},
+                      identity=identity_columns(config, resolved=run))
 
 
 def _spmm_figures(phases: Phases, extra: dict[str, Any], threads: int | None):

@@ -1,7 +1,7 @@
 """Run a task in a fresh process, so that memory peaks and JIT state never bleed between runs.
 
 The parent writes the :class:`~gnnbench.run.config.RunConfig` to a temp JSON
-file, starts ``python -m gnnbench.run.worker SPEC RESULT``, and reads the row
+file, starts ``python -m gnnbench.run.worker CONFIG RESULT``, and reads the row
 back from the result file (asv ``runner.py``). A crash, a signal, an
 out-of-memory error or a timeout becomes a row with its own status
 (:func:`gnnbench.run.record.run_record`), with the worker's stderr kept.
@@ -59,11 +59,11 @@ from gnnbench.run.scratch import run_folder
 from gnnbench.run.thread_pools import pool_environment
 from gnnbench.results.store import utc_now
 
-__all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail", "kill_group", "write_spec", "Outcome",
-           "outcome_row", "reading_events", "SPEC_LIMIT"]
+__all__ = ["run_task", "failure_row", "worker_env", "log_dir", "stderr_tail", "kill_group", "write_config", "Outcome",
+           "outcome_row", "reading_events", "CONFIG_LIMIT"]
 
-#: the default of a limit argument: the spec's own ``timeout`` or ``memory_limit``
-SPEC_LIMIT: Any = object()
+#: the default of a limit argument: the config's own ``timeout`` or ``memory_limit``
+CONFIG_LIMIT: Any = object()
 
 
 def worker_env(threads: int | None, allocator: str = "auto") -> dict[str, str]:
@@ -87,10 +87,10 @@ def log_dir() -> Path:
     return cache_root() / "logs"
 
 
-def failure_row(spec: RunConfig, status: str, error: str, stderr: str = "", timestamp: str | None = None,
+def failure_row(config: RunConfig, status: str, error: str, stderr: str = "", timestamp: str | None = None,
                 extra: dict | None = None) -> dict[str, Any]:
     """The row of a run that produced no measurement (see :func:`~gnnbench.run.record.run_record`)."""
-    return run_record(spec, status, error=error, stderr=stderr, timestamp=timestamp, extra=extra)
+    return run_record(config, status, error=error, stderr=stderr, timestamp=timestamp, extra=extra)
 
 
 def stderr_tail(text: str | None, lines: int = 12) -> list[str]:
@@ -126,13 +126,13 @@ def kill_group(pid: int) -> None:
         pass
 
 
-def _keep_log(path: Path, spec: RunConfig) -> str | None:
+def _keep_log(path: Path, config: RunConfig) -> str | None:
     """Move a failed run's stderr file into :func:`log_dir`; return its path (None if that fails)."""
     try:
         folder = log_dir()
         folder.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{spec.system}-{spec.model}")[:80]
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{config.system}-{config.model}")[:80]
         target = folder / f"{stamp}-{safe}-{os.getpid()}-{time.monotonic_ns() % 10**6}.stderr"
         target.write_bytes(path.read_bytes())
         return str(target)
@@ -147,36 +147,36 @@ def reading_events(fd: int | None, on_event):
     return EventReader(fd, on_event) if fd is not None else nullcontext()
 
 
-def worker_command(spec_path: Path, result_path: Path) -> list[str]:
+def worker_command(config_path: Path, result_path: Path) -> list[str]:
     """The worker's command line (a function, so tests can stand in a misbehaving worker)."""
-    return [sys.executable, "-m", "gnnbench.run.worker", str(spec_path), str(result_path)]
+    return [sys.executable, "-m", "gnnbench.run.worker", str(config_path), str(result_path)]
 
 
-def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = SPEC_LIMIT,
-             memory_limit_bytes: int | None = SPEC_LIMIT,
+def run_task(config: RunConfig, isolate: bool = True, timeout_s: float | None = CONFIG_LIMIT,
+             memory_limit_bytes: int | None = CONFIG_LIMIT,
              on_event: Callable[[RunEvent], None] | None = None) -> dict[str, Any]:
-    """Run ``spec`` and return its row (never raises for a failing system when isolated).
+    """Run ``config`` and return its row (never raises for a failing system when isolated).
 
     Isolated, bad input the worker finds comes back as a ``failed`` row that
     :func:`~gnnbench.run.record.bad_input_error` recognises; in this process it
     raises :class:`~gnnbench.errors.UserError` (Note [bad input in a worker]).
 
     Args:
-        spec (RunConfig): the run.
+        config (RunConfig): the run.
         isolate (bool): in a fresh process (default: True).
-        timeout_s, memory_limit_bytes: override ``spec.timeout`` and ``spec.memory_limit``.
+        timeout_s, memory_limit_bytes: override ``config.timeout`` and ``config.memory_limit``.
         on_event (callable, optional): receives the run's progress events as they happen, e.g. to draw
             a bar; best effort (Note [progress channel]); default: none are sent.
     """
-    timeout_s = spec.timeout if timeout_s is SPEC_LIMIT else timeout_s
-    memory_limit = spec.memory_limit if memory_limit_bytes is SPEC_LIMIT else memory_limit_bytes
+    timeout_s = config.timeout if timeout_s is CONFIG_LIMIT else timeout_s
+    memory_limit = config.memory_limit if memory_limit_bytes is CONFIG_LIMIT else memory_limit_bytes
     if not isolate:
-        return train(spec, on_event=on_event)
+        return train(config, on_event=on_event)
     started = utc_now()
     with run_folder() as tmp:  # killed runs' folders are cleaned up here (Note [run folders])
-        spec_path, result_path, err_path = write_spec(tmp, spec, memory_limit)
-        cmd = worker_command(spec_path, result_path)
-        env = worker_env(spec.threads, spec.allocator)
+        config_path, result_path, err_path = write_config(tmp, config, memory_limit)
+        cmd = worker_command(config_path, result_path)
+        env = worker_env(config.threads, config.allocator)
         events_read, events_write = os.pipe() if on_event is not None else (None, None)
         if events_write is not None:
             env[EVENTS_FD_ENV] = str(events_write)
@@ -199,16 +199,17 @@ def run_task(spec: RunConfig, isolate: bool = True, timeout_s: float | None = SP
             finally:
                 kill_group(proc.pid)  # Note [process group]
             proc.wait()
-        return outcome_row(spec, started, Outcome(timed_out, proc.returncode, "fresh"), result_path, err_path,
+        return outcome_row(config, started, Outcome(timed_out, proc.returncode, "fresh"), result_path, err_path,
                            timeout_s, memory_limit)
 
 
-def write_spec(folder: str | os.PathLike, spec: RunConfig, memory_limit: int | None) -> tuple[Path, Path, Path]:
-    """Write what a measurement process reads into ``folder``; returns the paths of the spec, of the result it
+def write_config(folder: str | os.PathLike, config: RunConfig, memory_limit: int | None) -> tuple[Path, Path, Path]:
+    """Write what a measurement process reads into ``folder``; returns the paths of the config, of the result it
     writes and of its stderr log."""
-    spec_path, result_path, err_path = Path(folder, "spec.json"), Path(folder, "result.json"), Path(folder, "stderr")
-    spec_path.write_text(json.dumps({**spec.as_dict(), "memory_limit": memory_limit}))
-    return spec_path, result_path, err_path
+    config_path, result_path, err_path = (Path(folder, "config.json"), Path(folder, "result.json"),
+                                          Path(folder, "stderr"))
+    config_path.write_text(json.dumps({**config.as_dict(), "memory_limit": memory_limit}))
+    return config_path, result_path, err_path
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ class Outcome:
     extra: dict | None = None  # more of ``extra`` for every row of this process (the warm parent's id)
 
 
-def outcome_row(spec: RunConfig, started: str, outcome: Outcome, result_path: Path, err_path: Path,
+def outcome_row(config: RunConfig, started: str, outcome: Outcome, result_path: Path, err_path: Path,
                 timeout_s: float | None, memory_limit: int | None) -> dict[str, Any]:
     """The row of a measurement process that has ended, from what it wrote and how it ended (Note [exit
     statuses], Note [bad input in a worker]); every row says how its process started."""
@@ -236,14 +237,14 @@ def outcome_row(spec: RunConfig, started: str, outcome: Outcome, result_path: Pa
             # bad input: its one line says it all, no log kept (Note [bad input in a worker])
             row["extra"] = {**(row.get("extra") or {}), **started_as}
             return row
-    kept = _keep_log(err_path, spec)
+    kept = _keep_log(err_path, config)
     extra = {**({"stderr_path": kept} if kept else {}), **started_as}
     if outcome.timed_out:
-        return failure_row(spec, "timeout", f"run exceeded its time limit of {timeout_s:g} s", stderr,
+        return failure_row(config, "timeout", f"run exceeded its time limit of {timeout_s:g} s", stderr,
                            started, extra)
     if row is not None:  # an expected failure the worker wrote itself
         row["stderr"] = (row.get("stderr") or stderr)[-20000:] or None
         row["extra"] = {**(row.get("extra") or {}), **extra}
         return row
     status, error = _describe_exit(outcome.returncode, stderr, memory_limit)
-    return failure_row(spec, status, error, stderr, started, extra)
+    return failure_row(config, status, error, stderr, started, extra)

@@ -70,12 +70,13 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from gnnbench.errors import UnavailableError, UserError
+from gnnbench.run.loop import TrainingContext
 
 __all__ = ["train_sampled", "check_sampling"]
 
@@ -153,33 +154,33 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.sampling import make_sampler
 
     started = utc_now()
-    spec, model_cls, hyper = run.config, run.model_cls, run.hyper
+    config, model_cls, hyper = run.config, run.model_cls, run.hyper
     _check_run(run)
     F, dataset, model, initial = set_up(run)
     _check_dataset(run, dataset)
     report = on_event or stderr_lines
-    extra: dict[str, Any] = {"sampler": spec.sampler}
-    info = system_info(spec.system)
+    extra: dict[str, Any] = {"sampler": config.sampler}
+    info = system_info(config.system)
     note = info.blocks_note() if hasattr(info, "blocks_note") else ""
     if note:
         extra["blocks_note"] = note
-    system = system_under_test(spec)
+    system = system_under_test(config)
     system.load()  # imports (a library's own start-up) happen before any clock runs
     blocks = system.blocks(model, initial, F)
 
     report(RunEvent("prepare"))
     start = clock()
     with numpy_hugepage_advice(False):  # the sampler's arrays (Note [huge pages outside the epochs])
-        sampler = make_sampler(spec.sampler, dataset.graph, spec.fanouts, spec.seed)
+        sampler = make_sampler(config.sampler, dataset.graph, config.fanouts, config.seed)
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
-    check_started = _check_before_epochs(spec, F, blocks, sampler, dataset, model_cls.self_loops, extra)
-    phases, edges, seeds = Phases(clock), [], []
+    check_started = _check_before_epochs(config, F, blocks, sampler, dataset, model_cls.self_loops, extra)
+    phases = Phases(clock)
     objective = Objective(F, dataset)
     graph = dataset.graph.with_self_loops() if model_cls.self_loops else dataset.graph
 
     def evaluate() -> dict[str, float]:  # Note [sampled evaluation]
-        if spec.accuracy_method == "fixed-fanout":
-            return objective.scores(_fixed_fanout_logits(spec, hyper, F, blocks, sampler, dataset,
+        if config.accuracy_method == "fixed-fanout":
+            return objective.scores(_fixed_fanout_logits(config, hyper, F, blocks, sampler, dataset,
                                                          model_cls.self_loops))
         with F.no_grad():  # the whole graph as every layer's block: num_src == num_dst
             return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
@@ -187,41 +188,61 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
 
     from gnnbench.run.target import target_tracker
 
-    target = target_tracker(spec, hyper, dataset)
-    memory = PeakMemory(spec.device, spec.framework)
+    context = SampledContext(run=run, F=F, dataset=dataset, objective=objective, evaluate=evaluate, phases=phases,
+                             report=report, times_kernels=system.times_kernels,
+                             target=target_tracker(config, hyper, dataset), sampler=sampler,
+                             blocks=blocks)  # Note [one training context]
+    memory = PeakMemory(config.device, config.framework)
     memory.start()
-    tune_s = _epochs(spec, hyper, F, dataset, model_cls.self_loops, sampler, blocks, system.times_kernels, report,
-                     phases, edges, seeds, _Evaluations(target, evaluate, clock))
+    tune_s = _epochs(context)
     peak = memory_figures(memory, extra)
     _check_share(extra, check_started)
 
-    accuracy = _scored(spec, hyper, evaluate, objective.metric, target, phases, edges, system, extra, prepare_s,
-                       tune_s)
+    accuracy = _scored(context, system, extra, prepare_s, tune_s)
     epoch = Measurement(tuple(phases.seconds["epoch"])).median
     row = ok_row(run, started, phases, dataset=dataset, graph=graph, F=F, accuracy=accuracy, extra=extra,
                  prepare_time_s=prepare_s, tune_time_s=tune_s or None, peak_memory_bytes=peak,
-                 seeds_per_s=np.median(seeds) / epoch if epoch else None,
-                 edges_per_s=np.median(edges) / epoch if epoch else None, accuracy_method=spec.accuracy_method)
+                 seeds_per_s=np.median(context.seeds) / epoch if epoch else None,
+                 edges_per_s=np.median(context.edges) / epoch if epoch else None,
+                 accuracy_method=config.accuracy_method)
     if blocks.checks_kernels:  # Note [closing check]: the last batch's blocks, after the epochs and tuning
         from gnnbench.check.block_check import check_blocks_after_epochs
 
-        return check_blocks_after_epochs(row, spec, F, blocks, sampler, _seed_nodes(spec, dataset),
+        return check_blocks_after_epochs(row, config, F, blocks, sampler, _seed_nodes(config, dataset),
                                          np.asarray(dataset.features), model_cls.self_loops, extra["selected_epoch"])
     return row
 
 
-def _scored(spec, hyper, evaluate, metric: str, target, phases, edges: list[int], system, extra: dict[str, Any],
-            prepare_s: float, tune_s: float | None) -> dict[str, float]:
+@dataclass(frozen=True, kw_only=True)
+class SampledContext(TrainingContext):
+    """What the mini-batch loop (:func:`_epochs`) runs with besides what every loop does; the loop fills
+    :attr:`edges` and :attr:`seeds` (Note [one training context])."""
+
+    sampler: Any        # draws each batch's blocks (gnnbench.sampling)
+    blocks: Any         # the system's model on blocks (SystemUnderTest.blocks)
+    #: each timed epoch's sampled edges (before self loops) and seeds, filled by the loop
+    edges: list[int] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+
+    @property
+    def self_loops(self) -> bool:
+        """Each block gets a self loop per destination (GCN, GAT)."""
+        return self.run.model_cls.self_loops
+
+
+def _scored(context: SampledContext, system, extra: dict[str, Any], prepare_s: float,
+            tune_s: float | None) -> dict[str, float]:
     """After the epochs and the memory peak: the trained model's scores, and into ``extra`` what the epochs'
     figures imply (time to accuracy, shares and rates) and what the system adds; returns the scores."""
     from gnnbench.core.measurement import Measurement
 
+    config, hyper, target, phases, edges = context.config, context.hyper, context.target, context.phases, context.edges
     # accuracy: after the peak is read (Note [sampled batching])
-    accuracy = evaluate()
+    accuracy = context.evaluate()
     if target is not None:
         extra["time_to_accuracy"] = asdict(target.record(prepare_s, tune_s or None))
-    extra.update(final_accuracy=accuracy, metric=metric, selected_epoch=len(phases.seconds["epoch"]) + min(
-                     spec.warmup, hyper.epochs) - 1,
+    extra.update(final_accuracy=accuracy, metric=context.objective.metric, selected_epoch=len(phases.seconds["epoch"])
+                 + min(config.warmup, hyper.epochs) - 1,
                  sampled_edges_per_epoch=int(np.median(edges)) if edges else None)
     epoch = Measurement(tuple(phases.seconds["epoch"])).median
 
@@ -236,12 +257,12 @@ def _scored(spec, hyper, evaluate, metric: str, target, phases, edges: list[int]
         extra["kernel_median_s_by_kernel"] = phases.kernel_breakdown()
     # no kernels by name for the sections: pim's modeled inference spreads its aggregation over whole-graph
     # passes (epochs + 1), which a sampled epoch's batches are not
-    extra.update(system.sections(mode=spec.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
+    extra.update(system.sections(mode=config.mode, passes=hyper.epochs + 1, epoch_times=phases.seconds["epoch"],
                                  kernel_times=phases.seconds["kernel"], kernel_by_name=[], lent_times=[]))
     return accuracy
 
 
-def _fixed_fanout_logits(spec, hyper, F, blocks, sampler, dataset, self_loops: bool):
+def _fixed_fanout_logits(config, hyper, F, blocks, sampler, dataset, self_loops: bool):
     """Every node's logits from mini-batches of its sampled neighbourhood, in node order (Note [sampled
     evaluation])."""
     from gnnbench.datasets.objective import to_numpy
@@ -250,21 +271,21 @@ def _fixed_fanout_logits(spec, hyper, F, blocks, sampler, dataset, self_loops: b
     nodes = np.arange(dataset.graph.num_nodes)
     parts = []
     with F.no_grad():
-        for batch in sampler.batches(nodes, spec.batch_size, hyper.epochs, shuffle=False):
+        for batch in sampler.batches(nodes, config.batch_size, hyper.epochs, shuffle=False):
             logits = blocks.forward(blocks.prepare(batch.graphs(self_loops)), F.tensor(features[batch.input_nodes]),
                                     False)
             parts.append(to_numpy(logits))
     return F.tensor(np.concatenate(parts))
 
 
-def _check_before_epochs(spec, F, blocks, sampler, dataset, self_loops: bool, extra: dict[str, Any]) -> float:
+def _check_before_epochs(config, F, blocks, sampler, dataset, self_loops: bool, extra: dict[str, Any]) -> float:
     """Note [run-time check on blocks]: a kernel system's blocks checked into ``extra["run_check"]``, before any
     epoch and outside every timer; returns when the check started (by ``time.perf_counter``)."""
     started = time.perf_counter()
     if blocks.checks_kernels:
         from gnnbench.check.block_check import check_blocks
 
-        extra["run_check"] = check_blocks(spec, F, blocks, sampler, _seed_nodes(spec, dataset),
+        extra["run_check"] = check_blocks(config, F, blocks, sampler, _seed_nodes(config, dataset),
                                           np.asarray(dataset.features), self_loops)
     return started
 
@@ -275,9 +296,9 @@ def _check_share(extra: dict[str, Any], check_started: float) -> None:
         extra["run_check"]["share"] = extra["run_check"]["seconds"] / (time.perf_counter() - check_started)
 
 
-def _seed_nodes(spec, dataset) -> np.ndarray:
+def _seed_nodes(config, dataset) -> np.ndarray:
     """The nodes an epoch's batches cover: the training nodes, or every node in inference mode."""
-    return np.flatnonzero(dataset.train_mask) if spec.mode == "train" else np.arange(dataset.graph.num_nodes)
+    return np.flatnonzero(dataset.train_mask) if config.mode == "train" else np.arange(dataset.graph.num_nodes)
 
 
 class _Evaluations:
@@ -302,27 +323,30 @@ class _Evaluations:
         return self.reached and epoch >= warmup
 
 
-def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_kernels: bool, report, phases,
-            edges: list[int], seeds: list[int], evaluations: _Evaluations) -> float:
-    """The epochs' batches, each phase lapped by name and summed over the epoch into ``phases`` (the timed epochs'
-    sampled edges and seeds into ``edges`` and ``seeds``); returns the seconds per-block tuning took."""
+def _epochs(context: SampledContext) -> float:
+    """The epochs' batches, each phase lapped by name and summed over the epoch into ``context.phases`` (the timed
+    epochs' sampled edges and seeds into ``context.edges`` and ``context.seeds``); returns the seconds per-block
+    tuning took."""
     from gnnbench.run.events import RunEvent
     from gnnbench.run.tuning import TUNE_BUDGET_MIN_S
     from gnnbench.run.loop import timed_step
     from gnnbench.runtime.kernel_clock import measuring
 
+    config, hyper, F, dataset, phases = context.config, context.hyper, context.F, context.dataset, context.phases
+    sampler, blocks, self_loops, report = context.sampler, context.blocks, context.self_loops, context.report
+    evaluations = _Evaluations(context.target, context.evaluate, context.clock)
     features, labels = np.asarray(dataset.features), np.asarray(dataset.labels)
-    training = spec.mode == "train"
-    seed_nodes = _seed_nodes(spec, dataset)
+    training = config.mode == "train"
+    seed_nodes = _seed_nodes(config, dataset)
     optimizer = F.optimizer(blocks.params, hyper.lr, hyper.weight_decay) if training else None
     ones: dict[int, Any] = {}
     tune_s = 0.0
-    per_epoch = -(-len(seed_nodes) // spec.batch_size)  # batches an epoch, for evaluations inside one
+    per_epoch = -(-len(seed_nodes) // config.batch_size)  # batches an epoch, for evaluations inside one
     for epoch in range(hyper.epochs):
-        phases.epoch_starts(epoch, spec.warmup)  # Note [machine state] in gnnbench.run.machine_state
+        phases.epoch_starts(epoch, config.warmup)  # Note [machine state] in gnnbench.run.machine_state
         epoch_edges = epoch_seeds = done = 0
-        with measuring() if time_kernels else nullcontext() as kernels:
-            batches = sampler.batches(seed_nodes, spec.batch_size, epoch, shuffle=training)
+        with measuring() if context.times_kernels else nullcontext() as kernels:
+            batches = sampler.batches(seed_nodes, config.batch_size, epoch, shuffle=training)
             while True:
                 phases.start_step()
                 batch = next(batches, None)
@@ -352,7 +376,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
                         F.sync()
                     phases.lap("forward")
                     del logits
-                if spec.tune and epoch < spec.warmup:  # outside the batch's clock readings (Note [tuning blocks])
+                if config.tune and epoch < config.warmup:  # outside the batch's clock readings (Note [tuning blocks])
                     tune_s += blocks.tune(prepared, TUNE_BUDGET_MIN_S, lambda line: report(RunEvent("log", text=line)))
                 getattr(F, "_loss_indices", {}).clear()  # TF caches (labels, mask) pairs by id: one per batch
                 epoch_edges += batch.num_edges
@@ -360,13 +384,13 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
                 done += 1
                 del prepared, xb, yb
                 evaluations.after_batch(phases.step_seconds, epoch + done / per_epoch)
-        phases.end_epoch(epoch >= spec.warmup)  # the epoch: the sum of its phases
-        if epoch >= spec.warmup:
-            edges.append(epoch_edges)
-            seeds.append(epoch_seeds)
+        phases.end_epoch(epoch >= config.warmup)  # the epoch: the sum of its phases
+        if epoch >= config.warmup:
+            context.edges.append(epoch_edges)
+            context.seeds.append(epoch_seeds)
             phases.add_kernels(kernels)  # seconds per kernel and SpMM work (Note [spmm figures] in run/bounds.py)
-        report(RunEvent("epoch", epoch + 1, hyper.epochs, spec.warmup))
-        if evaluations.stop_after(epoch, spec.warmup):
+        report(RunEvent("epoch", epoch + 1, hyper.epochs, config.warmup))
+        if evaluations.stop_after(epoch, config.warmup):
             break
     phases.machine.end()
     return tune_s

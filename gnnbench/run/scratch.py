@@ -1,7 +1,7 @@
 """The temp folder of one isolated run, and the folders killed runs left behind (Note [run folders]).
 
 Note [run folders]
-    Each isolated run hands its worker a spec and gets its row back through a
+    Each isolated run hands its worker its configuration and gets its row back through a
     temp folder ``gnnbench-run-<pid>-*`` named after the process that made it.
     A normal exit, an exception or Ctrl-C removes it; SIGKILL (or a power
     cut) cannot, so each new run folder first removes the ``gnnbench-run-*``

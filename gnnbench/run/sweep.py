@@ -160,7 +160,7 @@ class Campaign:
 class Task:
     """One configuration to run: the config (limits included), its provenance (Note [provenance])."""
 
-    spec: RunConfig
+    config: RunConfig
     label: str                     # the dataset as the campaign wrote it, for display
     round: int                     # repetition index, from 0
     identity: dict[str, Any]
@@ -170,11 +170,11 @@ class Task:
 
     @property
     def timeout_s(self) -> float | None:
-        return self.spec.timeout
+        return self.config.timeout
 
     @property
     def memory_limit_bytes(self) -> int | None:
-        return self.spec.memory_limit
+        return self.config.memory_limit
 
     @property
     def claim_key(self) -> str:
@@ -183,14 +183,15 @@ class Task:
     def describe(self) -> str:
         """``system model dataset framework seed=S``, then every other swept axis off its default
         (``mode=inference``, ``normalisation=edge``), the round and the fallback."""
-        s = self.spec
-        text = f"{s.system} {s.model} {self.label} {s.framework} seed={s.seed}"
-        unread = SAMPLED_ONLY if s.batching == "full" else ()  # a full-graph run's fanouts mean nothing
+        config = self.config
+        text = f"{config.system} {config.model} {self.label} {config.framework} seed={config.seed}"
+        unread = SAMPLED_ONLY if config.batching == "full" else ()  # a full-graph run's fanouts mean nothing
         for name, f in config_fields().items():
-            value = getattr(s, name, None)
+            value = getattr(config, name, None)
             if f.sweep and name not in _DESCRIBED + unread and value is not None and value != f.default:
                 text += f" {f.key}={value}"
-        return text + (f" round={self.round}" if self.round else "") + (f" fallback={s.fallback}" if s.fallback else "")
+        return (text + (f" round={self.round}" if self.round else "")
+                + (f" fallback={config.fallback}" if config.fallback else ""))
 
 
 #: fields that :meth:`Task.describe` always names, in its own words
@@ -268,8 +269,8 @@ def provenance(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def identity(spec: RunConfig, _hashes: dict[str, str] | None = None) -> dict[str, Any]:
-    """The provenance fields a run of ``spec`` will store, computed without running it.
+def identity(config: RunConfig, _hashes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The provenance fields a run of ``config`` will store, computed without running it.
 
     Raises:
         UserError: unknown system or model, or epochs not above warmup.
@@ -277,7 +278,7 @@ def identity(spec: RunConfig, _hashes: dict[str, str] | None = None) -> dict[str
     from gnnbench.run.preflight import check_names
     from gnnbench.run.record import identity_columns
 
-    return identity_columns(spec, _hashes, resolved=check_names(spec))
+    return identity_columns(config, _hashes, resolved=check_names(config))
 
 
 # ---------------------------------------------------------------- campaigns
@@ -566,8 +567,8 @@ def _stored(store, tasks: list[Task], counts: Callable[[str | None], bool],
         return Counter(), set()
     wanted = {t.key for t in tasks}
     done, skips = Counter(), set()
-    rows = store.rows(system=sorted({t.spec.system for t in tasks}), model=sorted({t.spec.model for t in tasks}),
-                      dataset=sorted({t.spec.dataset for t in tasks}))
+    rows = store.rows(system=sorted({t.config.system for t in tasks}), model=sorted({t.config.model for t in tasks}),
+                      dataset=sorted({t.config.dataset for t in tasks}))
     for row in rows:
         key = provenance(row)
         if key not in wanted or (commit is not None and _history_commit(row) != commit):
@@ -604,7 +605,7 @@ def plan(campaign: Campaign, store, tasks: list[Task] | None = None) -> Plan:
 # ---------------------------------------------------------------- running
 
 def _skip_error(task: Task) -> str:
-    return f"system '{task.spec.system}' is unavailable: {task.unavailable}"
+    return f"system '{task.config.system}' is unavailable: {task.unavailable}"
 
 
 def _stamp(task: Task, row: Mapping[str, Any], campaign: Campaign) -> dict[str, Any]:
@@ -617,7 +618,7 @@ def _stamp(task: Task, row: Mapping[str, Any], campaign: Campaign) -> dict[str, 
     extra = dict(out.get("extra") or {})
     extra["sweep"] = {"campaign": campaign.name, "round": task.round, "provenance": task.key,
                       "timeout_s": task.timeout_s, "memory_limit_bytes": task.memory_limit_bytes,
-                      "spec": task.spec.as_dict()}
+                      "spec": task.config.as_dict()}  # the stored rows' name of the run's configuration
     if campaign.history:
         extra["history"] = dict(campaign.history)
     out["extra"] = extra
@@ -658,7 +659,7 @@ def run_sweep(campaign: Campaign, store_path: str | os.PathLike | None = None, e
             report.unavailable = the_plan.unavailable
             return report
         for task in the_plan.unavailable:
-            row = _stamp(task, failure_row(task.spec, "skipped", _skip_error(task)), campaign)
+            row = _stamp(task, failure_row(task.config, "skipped", _skip_error(task)), campaign)
             row["id"] = db.insert(row)
             report.rows.append(row)
         owned = executor is None

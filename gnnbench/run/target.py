@@ -55,20 +55,20 @@ __all__ = ["TimeToAccuracy", "TargetTracker", "target_tracker", "check_target", 
 MAX_EVALUATIONS = 100_000
 
 
-def check_target(spec, model_epochs: int) -> None:
+def check_target(config, model_epochs: int) -> None:
     """The target's flags agree with each other and with the run (one :class:`UserError` line otherwise)."""
-    if spec.target_accuracy is None:
-        for name, value in (("--max-epochs", spec.max_epochs), ("--eval-every", spec.eval_every)):
+    if config.target_accuracy is None:
+        for name, value in (("--max-epochs", config.max_epochs), ("--eval-every", config.eval_every)):
             if value is not None:
                 raise UserError(f"{name} applies only with --target-accuracy (got {name} {value:g})")
         return
-    if spec.mode != "train":
+    if config.mode != "train":
         raise UserError("--target-accuracy needs training (--mode train): inference passes do not learn")
-    limit = epochs_limit(spec, model_epochs)
-    if limit <= spec.warmup:
-        raise UserError(f"--max-epochs ({limit}) must exceed --warmup ({spec.warmup}) so that some epochs are timed")
-    every = spec.eval_every if spec.eval_every is not None else 1
-    if spec.batching == "full" and every != int(every):
+    limit = epochs_limit(config, model_epochs)
+    if limit <= config.warmup:
+        raise UserError(f"--max-epochs ({limit}) must exceed --warmup ({config.warmup}) so that some epochs are timed")
+    every = config.eval_every if config.eval_every is not None else 1
+    if config.batching == "full" and every != int(every):
         raise UserError(f"--eval-every must be a whole number of epochs for full-graph training (got {every:g}); "
                         "fractions of an epoch apply to --batching sampled")
     if every > limit:
@@ -79,9 +79,9 @@ def check_target(spec, model_epochs: int) -> None:
                         f"more than {MAX_EVALUATIONS:,}: each scores every validation node; evaluate less often")
 
 
-def epochs_limit(spec, model_epochs: int) -> int:
+def epochs_limit(config, model_epochs: int) -> int:
     """The most epochs a run with a target trains: ``--max-epochs``, else ``--epochs``, else the model's."""
-    return spec.max_epochs or spec.epochs or model_epochs
+    return config.max_epochs or config.epochs or model_epochs
 
 
 @dataclass
@@ -142,12 +142,12 @@ def _tidy(value: float) -> float:
     return int(value) if math.isclose(value, round(value)) else round(value, 6)
 
 
-def target_tracker(spec, hyper, dataset) -> "TargetTracker | None":
+def target_tracker(config, hyper, dataset) -> "TargetTracker | None":
     """A :class:`~gnnbench.run.target.TargetTracker` for a run with a target, else None (Note [time to
     accuracy]); a dataset without validation nodes has no accuracy to reach (one line, exit status 2)."""
-    if spec.target_accuracy is None:
+    if config.target_accuracy is None:
         return None
     if not dataset.val_mask.any():
-        raise UserError(f"--target-accuracy needs validation labels, and dataset '{spec.dataset}' has no "
+        raise UserError(f"--target-accuracy needs validation labels, and dataset '{config.dataset}' has no "
                         "validation nodes")
-    return TargetTracker(spec.target_accuracy, spec.eval_every or 1, hyper.epochs)
+    return TargetTracker(config.target_accuracy, config.eval_every or 1, hyper.epochs)

@@ -1,12 +1,12 @@
 """Cheap measurement processes: a warm parent that has paid the start-up once and forks each measurement.
 
-``with WarmParent(configs) as parent: row = parent.run(spec)`` starts one fresh
+``with WarmParent(configs) as parent: row = parent.run(config)`` starts one fresh
 Python process (the *warm parent*) with the environment a worker gets
 (:func:`~gnnbench.run.runner.worker_env`: the allocator preloaded, the thread
 pools configured), which imports the framework, the systems and the platform
 and loads the datasets the configurations name, then waits on a socket. Each
 :meth:`WarmParent.run` makes it fork a child that runs the worker's own code
-(:func:`~gnnbench.run.worker.limit_and_pin`, :func:`~gnnbench.run.worker.run_spec`)
+(:func:`~gnnbench.run.worker.limit_and_pin`, :func:`~gnnbench.run.worker.run_from_config`)
 under the same limits, in a process group of its own, and the row is made
 from how the child ended exactly as for a fresh worker
 (:func:`~gnnbench.run.runner.outcome_row`), with ``extra.process_start`` =
@@ -91,7 +91,7 @@ Note [cheap processes]
     session (so a timeout kills its whole group, Note [process group]),
     dies with its parent, which dies with the caller
     (``PR_SET_PDEATHSIG``), sets the memory limit and pins itself from
-    the spec (:func:`~gnnbench.run.worker.limit_and_pin`), writes its
+    the config (:func:`~gnnbench.run.worker.limit_and_pin`), writes its
     stderr to the run's log file and its events to the caller's pipe
     (both passed over the socket, ``SCM_RIGHTS``). Its time limit counts
     from the fork (a fresh worker's counts from ``exec``, imports
@@ -132,8 +132,8 @@ from typing import Any
 
 from gnnbench.run.config import RunConfig
 from gnnbench.run.events import EVENTS_FD_ENV, RunEvent
-from gnnbench.run.runner import (SPEC_LIMIT, Outcome, failure_row, kill_group, outcome_row, reading_events,
-                                 stderr_tail, worker_env, write_spec)
+from gnnbench.run.runner import (CONFIG_LIMIT, Outcome, failure_row, kill_group, outcome_row, reading_events,
+                                 stderr_tail, worker_env, write_config)
 from gnnbench.run.scratch import run_folder
 from gnnbench.results.store import utc_now
 
@@ -251,7 +251,7 @@ class WarmParent:
     Use as a context manager; leaving it ends the parent and leaves no process behind::
 
         with WarmParent(configs) as parent:
-            row = parent.run(spec)      # the row run_task would store, extra.process_start = "fork"
+            row = parent.run(config)    # the row run_task would store, extra.process_start = "fork"
             parent.renew()              # a fresh parent (a new memory layout) for the next round
 
     Args:
@@ -333,42 +333,42 @@ class WarmParent:
         return self._parent.proc.pid if self._parent is not None else None
 
     # ---------------------------------------------------------------- one measurement
-    def run(self, spec: RunConfig, on_event: Callable[[RunEvent], None] | None = None,
-            timeout_s: float | None = SPEC_LIMIT, memory_limit_bytes: int | None = SPEC_LIMIT) -> dict[str, Any]:
-        """Run ``spec`` in a fork of the parent and return its row: the row
+    def run(self, config: RunConfig, on_event: Callable[[RunEvent], None] | None = None,
+            timeout_s: float | None = CONFIG_LIMIT, memory_limit_bytes: int | None = CONFIG_LIMIT) -> dict[str, Any]:
+        """Run ``config`` in a fork of the parent and return its row: the row
         :func:`~gnnbench.run.runner.run_task` would return, with ``extra.process_start`` = ``fork`` and
         ``extra.warm_parent`` (never raises for a failing system; bad input is a ``failed`` row as there).
 
         Raises:
-            ValueError: ``spec`` does not share the parent's threads and allocator.
+            ValueError: ``config`` does not share the parent's threads and allocator.
             ForkUnsafe: the parent has started threads since it prepared.
         """
-        if (spec.threads, spec.allocator) != (self.threads, self.allocator):
+        if (config.threads, config.allocator) != (self.threads, self.allocator):
             raise ValueError(f"this warm parent runs threads={self.threads}, allocator={self.allocator}; the run "
-                             f"asks for threads={spec.threads}, allocator={spec.allocator}")
+                             f"asks for threads={config.threads}, allocator={config.allocator}")
         if self._parent is None or not self._parent.alive():  # never started, or died: a fresh one
             self.renew()
-        timeout_s = spec.timeout if timeout_s is SPEC_LIMIT else timeout_s
-        memory_limit = spec.memory_limit if memory_limit_bytes is SPEC_LIMIT else memory_limit_bytes
+        timeout_s = config.timeout if timeout_s is CONFIG_LIMIT else timeout_s
+        memory_limit = config.memory_limit if memory_limit_bytes is CONFIG_LIMIT else memory_limit_bytes
         started = utc_now()
         with run_folder() as tmp:
-            spec_path, result_path, err_path = write_spec(tmp, spec, memory_limit)
+            config_path, result_path, err_path = write_config(tmp, config, memory_limit)
             events_read, events_write = os.pipe() if on_event is not None else (None, None)
             with open(err_path, "wb") as err_file, reading_events(events_read, on_event):
                 try:
                     fds = [err_file.fileno()] + ([events_write] if events_write is not None else [])
-                    pid = self._fork({"spec": str(spec_path), "result": str(result_path)}, fds)
+                    pid = self._fork({"config": str(config_path), "result": str(result_path)}, fds)
                 finally:
                     if events_write is not None:
                         os.close(events_write)  # the child holds the write end now: its exit ends the reader
                 ident, log = self.id, self._parent.log_text()
                 outcome = self._await(pid, timeout_s)
             if outcome is None:
-                return failure_row(spec, "crashed", "the warm parent died during the run (its log: "
+                return failure_row(config, "crashed", "the warm parent died during the run (its log: "
                                    f"{'; '.join(stderr_tail(log, 3)) or 'empty'})",
                                    err_path.read_text(errors="replace"), started,
                                    {"process_start": "fork", "warm_parent": ident})
-            return outcome_row(spec, started, outcome, result_path, err_path, timeout_s, memory_limit)
+            return outcome_row(config, started, outcome, result_path, err_path, timeout_s, memory_limit)
 
     def _fork(self, request: dict[str, str], fds: list[int]) -> int:
         """Ask the parent to fork a child for ``request`` with ``fds`` (stderr, events); returns its pid. A parent
@@ -428,8 +428,8 @@ def measurement_processes(start: str, configs: Sequence[RunConfig]) -> Iterator[
     measurement in a process started as ``start`` says: ``fresh`` (``run_task``) or ``fork`` (one
     :class:`WarmParent` of ``configs``, ended on leaving), so a command takes ``--start`` with one line::
 
-        with measurement_processes(args.start, [spec]) as run:
-            row = run(spec, on_event=display)
+        with measurement_processes(args.start, [config]) as run:
+            row = run(config, on_event=display)
 
     Raises:
         ValueError: ``start`` is not one of :data:`PROCESS_STARTS`, or as :class:`WarmParent`.
@@ -548,9 +548,9 @@ def _child(request: dict[str, Any], fds: list[int], control: socket.socket, pare
             os.close(fd)
         if len(fds) > 1:
             os.environ[EVENTS_FD_ENV] = str(fds[1])
-        data = json.loads(Path(request["spec"]).read_text())
+        data = json.loads(Path(request["config"]).read_text())
         worker.limit_and_pin(data)
-        worker.write_row(worker.run_spec(data), request["result"])
+        worker.write_row(worker.run_from_config(data), request["result"])
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1

@@ -1,4 +1,4 @@
-"""Internal entry point of an isolated run: ``python -m gnnbench.run.worker SPEC.json RESULT.json``.
+"""Internal entry point of an isolated run: ``python -m gnnbench.run.worker CONFIG.json RESULT.json``.
 
 Writes the results row, or a failure row for an expected error (unavailable
 system, bad input such as a dataset that cannot be downloaded), to RESULT.json.
@@ -32,7 +32,7 @@ def die_with_parent() -> None:
 def limit_and_pin(data: dict) -> None:
     """What a measurement process does first, before any framework starts a thread: the memory limit, death with
     its parent, the pinned CPUs (Note [pinned runs]). A fresh worker and a forked one
-    (:mod:`gnnbench.run.warm`) both call it, with the spec's ``data`` as the parent wrote it."""
+    (:mod:`gnnbench.run.warm`) both call it, with the config's ``data`` as the parent wrote it."""
     if data.get("memory_limit"):
         limit = int(data["memory_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -42,7 +42,7 @@ def limit_and_pin(data: dict) -> None:
     pin(data.get("cpus"))  # before any framework starts a thread (Note [pinned runs])
 
 
-def run_spec(data: dict) -> dict:
+def run_from_config(data: dict) -> dict:
     """Train the run ``data`` names and return its row, or the row of an expected failure (module docstring);
     anything unexpected propagates. Progress goes to ``$GNNBENCH_EVENTS_FD`` when set."""
     from gnnbench.run.events import event_pipe
@@ -56,24 +56,24 @@ def run_spec(data: dict) -> dict:
     from gnnbench.run.record import BAD_INPUT, run_record
     from gnnbench.results.store import utc_now
 
-    spec = RunConfig.from_dict(data)  # validated again: the same checks as the parent's
+    config = RunConfig.from_dict(data)  # validated again: the same checks as the parent's
     started = utc_now()
     try:
-        return train(spec, on_event=report)
+        return train(config, on_event=report)
     except UnavailableError as err:  # e.g. the model needs an operator the system does not implement
         traceback.print_exc()  # into the run's stderr log, which the parent keeps (Note [process group])
-        return run_record(spec, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+        return run_record(config, "skipped", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
                           timestamp=started)
     except UserError as err:  # bad input found only here: one line, no traceback (Note [bad input in a worker])
-        return run_record(spec, "failed", error=(str(err).splitlines() or [type(err).__name__])[0],
+        return run_record(config, "failed", error=(str(err).splitlines() or [type(err).__name__])[0],
                           timestamp=started, extra={BAD_INPUT: True})
     except RunCheckError as err:  # Note [run-time check]: the system's output is wrong on this run's graph
         traceback.print_exc()
-        return run_record(spec, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
+        return run_record(config, "failed", error=str(err).splitlines()[0], stderr=traceback.format_exc(),
                           timestamp=started, extra={"run_check": err.details})
     except MemoryError:
         traceback.print_exc()
-        return run_record(spec, "oom", error="out of memory (MemoryError) under the memory limit",
+        return run_record(config, "oom", error="out of memory (MemoryError) under the memory limit",
                           stderr=traceback.format_exc(), timestamp=started)
 
 
@@ -86,12 +86,12 @@ def write_row(row: dict, result: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gnnbench.run.worker")
-    parser.add_argument("spec")
+    parser.add_argument("config")
     parser.add_argument("result")
     args = parser.parse_args(argv)
-    data = json.loads(Path(args.spec).read_text())
+    data = json.loads(Path(args.config).read_text())
     limit_and_pin(data)
-    write_row(run_spec(data), args.result)
+    write_row(run_from_config(data), args.result)
     return 0
 
 

@@ -86,10 +86,10 @@ def test_the_worker_pins_itself_before_training(tmp_path, monkeypatch):
     order = []
     monkeypatch.setattr(pinning, "pin", lambda cpus: order.append(("pin", cpus)))
     import gnnbench.run.harness as harness
-    monkeypatch.setattr(harness, "train", lambda spec, on_event=None: order.append(("train", spec.cpus)) or {})
-    spec, result = tmp_path / "spec.json", tmp_path / "result.json"
-    spec.write_text(json.dumps({**_config(cpus="0").as_dict(), "memory_limit": None}))
-    assert worker.main([str(spec), str(result)]) == 0
+    monkeypatch.setattr(harness, "train", lambda config, on_event=None: order.append(("train", config.cpus)) or {})
+    config_file, result = tmp_path / "config.json", tmp_path / "result.json"
+    config_file.write_text(json.dumps({**_config(cpus="0").as_dict(), "memory_limit": None}))
+    assert worker.main([str(config_file), str(result)]) == 0
     assert order == [("pin", "0"), ("train", "0")]
 
 

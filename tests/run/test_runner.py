@@ -32,7 +32,7 @@ def logs(tmp_path, monkeypatch) -> Path:
 
 
 def _worker(monkeypatch, *command: str) -> None:
-    monkeypatch.setattr(runner, "worker_command", lambda spec, result: list(command))
+    monkeypatch.setattr(runner, "worker_command", lambda config, result: list(command))
 
 
 def _alive(pid: int) -> bool:
@@ -68,8 +68,8 @@ def test_memory_error_under_the_limit_is_oom(config, monkeypatch, logs):
 
 
 def test_the_memory_limit_and_config_reach_the_worker(config, monkeypatch, tmp_path, logs):
-    copy = tmp_path / "spec.json"
-    monkeypatch.setattr(runner, "worker_command", lambda spec, result: ["cp", str(spec), str(copy)])
+    copy = tmp_path / "config.json"
+    monkeypatch.setattr(runner, "worker_command", lambda config_file, result: ["cp", str(config_file), str(copy)])
     runner.run_task(config.replace(memory_limit="2G"))
     sent = json.loads(copy.read_text())
     assert sent["memory_limit"] == 2 << 30 and RunConfig.from_dict(sent) == config.replace(memory_limit="2G")
@@ -114,7 +114,7 @@ def test_a_row_the_store_refuses_at_the_end_is_saved_as_json(config, monkeypatch
     from gnnbench.results.store import ResultsStore
 
     measured = run_record(config, "ok", measured={"epoch_time_median_s": 0.5})
-    monkeypatch.setattr(runner, "run_task", lambda spec, isolate=True, on_event=None: dict(measured))
+    monkeypatch.setattr(runner, "run_task", lambda config, isolate=True, on_event=None: dict(measured))
 
     def refuse(self, row):
         raise sqlite3.OperationalError("disk I/O error")
@@ -137,7 +137,7 @@ _SEND = ("import json, os, signal, sys\n"
 
 def _event_worker(monkeypatch, body: str) -> None:
     monkeypatch.setattr(runner, "worker_command",
-                        lambda spec, result: [sys.executable, "-c", _SEND + body, str(result)])
+                        lambda config, result: [sys.executable, "-c", _SEND + body, str(result)])
 
 
 def test_events_reach_the_parent_in_order_and_garbage_is_ignored(config, monkeypatch, logs):
@@ -217,8 +217,8 @@ def test_a_new_run_removes_the_folders_of_killed_runs_only(tmp_path, monkeypatch
                             tmp_path / "someone-else")
     live = tmp_path / f"gnnbench-run-{os.getppid()}-y2"
     for folder in (killed, older, other, live):
-        (folder / "spec.json").parent.mkdir()
-        (folder / "spec.json").write_text("{}")
+        (folder / "config.json").parent.mkdir()
+        (folder / "config.json").write_text("{}")
     with run_folder() as mine:
         assert Path(mine).name.startswith(f"gnnbench-run-{os.getpid()}-")
         assert remove_stale_run_folders(tmp_path) == []  # its own folder is not stale

@@ -95,12 +95,12 @@ def local_done_when_rows(tmp_path_factory) -> list[dict]:
 
 def _fake_runner(calls: list | None = None):
     """Runs nothing: `segfaulter` "crashes", everything else succeeds with the planned identity."""
-    def runner(spec, timeout_s=None, memory_limit_bytes=None):
+    def runner(config, timeout_s=None, memory_limit_bytes=None):
         if calls is not None:
-            calls.append(spec)
-        if spec.system == "segfaulter":
-            return failure_row(spec, "crashed", "worker died from signal SIGSEGV")
-        return {**identity(spec), "status": "ok", "epoch_times": [0.01, 0.011], "epoch_time_median_s": 0.0105}
+            calls.append(config)
+        if config.system == "segfaulter":
+            return failure_row(config, "crashed", "worker died from signal SIGSEGV")
+        return {**identity(config), "status": "ok", "epoch_times": [0.01, 0.011], "epoch_time_median_s": 0.0105}
     return runner
 
 
@@ -119,7 +119,7 @@ def test_tasks_cycle_through_systems_round_by_round(tmp_path):
     campaign = _campaign(systems=("reference", "segfaulter"), models=("gcn", "sage"), seeds=(0, 1), rounds=2)
     with ResultsStore(tmp_path / "r.sqlite") as store:
         tasks = plan(campaign, store).tasks
-    order = [(t.round, t.spec.seed, t.spec.model, t.spec.system) for t in tasks]
+    order = [(t.round, t.config.seed, t.config.model, t.config.system) for t in tasks]
     expected = [(r, seed, model, system) for r in (0, 1) for seed in (0, 1) for model in ("gcn", "sage")
                 for system in ("reference", "segfaulter")]
     assert order == expected
@@ -131,7 +131,7 @@ def test_matrix_blocks_merge_into_one_interleaved_order(tmp_path):
                                       "matrix": [{"systems": ["reference"]}, {"systems": ["hanger"], "timeout": 5}]})
     with ResultsStore(tmp_path / "r.sqlite") as store:
         tasks = plan(campaign, store).tasks
-    assert [(t.spec.seed, t.spec.system, t.timeout_s) for t in tasks] == [
+    assert [(t.config.seed, t.config.system, t.timeout_s) for t in tasks] == [
         (0, "reference", 1800.0), (0, "hanger", 5.0), (1, "reference", 1800.0), (1, "hanger", 5.0)]
 
 
@@ -140,10 +140,10 @@ def test_provenance_of_a_plan_equals_that_of_the_row_the_harness_stores():
     from gnnbench.run.harness import train
 
     # in this process: the C library's malloc, which an isolated run asks for with allocator="system"
-    spec = RunConfig(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3,
+    config = RunConfig(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3,
                     allocator="system")
-    assert provenance(train(spec)) == provenance(identity(spec))
-    assert provenance(identity(spec)) != provenance(identity(RunConfig(**{**spec.as_dict(), "epochs": 7})))
+    assert provenance(train(config)) == provenance(identity(config))
+    assert provenance(identity(config)) != provenance(identity(RunConfig(**{**config.as_dict(), "epochs": 7})))
 
 
 def test_provenance_of_an_isolated_run_names_the_allocator_it_resolved():
@@ -151,11 +151,11 @@ def test_provenance_of_an_isolated_run_names_the_allocator_it_resolved():
     from gnnbench.datasets.registry import canonical_name
     from gnnbench.run.runner import run_task
 
-    spec = RunConfig(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3)
-    row = run_task(spec, timeout_s=300)
+    config = RunConfig(system="reference", model="gcn", dataset=canonical_name(TINY), epochs=6, seed=3)
+    row = run_task(config, timeout_s=300)
     assert row["status"] == "ok", row.get("stderr")
     assert row["allocator"] == resolve_allocator("auto").name
-    assert provenance(row) == provenance(identity(spec))
+    assert provenance(row) == provenance(identity(config))
 
 
 @pytest.mark.parametrize("text, expected", [("4G", 4 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29),
@@ -312,15 +312,15 @@ def test_a_configuration_stored_meanwhile_by_another_sweep_is_not_run(tmp_path):
     planned = {}
     inner = _fake_runner()
 
-    def runner(spec, **kw):  # while seed 0 runs, "another sweep" stores seed 1
-        if spec.seed == 0:
+    def runner(config, **kw):  # while seed 0 runs, "another sweep" stores seed 1
+        if config.seed == 0:
             with ResultsStore(db) as other:
                 other.insert({**planned[1], "status": "ok"})
-        return inner(spec, **kw)
+        return inner(config, **kw)
 
     with ResultsStore(db) as store:
         for task in plan(campaign, store).tasks:
-            planned[task.spec.seed] = task.identity
+            planned[task.config.seed] = task.identity
     events = []
     report = run_sweep(campaign, db, LocalExecutor(runner), on_event=events.append)
     assert [r["seed"] for r in report.rows] == [0] and report.meanwhile == 1
@@ -372,9 +372,9 @@ def test_two_sweep_processes_share_one_store(tmp_path):
         from gnnbench.run.sweep import run_sweep
         seeds = tuple(range(int(sys.argv[1]), int(sys.argv[1]) + 12))
         fake = _fake_runner()
-        def slow(spec, **kw):
+        def slow(config, **kw):
             time.sleep(0.02)
-            return fake(spec, **kw)
+            return fake(config, **kw)
         report = run_sweep(_campaign(seeds=seeds), {str(db)!r}, LocalExecutor(slow))
         print(len(report.rows))
         """)
@@ -518,9 +518,9 @@ def test_two_identical_sweeps_started_together_split_the_work(tmp_path):
         from gnnbench.run.executors import LocalExecutor
         from gnnbench.run.sweep import run_sweep
         fake = _fake_runner()
-        def slow(spec, **kw):
+        def slow(config, **kw):
             time.sleep(0.5)
-            return fake(spec, **kw)
+            return fake(config, **kw)
         report = run_sweep(_campaign(systems=("reference",), seeds=(0, 1, 2, 3)), {str(db)!r}, LocalExecutor(slow))
         # a sweep that plans after the other stored a row finds it already stored (a loaded machine starts late)
         print(len(report.rows), report.claimed_elsewhere + report.meanwhile + report.already_stored)
@@ -552,9 +552,9 @@ def test_when_one_of_two_sweeps_is_sigkilled_the_survivor_runs_its_configuration
         from gnnbench.run.executors import LocalExecutor
         from gnnbench.run.sweep import run_sweep
         fake, delay = _fake_runner(), float(sys.argv[1])
-        def slow(spec, **kw):
+        def slow(config, **kw):
             time.sleep(delay)
-            return fake(spec, **kw)
+            return fake(config, **kw)
         report = run_sweep(_campaign(systems=("reference",), seeds=(0,)), {str(db)!r}, LocalExecutor(slow))
         print(len(report.rows), report.claimed_elsewhere, report.meanwhile)
         """)

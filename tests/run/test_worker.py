@@ -19,9 +19,9 @@ def _no_parent_death_signal(monkeypatch):
 
 
 def _run(tmp_path, config: RunConfig) -> dict:
-    spec, result = tmp_path / "spec.json", tmp_path / "result.json"
-    spec.write_text(json.dumps({**config.as_dict(), "memory_limit": None}))
-    assert worker.main([str(spec), str(result)]) == 0
+    config_file, result = tmp_path / "config.json", tmp_path / "result.json"
+    config_file.write_text(json.dumps({**config.as_dict(), "memory_limit": None}))
+    assert worker.main([str(config_file), str(result)]) == 0
     assert not (tmp_path / "result.json.tmp").exists()  # written whole, then renamed
     return json.loads(result.read_text())
 
@@ -46,22 +46,22 @@ def test_bad_input_is_a_failed_row_of_one_line_without_a_traceback(tmp_path, mon
 
 
 def test_an_unexpected_error_propagates_with_its_traceback_and_writes_no_row(tmp_path, monkeypatch):
-    def broken(spec, on_event=None):
+    def broken(config, on_event=None):
         raise RuntimeError("a kernel bug")
 
     monkeypatch.setattr("gnnbench.run.harness.train", broken)
-    spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({**RunConfig("reference", "gcn", TINY, epochs=3, warmup=1).as_dict(),
-                                "memory_limit": None}))
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps({**RunConfig("reference", "gcn", TINY, epochs=3, warmup=1).as_dict(),
+                                       "memory_limit": None}))
     with pytest.raises(RuntimeError, match="a kernel bug"):  # the parent stores it as crashed, with the traceback
-        worker.main([str(spec), str(tmp_path / "result.json")])
+        worker.main([str(config_file), str(tmp_path / "result.json")])
     assert not (tmp_path / "result.json").exists()
 
 
 def test_a_missing_operator_is_a_skip(tmp_path, monkeypatch):
     from gnnbench.errors import UnavailableError
 
-    def unavailable(spec, on_event=None):
+    def unavailable(config, on_event=None):
         raise UnavailableError("system 'x' does not implement gat_aggregate\nmore detail")
 
     monkeypatch.setattr("gnnbench.run.harness.train", unavailable)

@@ -126,7 +126,7 @@ def test_sweep_campaign_lends_to_kernel_systems_only(extsp):
 
     campaign = campaign_from_mapping({"systems": [extsp, "reference"], "models": ["gat"], "datasets": ["karate"],
                                       "epochs": 3, "warmup": 1, "fallback": "reference"})
-    fallbacks = {t.spec.system: t.spec.fallback for t in _expand(campaign)}
+    fallbacks = {t.config.system: t.config.fallback for t in _expand(campaign)}
     assert fallbacks == {extsp: "reference", "reference": None}
     with pytest.raises(UserError, match="'fallback' must be a valid string"):
         campaign_from_mapping({"systems": [extsp], "models": ["gat"], "datasets": ["karate"], "fallback": 3})

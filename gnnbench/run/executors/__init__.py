@@ -1,6 +1,6 @@
 """Executors: where the configurations of a sweep run.
 
-An executor takes tasks (anything with ``spec``, ``timeout_s`` and
+An executor takes tasks (anything with ``config``, ``timeout_s`` and
 ``memory_limit_bytes``, in practice :class:`gnnbench.run.sweep.Task`) and yields
 ``(task, row)`` pairs as runs finish; the sweep stamps and stores the rows.
 It never raises for a failing run: a crash, an out-of-memory or a timeout

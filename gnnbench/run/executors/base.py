@@ -10,7 +10,7 @@ __all__ = ["Executor"]
 class Executor:
     """Runs sweep tasks and yields ``(task, row)`` pairs as runs finish; never raises for a failing run.
 
-    A task is anything with ``spec`` (:class:`~gnnbench.run.harness.RunConfig`),
+    A task is anything with ``config`` (:class:`~gnnbench.run.harness.RunConfig`),
     ``timeout_s`` and ``memory_limit_bytes``. ``sequential`` executors pull
     the next task only when they start it, so the sweep can re-check the store
     first and report the configuration in progress.

@@ -20,7 +20,7 @@ class LocalExecutor(Executor):
     """Runs each task with :func:`~gnnbench.run.runner.run_task` in a fresh subprocess.
 
     Args:
-        runner (callable, optional): ``runner(spec, timeout_s=..., memory_limit_bytes=...) -> row``
+        runner (callable, optional): ``runner(config, timeout_s=..., memory_limit_bytes=...) -> row``
             (default: :func:`gnnbench.run.runner.run_task`; tests pass a fake).
         run_events (callable, optional): ``run_events(task)`` gives the callback that receives that
             run's progress events, or None (default: no events; Note [progress channel] in
@@ -42,5 +42,5 @@ class LocalExecutor(Executor):
         for task in tasks:  # pulled lazily: the sweep re-checks the store before each one
             on_event = self._run_events(task) if self._run_events is not None else None
             events = {} if on_event is None else {"on_event": on_event}
-            yield task, runner(task.spec, timeout_s=task.timeout_s, memory_limit_bytes=task.memory_limit_bytes,
+            yield task, runner(task.config, timeout_s=task.timeout_s, memory_limit_bytes=task.memory_limit_bytes,
                                **events)

@@ -48,12 +48,12 @@ def forwarded_env() -> dict[str, str]:
     return env
 
 
-def _remote_run(spec: dict[str, Any], timeout_s: float | None, memory_limit_bytes: int | None) -> dict[str, Any]:
+def _remote_run(config: dict[str, Any], timeout_s: float | None, memory_limit_bytes: int | None) -> dict[str, Any]:
     """Body of one Ray task: the local runner, in a subprocess of the Ray worker."""
     from gnnbench.run.config import RunConfig
     from gnnbench.run.runner import run_task
 
-    return run_task(RunConfig.from_dict(spec), timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes)
+    return run_task(RunConfig.from_dict(config), timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes)
 
 
 def _import_ray():
@@ -119,7 +119,7 @@ class RayExecutor(Executor):
         most_cpus = max((r.get("CPU", 0) for r in nodes), default=0)
         most_memory = max((r.get("memory", 0) for r in nodes), default=0)
         for task in tasks:
-            cpus = task.spec.threads or 1
+            cpus = task.config.threads or 1
             if cpus > most_cpus:
                 raise UserError(f"a run asks for {cpus} CPUs (threads) but the largest Ray node has {most_cpus:g}; "
                                 f"lower --threads")
@@ -137,11 +137,11 @@ class RayExecutor(Executor):
         runtime_env = {"env_vars": forwarded_env()}
         pending = {}
         for task in tasks:
-            options: dict[str, Any] = {"num_cpus": task.spec.threads or 1, "max_retries": 0,
+            options: dict[str, Any] = {"num_cpus": task.config.threads or 1, "max_retries": 0,
                                        "runtime_env": runtime_env}
             if task.memory_limit_bytes:
                 options["memory"] = task.memory_limit_bytes
-            ref = remote.options(**options).remote(task.spec.as_dict(), task.timeout_s, task.memory_limit_bytes)
+            ref = remote.options(**options).remote(task.config.as_dict(), task.timeout_s, task.memory_limit_bytes)
             pending[ref] = task
         try:
             while pending:
@@ -164,7 +164,7 @@ class RayExecutor(Executor):
             return ray.get(ref)
         except ray.exceptions.RayError as err:  # the Ray worker itself died or the task was cancelled
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            return failure_row(task.spec, "crashed", f"Ray task failed: {type(err).__name__}: {first}",
+            return failure_row(task.config, "crashed", f"Ray task failed: {type(err).__name__}: {first}",
                                traceback.format_exc())
 
     def close(self) -> None:

@@ -7,20 +7,20 @@ from gnnbench.run.executors import LocalExecutor, get_executor
 
 
 def _task(name: str, timeout_s=None, memory=None):
-    return SimpleNamespace(spec=name, timeout_s=timeout_s, memory_limit_bytes=memory)
+    return SimpleNamespace(config=name, timeout_s=timeout_s, memory_limit_bytes=memory)
 
 
 def test_runs_each_task_with_its_limits_and_yields_its_row():
     calls = []
 
-    def runner(spec, timeout_s, memory_limit_bytes):
-        calls.append((spec, timeout_s, memory_limit_bytes))
-        return {"status": "ok", "system": spec}
+    def runner(config, timeout_s, memory_limit_bytes):
+        calls.append((config, timeout_s, memory_limit_bytes))
+        return {"status": "ok", "system": config}
 
     tasks = [_task("a", 5, 1 << 30), _task("b")]
     with LocalExecutor(runner) as executor:
         out = list(executor.run(tasks))
-    assert [(t.spec, row["system"]) for t, row in out] == [("a", "a"), ("b", "b")]
+    assert [(t.config, row["system"]) for t, row in out] == [("a", "a"), ("b", "b")]
     assert calls == [("a", 5, 1 << 30), ("b", None, None)]
 
 
@@ -32,12 +32,12 @@ def test_tasks_are_pulled_only_when_the_previous_run_has_finished():
             order.append(f"pull {name}")
             yield _task(name)
 
-    def runner(spec, **_):
-        order.append(f"run {spec}")
+    def runner(config, **_):
+        order.append(f"run {config}")
         return {"status": "ok"}
 
     for task, _ in LocalExecutor(runner).run(tasks()):
-        order.append(f"got {task.spec}")
+        order.append(f"got {task.config}")
     assert order == ["pull a", "run a", "got a", "pull b", "run b", "got b"]
 
 
@@ -49,10 +49,10 @@ def test_get_executor_names_the_local_one():
 def test_each_run_gets_the_event_callback_made_for_its_task():
     seen = []
 
-    def runner(spec, timeout_s, memory_limit_bytes, on_event):
-        on_event(f"epoch of {spec}")
+    def runner(config, timeout_s, memory_limit_bytes, on_event):
+        on_event(f"epoch of {config}")
         return {"status": "ok"}
 
-    executor = LocalExecutor(runner, run_events=lambda task: lambda event: seen.append((task.spec, event)))
+    executor = LocalExecutor(runner, run_events=lambda task: lambda event: seen.append((task.config, event)))
     list(executor.run([_task("a"), _task("b")]))
     assert seen == [("a", "epoch of a"), ("b", "epoch of b")]
