@@ -76,6 +76,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gnnbench.errors import UnavailableError, UserError
+from gnnbench.run.typed_sampled import input_features, whole_input
 
 __all__ = ["train_sampled", "check_sampling"]
 
@@ -109,10 +110,11 @@ def _check_run(run) -> None:
     from gnnbench.runtime.registry import system_info
 
     config, layers = run.config, run.hyper.layers
-    if getattr(run.model_cls, "typed", False):
-        raise UserError(f"--batching sampled has no sampler of typed graphs yet, so relational model "
-                        f"'{config.model}' trains full-graph only (--batching full)")
     info = system_info(config.system)
+    if getattr(run.model_cls, "typed", False):
+        from gnnbench.run.typed_sampled import check_typed_run
+
+        check_typed_run(config, info)
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:
         raise UnavailableError(f"system '{config.system}' {reason}")
@@ -170,7 +172,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     report(RunEvent("prepare"))
     start = clock()
     with numpy_hugepage_advice(False):  # the sampler's arrays (Note [huge pages outside the epochs])
-        sampler = make_sampler(spec.sampler, dataset.graph, spec.fanouts, spec.seed)
+        sampler = make_sampler(spec.sampler, dataset.graph, spec.fanouts, spec.seed, getattr(dataset, "target", None))
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
     check_started = _check_before_epochs(spec, F, blocks, sampler, dataset, model_cls.self_loops, extra)
     phases, edges, seeds = Phases(clock), [], []
@@ -182,8 +184,8 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
             return objective.scores(_fixed_fanout_logits(spec, hyper, F, blocks, sampler, dataset,
                                                          model_cls.self_loops))
         with F.no_grad():  # the whole graph as every layer's block: num_src == num_dst
-            return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
-                                                   False))
+            return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers),
+                                                   whole_input(F, input_features(dataset)), False))
 
     from gnnbench.run.target import target_tracker
 
@@ -206,7 +208,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
         from gnnbench.check.block_check import check_blocks_after_epochs
 
         return check_blocks_after_epochs(row, spec, F, blocks, sampler, _seed_nodes(spec, dataset),
-                                         np.asarray(dataset.features), model_cls.self_loops, extra["selected_epoch"])
+                                         input_features(dataset), model_cls.self_loops, extra["selected_epoch"])
     return row
 
 
@@ -246,13 +248,12 @@ def _fixed_fanout_logits(spec, hyper, F, blocks, sampler, dataset, self_loops: b
     evaluation])."""
     from gnnbench.datasets.objective import to_numpy
 
-    features = np.asarray(dataset.features)
-    nodes = np.arange(dataset.graph.num_nodes)
+    features = input_features(dataset)
+    nodes = np.arange(dataset.labels.shape[0])
     parts = []
     with F.no_grad():
         for batch in sampler.batches(nodes, spec.batch_size, hyper.epochs, shuffle=False):
-            logits = blocks.forward(blocks.prepare(batch.graphs(self_loops)), F.tensor(features[batch.input_nodes]),
-                                    False)
+            logits = blocks.forward(blocks.prepare(batch.graphs(self_loops)), batch.gather(F, features), False)
             parts.append(to_numpy(logits))
     return F.tensor(np.concatenate(parts))
 
@@ -265,7 +266,7 @@ def _check_before_epochs(spec, F, blocks, sampler, dataset, self_loops: bool, ex
         from gnnbench.check.block_check import check_blocks
 
         extra["run_check"] = check_blocks(spec, F, blocks, sampler, _seed_nodes(spec, dataset),
-                                          np.asarray(dataset.features), self_loops)
+                                          input_features(dataset), self_loops)
     return started
 
 
@@ -276,8 +277,9 @@ def _check_share(extra: dict[str, Any], check_started: float) -> None:
 
 
 def _seed_nodes(spec, dataset) -> np.ndarray:
-    """The nodes an epoch's batches cover: the training nodes, or every node in inference mode."""
-    return np.flatnonzero(dataset.train_mask) if spec.mode == "train" else np.arange(dataset.graph.num_nodes)
+    """The nodes an epoch's batches cover: the training nodes, or every node (of the target type) in inference
+    mode."""
+    return np.flatnonzero(dataset.train_mask) if spec.mode == "train" else np.arange(dataset.labels.shape[0])
 
 
 class _Evaluations:
@@ -311,7 +313,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
     from gnnbench.run.loop import timed_step
     from gnnbench.runtime.kernel_clock import measuring
 
-    features, labels = np.asarray(dataset.features), np.asarray(dataset.labels)
+    features, labels = input_features(dataset), np.asarray(dataset.labels)
     training = spec.mode == "train"
     seed_nodes = _seed_nodes(spec, dataset)
     optimizer = F.optimizer(blocks.params, hyper.lr, hyper.weight_decay) if training else None
@@ -329,7 +331,7 @@ def _epochs(spec, hyper, F, dataset, self_loops: bool, sampler, blocks, time_ker
                 if batch is None:
                     break
                 phases.lap("sample")
-                xb = F.tensor(features[batch.input_nodes])
+                xb = batch.gather(F, features)
                 yb = F.tensor(labels[batch.seeds])
                 n = batch.seeds.shape[0]
                 if n not in ones:
