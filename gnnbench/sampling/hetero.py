@@ -32,9 +32,11 @@ Note [fan-out per relation]
 
     The blocks are per layer, as gnnbench's homogeneous blocks and DGL's
     are: a destination draws its own in-neighbours again at every layer it is
-    a destination of. PyG's loader returns one subgraph whose edges every
-    layer reuses; the two give the same expectation, and the per-layer form
-    is the one every system here runs (Note [layers on blocks]).
+    a destination of. PyG's loader (MLPerf's reference on it) returns one
+    subgraph whose edges every layer reuses, so there a node keeps the draw
+    of the hop that first reached it; the fan-outs and the per-relation rule
+    are the same, the draws differ. The per-layer form is the one every
+    system here runs, on the same blocks (Note [layers on blocks]).
 
 Note [typed sampling determinism]
     As Note [sampling determinism]: the epoch's seed batches are
