@@ -153,7 +153,7 @@ def test_bad_sampled_relational_input_is_one_line_before_any_worker(values, mess
 
 
 def test_the_mlperf_command_line_refuses_too_many_fanouts_in_one_line(capsys, tmp_path):
-    code = main(["run", "--system", "reference", "--model", "rgat", "--dataset", "hetero:like=igbh,scale=0.001",
+    code = main(["run", "--system", "reference", "--model", "rgat", "--dataset", "hetero:like=igbh,scale=0.002",
                  "--batching", "sampled", "--fanouts", "15,10,5,5", "--batch-size", "16",
                  "--results", str(tmp_path / "new" / "r.sqlite")])
     assert code == 2 and capsys.readouterr().err == (
