@@ -112,7 +112,7 @@ def test_every_neighbour_on_blocks_gives_the_full_graph_logits(model):
 
 def _sampled(**values):
     values = {"model": "rgat", "dataset": IGBH, "batching": "sampled", "fanouts": "4,3", "batch_size": 32,
-              "hidden": 8, "heads": 2, "layers": 2, "epochs": 3, "warmup": 1, **values}
+              "hidden": 8, "heads": 2, "layers": 2, "epochs": 3, "warmup": 1, "threads": 1, **values}
     return make_config({k: v for k, v in values.items() if v is not None})
 
 
@@ -136,7 +136,7 @@ def test_sampled_rgcn_and_layers_for_a_homogeneous_model():
                          fanouts="3,3,3"))
     assert row["status"] == "ok" and row["hyperparameters"]["layers"] == 3
     gcn = train(make_config({"system": "reference", "model": "gcn", "dataset": "karate", "layers": 3, "epochs": 2,
-                             "warmup": 1}))
+                             "warmup": 1, "threads": 1}))
     assert gcn["status"] == "ok" and gcn["hyperparameters"]["layers"] == 3
 
 
@@ -172,7 +172,7 @@ def test_a_kernel_wrong_on_sampled_blocks_only_passes_full_graph_and_is_caught_b
 
     monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(Path(__file__).resolve().parents[1] / "demo_systems"))
     full = train(make_config({"system": "demo_draw_order", "model": "rgcn", "dataset": IGBH, "epochs": 2,
-                              "warmup": 1}))
+                              "warmup": 1, "threads": 1}))
     assert full["status"] == "ok" and full["extra"]["run_check"]["status"] == "passed"
     from gnnbench.check.run_check import RunCheckError
 
