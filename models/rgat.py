@@ -24,7 +24,7 @@ from gnnbench.errors import UserError
 
 from .base import Conv, Hyperparameters, glorot, zeros
 from .native import HEAD_WIDTH, HEADS, IN_DST, IN_SRC, Native, Typed, layer
-from .typed import TypedGNN
+from .typed import TypedGNN, destinations
 
 _HEAD = {"weight": "lin.weight.T", "bias": "lin.bias"}
 
@@ -114,10 +114,15 @@ class RGAT(TypedGNN):
             out = {}
             for k in used:
                 r = self.schema.relations[k]
-                if r.src not in x or r.dst not in x:
+                own = destinations(graph, r.dst, x[r.dst]) if r.dst in x else None
+                if own is None:  # Note [typed layers on blocks]: no destination of this type
+                    continue
+                hd = F.reshape(F.matmul(own, p[f"r{k}.weight_dst"]), (-1, heads, width))
+                if r.src not in x:  # a block without sources of this type: the relation's bias alone
+                    h = F.add(F.mul(F.reshape(hd, (-1, heads * width)), 0.0), p[f"r{k}.bias"])
+                    out[r.dst] = h if r.dst not in out else F.add(out[r.dst], h)
                     continue
                 hs = F.reshape(F.matmul(x[r.src], p[f"r{k}.weight_src"]), (-1, heads, width))
-                hd = F.reshape(F.matmul(x[r.dst], p[f"r{k}.weight_dst"]), (-1, heads, width))
                 score_src = F.sum(F.mul(hs, p[f"r{k}.att_src"]), -1)
                 score_dst = F.sum(F.mul(hd, p[f"r{k}.att_dst"]), -1)
                 h = F.gat_aggregate(graph.relation(k), hs, score_src, score_dst, NEGATIVE_SLOPE)

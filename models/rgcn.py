@@ -22,7 +22,7 @@ from gnnbench.errors import UserError
 
 from .base import Conv, Hyperparameters, glorot, zeros
 from .native import BASES, IN, OUT, RELATIONS, Native, Typed, layer
-from .typed import TypedGNN
+from .typed import TypedGNN, destinations
 
 
 def _basis_init(rng, shape):
@@ -88,9 +88,13 @@ class RGCN(TypedGNN):
         def forward(F, p, graph, x):
             weights = relation_weights(F, p)
             # the last layer computes the target's logits only: no other type's output is read
-            out = {t: F.linear(v, p["root"], p["bias"]) for t, v in x.items() if not last or t == target}
+            out = {}
+            for t, v in x.items():
+                own = destinations(graph, t, v)  # Note [typed layers on blocks]
+                if own is not None and (not last or t == target):
+                    out[t] = F.linear(own, p["root"], p["bias"])
             for k, r in enumerate(relations):
-                if r.dst not in out:
+                if r.dst not in out or r.src not in x:  # not read, or a block without its sources: an empty mean
                     continue
                 rel = graph.relation(k)
                 if out_dim < in_dim:  # the narrower width, as GCN and SAGE do

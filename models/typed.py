@@ -17,7 +17,30 @@ from typing import Any
 
 from .base import GNN
 
-__all__ = ["Schema", "TypedGNN"]
+__all__ = ["Schema", "TypedGNN", "destinations"]
+
+
+def destinations(graph, node_type: str, x):
+    """The rows of ``x`` (a node type's features) that are that type's destinations in ``graph``: every row on a
+    typed graph, the first ``num_dst`` on a typed block, None when the block has no destination of that type.
+
+    Note [typed layers on blocks]
+        On a sampled typed block (:class:`~gnnbench.sampling.hetero.HeteroBlock`, Note [fan-out per relation])
+        each node type has ``num_src`` sources, the first ``num_dst`` of which are its destinations, and each
+        relation is a bipartite graph of its destination type's ``num_dst`` rows by its source type's
+        ``num_src`` columns. A layer takes ``[num_src, F]`` per type and gives ``[num_dst, F']`` for each type
+        that has destinations, as Note [layers on blocks] says of one type: aggregation reads a relation's
+        source type's rows, a destination's own terms (R-GCN's self-connection, R-GAT's destination score)
+        read the first ``num_dst`` rows of its type. A relation whose destination type has no destination in
+        the block runs nothing; one whose source type has no source gives what the full graph gives a node
+        without edges of that relation (R-GCN's empty mean: nothing; R-GAT's: the relation's bias). So with
+        every neighbour taken (fan-outs -1) the seeds' logits equal the full graph's.
+    """
+    counts = getattr(getattr(graph, "graph", graph), "num_dst", None)
+    if not isinstance(counts, dict):
+        return x
+    n = counts.get(node_type, 0)
+    return x[:n] if n else None
 
 
 @dataclass(frozen=True)
@@ -64,13 +87,15 @@ class TypedGNN(GNN):
         return {t: F.tensor(f) for t, f in dataset.type_features.items()}
 
     def forward(self, F, params: dict[str, Any], graph, x, training: bool):
-        """Logits ``[count(target), classes]`` of the target type."""
+        """Logits ``[count(target), classes]`` of the target type; ``graph`` is one bound typed graph, or a list
+        of bound typed blocks, layer ``i`` on block ``i`` (Note [typed layers on blocks])."""
         last = len(self.convs) - 1
+        blocks = graph if isinstance(graph, (list, tuple)) else None
         for i, conv in enumerate(self.convs):
             if i or self.input_dropout:
                 x = {t: F.dropout(v, self.hyper.dropout, training) for t, v in x.items()}
             p = {name: params[f"conv{i}.{name}"] for name in conv.params}
-            x = conv.forward(F, p, graph, x)
+            x = conv.forward(F, p, graph if blocks is None else blocks[i], x)
             if i < last:
                 x = {t: self.activation(F, v) for t, v in x.items()}
         return self.output(F, params, x)

@@ -68,7 +68,8 @@ def check_blocks(config, F, blocks, sampler, seed_nodes: np.ndarray, features: n
         config (RunConfig): the run (``config.check`` off: nothing runs).
         F: the run's frontend; ``blocks`` the system's model on blocks (``KernelBlocks``).
         sampler (Sampler): the run's sampler; ``seed_nodes`` its epochs' seed nodes.
-        features (np.ndarray): the dataset's features, gathered per batch as the loop gathers them.
+        features: the dataset's features (per node type on a typed dataset), gathered per batch as the loop
+            gathers them (``batch.gather``).
         self_loops (bool): whether the model's blocks carry destination self loops.
         clock (callable): the timer (default: ``time.perf_counter``).
         epoch (int): the epoch whose batches are checked (the opening check: 0).
@@ -90,7 +91,7 @@ def check_blocks(config, F, blocks, sampler, seed_nodes: np.ndarray, features: n
         for b in [len(seeds) - 1] if last_batch else checked_batches(len(seeds), config.seed):
             batch = sampler.sample(seeds[b], epoch, b)
             prepared = blocks.prepare(batch.graphs(self_loops))
-            _check_batch(config, F, blocks, prepared, F.tensor(features[batch.input_nodes]), b, details, clock, when)
+            _check_batch(config, F, blocks, prepared, batch.gather(F, features), b, details, clock, when)
             details["batches"].append(b)
     finally:
         details["seconds"] = clock() - start
@@ -115,12 +116,13 @@ def check_blocks_after_epochs(row: dict[str, Any], config, F, blocks, sampler, s
 
 def _check_batch(config, F, blocks, prepared: list, xb, b: int, details: dict[str, Any], clock,
                  when: str = OPENING) -> None:
-    """One batch's forward on the system, every layer's recorded calls compared; fills ``details`` or raises."""
-    layer_of = {id(bound): layer for layer, bound in enumerate(prepared)}
-    calls: dict[tuple[int, str], tuple] = {}
+    """One batch's forward on the system, every layer's recorded calls compared (on a typed block, every relation's:
+    Note [run-time check of relational blocks]); fills ``details`` or raises."""
+    where_of = _graphs_of(prepared)
+    calls: dict[tuple[int, str | None, str], tuple] = {}
     written: list[str] = []
     start = clock()
-    with _recording(F, calls, key=lambda graph, label: (layer_of[id(graph)], label)), \
+    with _recording(F, calls, key=lambda graph, label: (*where_of[id(graph)][:2], label)), \
             _checksummed(prepared[0].system, written), F.no_grad():
         blocks.forward(prepared, xb, False)
     details["forward_seconds"] += clock() - start
@@ -131,15 +133,48 @@ def _check_batch(config, F, blocks, prepared: list, xb, b: int, details: dict[st
     layers = details["layers"]
     layers.extend({"operators": [], "rows_sampled": []} for _ in range(len(prepared) - len(layers)))
     rng = np.random.default_rng([config.seed, b])
-    rows_of = {layer: _sample_rows(bound.graph, rng) for layer, bound in enumerate(prepared)}
-    for (layer, label), call in calls.items():
-        graph, rows = prepared[layer].graph, rows_of[layer]
+    graph_of = {where[:2]: where[2] for where in where_of.values()}
+    rows_of = {key: _sample_rows(graph, rng) for key, graph in graph_of.items()}  # in layer, relation order
+    for (layer, relation, label), call in calls.items():
+        graph, rows = graph_of[layer, relation], rows_of[layer, relation]
         bad = judged(call, graph, rows, config, F)
+        named = label if relation is None else f"{label} on relation {relation}"
         if bad:
-            details.update(status="failed", operator=label, layer=layer, batch=b)
+            details.update(status="failed", operator=named, layer=layer, batch=b,
+                           **({} if relation is None else {"relation": relation}))
             epoch = f" of epoch {details['epoch']}" if "epoch" in details else ""
             where = f"layer {layer}'s block of batch {b}{epoch} of {config.dataset}"
-            raise RunCheckError(mismatch(config, label, where, graph, call[2], rows, bad, when), details)
+            raise RunCheckError(mismatch(config, named, where, graph, call[2], rows, bad, when), details)
         checked(details, layer, label, call)
-    for layer, rows in rows_of.items():
-        layers[layer]["rows_sampled"].append(int(len(rows)))
+        if relation is not None:
+            relations = layers[layer].setdefault("relations", [])
+            if relation not in relations:
+                relations.append(relation)
+    sampled = {}
+    for (layer, _), rows in rows_of.items():
+        sampled[layer] = sampled.get(layer, 0) + int(len(rows))
+    for layer, count in sampled.items():
+        layers[layer]["rows_sampled"].append(count)
+
+
+def _graphs_of(prepared: list) -> dict[int, tuple[int, str | None, Any]]:
+    """``id(bound graph) -> (layer, relation or None, graph)`` of every graph a batch's forward runs operators on.
+
+    Note [run-time check of relational blocks]
+        A typed block (Note [typed layers on blocks] in models/typed.py) is one bipartite graph per relation,
+        each bound to the system apart. The check records the first call of every operator variant on every
+        relation of every layer, judges it on sampled rows of that relation's block, and names the relation,
+        the layer and the batch on a mismatch (as Note [run-time check of relations] does on the full graph).
+        ``layers[l].relations`` lists the relations checked at layer ``l``; a relation that has no destination
+        or no source in a block runs nothing there and has nothing to check.
+    """
+    out: dict[int, tuple[int, str | None, Any]] = {}
+    for layer, bound in enumerate(prepared):
+        relations = getattr(bound, "relations", None)
+        if relations is None:
+            out[id(bound)] = (layer, None, bound.graph)
+            continue
+        for r, b in zip(bound.graph.relations, relations):
+            if b is not None:
+                out[id(b)] = (layer, str(r), b.graph)
+    return out

@@ -400,9 +400,15 @@ def _sub_graph(graph, rows: np.ndarray):
 
     indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
     positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
-    dst = np.repeat(rows, (indptr[rows + 1] - indptr[rows]))
-    return Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src,
-                            bipartite=graph.bipartite), positions
+    # the rows' edges in their stored order, so that position k of the sub-graph is positions[k]: a sampled
+    # block's rows are in draw order (Note [without replacement]), which re-sorting would misalign with the
+    # per-edge inputs and outputs picked by ``positions``
+    degree = np.zeros(graph.num_nodes, dtype=np.int64)
+    degree[rows] = indptr[rows + 1] - indptr[rows]
+    sub_indptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
+    np.cumsum(degree, out=sub_indptr[1:])
+    return Graph(sub_indptr, indices[positions], graph.num_nodes, num_src=graph.num_src,
+                 bipartite=graph.bipartite), positions
 
 
 # ----------------------------------------------------------------- input checksums

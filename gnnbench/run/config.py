@@ -121,6 +121,8 @@ class RunConfig:
     warmup: int = _field(5, help="untimed first epochs", ge=0, le=1_000_000)
     hidden: int | None = _field(None, help="hidden width (default: the model's)", gt=0, le=MAX_WIDTH)
     heads: int | None = _field(None, help="attention heads for GAT (default: the model's)", gt=0, le=1024)
+    layers: int | None = _field(None, help="the model's layers (convolutions) (default: the model's; rgat's is "
+                                "MLPerf's 3)", gt=0, le=64)
     normalisation: str | None = _field(None, help="GCN's normalisation: node (D^-1/2 scales around an unweighted "
                                        "spmm) or edge (per-edge weights) (default: the model's, node; Note [GCN as "
                                        "node scales])", choices=("node", "edge"), sweep="normalisations")
@@ -293,7 +295,7 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
 
-_NUMERIC = ("epochs", "warmup", "hidden", "heads", "lr", "seed", "threads", "timeout", "batch_size",
+_NUMERIC = ("epochs", "warmup", "hidden", "heads", "layers", "lr", "seed", "threads", "timeout", "batch_size",
             "target_accuracy", "max_epochs", "eval_every")
 
 

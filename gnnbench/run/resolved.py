@@ -80,8 +80,8 @@ def resolve_hyperparameters(config):
     hyper = model_cls.defaults
     check_target(config, hyper.epochs)  # Note [time to accuracy]: with a target, the epochs are its limit
     epochs = epochs_limit(config, hyper.epochs) if config.target_accuracy is not None else config.epochs
-    overrides = {k: v for k, v in (("hidden", config.hidden), ("heads", config.heads), ("lr", config.lr),
-                                   ("epochs", epochs), ("normalisation", config.normalisation),
+    overrides = {k: v for k, v in (("hidden", config.hidden), ("heads", config.heads), ("layers", config.layers),
+                                   ("lr", config.lr), ("epochs", epochs), ("normalisation", config.normalisation),
                                    ("bases", getattr(config, "bases", None))) if v is not None}
     if config.normalisation is not None and hyper.normalisation is None:
         raise UserError(f"--normalisation applies to GCN only; model '{config.model}' has no normalisation option")

@@ -76,7 +76,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gnnbench.errors import UnavailableError, UserError
-from gnnbench.run.loop import TrainingContext
+from gnnbench.run.typed_sampled import input_features, whole_input
 
 __all__ = ["train_sampled", "check_sampling"]
 
@@ -110,10 +110,11 @@ def _check_run(run) -> None:
     from gnnbench.runtime.registry import system_info
 
     config, layers = run.config, run.hyper.layers
-    if getattr(run.model_cls, "typed", False):
-        raise UserError(f"--batching sampled has no sampler of typed graphs yet, so relational model "
-                        f"'{config.model}' trains full-graph only (--batching full)")
     info = system_info(config.system)
+    if getattr(run.model_cls, "typed", False):
+        from gnnbench.run.typed_sampled import check_typed_run
+
+        check_typed_run(config, info)
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:
         raise UnavailableError(f"system '{config.system}' {reason}")
@@ -171,7 +172,8 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     report(RunEvent("prepare"))
     start = clock()
     with numpy_hugepage_advice(False):  # the sampler's arrays (Note [huge pages outside the epochs])
-        sampler = make_sampler(config.sampler, dataset.graph, config.fanouts, config.seed)
+        sampler = make_sampler(config.sampler, dataset.graph, config.fanouts, config.seed,
+                               getattr(dataset, "target", None))
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
     check_started = _check_before_epochs(config, F, blocks, sampler, dataset, model_cls.self_loops, extra)
     phases = Phases(clock)
@@ -183,8 +185,8 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
             return objective.scores(_fixed_fanout_logits(config, hyper, F, blocks, sampler, dataset,
                                                          model_cls.self_loops))
         with F.no_grad():  # the whole graph as every layer's block: num_src == num_dst
-            return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers), F.tensor(dataset.features),
-                                                   False))
+            return objective.scores(blocks.forward(blocks.whole(graph, hyper.layers),
+                                                   whole_input(F, input_features(dataset)), False))
 
     from gnnbench.run.target import target_tracker
 
@@ -209,7 +211,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
         from gnnbench.check.block_check import check_blocks_after_epochs
 
         return check_blocks_after_epochs(row, config, F, blocks, sampler, _seed_nodes(config, dataset),
-                                         np.asarray(dataset.features), model_cls.self_loops, extra["selected_epoch"])
+                                         input_features(dataset), model_cls.self_loops, extra["selected_epoch"])
     return row
 
 
@@ -267,13 +269,12 @@ def _fixed_fanout_logits(config, hyper, F, blocks, sampler, dataset, self_loops:
     evaluation])."""
     from gnnbench.datasets.objective import to_numpy
 
-    features = np.asarray(dataset.features)
-    nodes = np.arange(dataset.graph.num_nodes)
+    features = input_features(dataset)
+    nodes = np.arange(dataset.labels.shape[0])
     parts = []
     with F.no_grad():
         for batch in sampler.batches(nodes, config.batch_size, hyper.epochs, shuffle=False):
-            logits = blocks.forward(blocks.prepare(batch.graphs(self_loops)), F.tensor(features[batch.input_nodes]),
-                                    False)
+            logits = blocks.forward(blocks.prepare(batch.graphs(self_loops)), batch.gather(F, features), False)
             parts.append(to_numpy(logits))
     return F.tensor(np.concatenate(parts))
 
@@ -286,7 +287,7 @@ def _check_before_epochs(config, F, blocks, sampler, dataset, self_loops: bool, 
         from gnnbench.check.block_check import check_blocks
 
         extra["run_check"] = check_blocks(config, F, blocks, sampler, _seed_nodes(config, dataset),
-                                          np.asarray(dataset.features), self_loops)
+                                          input_features(dataset), self_loops)
     return started
 
 
@@ -297,8 +298,9 @@ def _check_share(extra: dict[str, Any], check_started: float) -> None:
 
 
 def _seed_nodes(config, dataset) -> np.ndarray:
-    """The nodes an epoch's batches cover: the training nodes, or every node in inference mode."""
-    return np.flatnonzero(dataset.train_mask) if config.mode == "train" else np.arange(dataset.graph.num_nodes)
+    """The nodes an epoch's batches cover: the training nodes, or every node (of the target type) in inference
+    mode."""
+    return np.flatnonzero(dataset.train_mask) if config.mode == "train" else np.arange(dataset.labels.shape[0])
 
 
 class _Evaluations:
@@ -335,7 +337,7 @@ def _epochs(context: SampledContext) -> float:
     config, hyper, F, dataset, phases = context.config, context.hyper, context.F, context.dataset, context.phases
     sampler, blocks, self_loops, report = context.sampler, context.blocks, context.self_loops, context.report
     evaluations = _Evaluations(context.target, context.evaluate, context.clock)
-    features, labels = np.asarray(dataset.features), np.asarray(dataset.labels)
+    features, labels = input_features(dataset), np.asarray(dataset.labels)
     training = config.mode == "train"
     seed_nodes = _seed_nodes(config, dataset)
     optimizer = F.optimizer(blocks.params, hyper.lr, hyper.weight_decay) if training else None
@@ -353,7 +355,7 @@ def _epochs(context: SampledContext) -> float:
                 if batch is None:
                     break
                 phases.lap("sample")
-                xb = F.tensor(features[batch.input_nodes])
+                xb = batch.gather(F, features)
                 yb = F.tensor(labels[batch.seeds])
                 n = batch.seeds.shape[0]
                 if n not in ones:

@@ -201,25 +201,33 @@ class BoundHeteroGraph:
     """A typed graph bound to one system: one :class:`~gnnbench.runtime.glue.BoundGraph` per relation.
 
     Models take a relation's bound graph with :meth:`relation` and call the operators on it, as on any graph.
+    A sampled typed block (:meth:`of_block`) binds only the relations that run on it (``None`` for the others,
+    Note [typed layers on blocks] in models/typed.py).
     """
 
-    def __init__(self, graph: HeteroGraph, system, bind=None):
+    def __init__(self, graph: HeteroGraph, system, bind=None, runs=None):
         from gnnbench.runtime.glue import BoundGraph
 
         bind = bind or (lambda g: BoundGraph(g, system))
         self.graph, self.system = graph, system
-        self.relations = [bind(g) for g in graph.graphs]
+        self.relations = [bind(g) if runs is None or runs(k) else None for k, g in enumerate(graph.graphs)]
+        self._bound = [b for b in self.relations if b is not None]
         self.tensors: dict[str, Any] = {}
+
+    @classmethod
+    def of_block(cls, block, system) -> "BoundHeteroGraph":
+        """A sampled typed block (:class:`~gnnbench.sampling.hetero.HeteroBlock`) bound to ``system``."""
+        return cls(block, system, runs=block.runs)
 
     @property
     def borrowed(self) -> set[str]:
         """The operators that ran on a fallback, over every relation (Note [fallback accounting])."""
-        return set().union(*(getattr(b, "borrowed", set()) for b in self.relations))
+        return set().union(*(getattr(b, "borrowed", set()) for b in self._bound))
 
     @property
     def lent(self):
         """The fallback's side, over every relation (Note [fallback accounting]); None without a fallback."""
-        lent = [b.lent for b in self.relations if getattr(b, "lent", None) is not None]
+        lent = [b.lent for b in self._bound if getattr(b, "lent", None) is not None]
         return _LentRelations(lent) if lent else None
 
     def relation(self, index: int):
@@ -227,10 +235,10 @@ class BoundHeteroGraph:
 
     @property
     def prepare_time_s(self) -> float:
-        return sum(b.prepare_time_s for b in self.relations)
+        return sum(b.prepare_time_s for b in self._bound)
 
     def prepare(self) -> float:
-        for b in self.relations:
+        for b in self._bound:
             b.prepare()
         return self.prepare_time_s
 

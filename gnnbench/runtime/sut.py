@@ -183,15 +183,20 @@ class KernelBlocks:
 
     def prepare(self, graphs):
         from gnnbench.runtime.glue import BoundGraph
+        from gnnbench.runtime.hetero import BoundHeteroGraph
 
-        bound = [BoundGraph(g, self.glue) for g in graphs]
+        bound = [BoundHeteroGraph.of_block(g, self.glue) if hasattr(g, "relations") else BoundGraph(g, self.glue)
+                 for g in graphs]
         for b in bound:
             b.prepare()  # both orientations, inside the epoch (Note [sampled batching], phase 3)
         return bound
 
     def whole(self, graph, layers: int):
         from gnnbench.runtime.glue import BoundGraph
+        from gnnbench.runtime.hetero import BoundHeteroGraph, HeteroGraph
 
+        if isinstance(graph, HeteroGraph):
+            return BoundHeteroGraph(graph, self.glue)
         return BoundGraph(graph, self.glue)  # one graph serves every layer; its views are prepared on first use
 
     def forward(self, prepared, x, training: bool):
@@ -211,7 +216,7 @@ def tuned_graphs(prepared, budget_s: float):
     """Each bound graph a tuner sees, with its share of the budget: a typed graph's relations (each a graph of
     its own, ``BoundHeteroGraph.relations``) share their graph's, so 90 relations tune in one graph's time."""
     for bound in prepared:
-        relations = getattr(bound, "relations", None) or [bound]
+        relations = [b for b in getattr(bound, "relations", None) or [bound] if b is not None]
         for relation in relations:
             yield relation, budget_s / len(relations)
 

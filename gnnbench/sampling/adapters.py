@@ -154,8 +154,15 @@ def _hop_bounds(row: np.ndarray, col: np.ndarray, num_seeds: int, hops: int) -> 
     return np.array(nodes_to), np.array(edges_to)
 
 
-def make_sampler(name: str, graph, fanouts: Sequence[int], seed: int = 0):
-    """The sampler ``name`` (one of :data:`SAMPLERS`) over ``graph``'s in-edges."""
+def make_sampler(name: str, graph, fanouts: Sequence[int], seed: int = 0, target: str | None = None):
+    """The sampler ``name`` (one of :data:`SAMPLERS`) over ``graph``'s in-edges; a typed graph's (seeds of node type
+    ``target``) is gnnbench's :class:`~gnnbench.sampling.hetero.HeteroNeighborSampler`."""
+    if target is not None:
+        from gnnbench.sampling.hetero import HeteroNeighborSampler
+
+        if name != "gnnbench":
+            raise ValueError(f"sampler '{name}' has no adapter for typed graphs; use the gnnbench sampler")
+        return HeteroNeighborSampler(graph, target, fanouts, seed)
     classes = {"gnnbench": NeighborSampler, "pyg": PyGSampler, "dgl": DGLSampler}
     if name not in classes:
         raise ValueError(f"unknown sampler '{name}'; choose one of: {', '.join(SAMPLERS)}")

@@ -113,6 +113,10 @@ class SampledBatch:
     def num_edges(self) -> int:
         return sum(b.num_edges for b in self.blocks)
 
+    def gather(self, F, features: np.ndarray):
+        """The input nodes' features as a framework tensor (the *gather* phase's work)."""
+        return F.tensor(features[self.input_nodes])
+
     def graphs(self, self_loops: bool = False) -> list:
         if self_loops not in self._graphs:
             self._graphs[self_loops] = [b.to_graph(self_loops) for b in self.blocks]

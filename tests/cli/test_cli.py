@@ -117,6 +117,8 @@ BAD_INPUTS = [
     (_RUN + ["--hidden", "0"], "gnnbench run: --hidden must be greater than 0"),
     (_RUN + ["--hidden", "100000000"], "gnnbench run: --hidden must be less than or equal to 65536"),
     (_RUN + ["--heads", "0"], "gnnbench run: --heads must be greater than 0"),
+    (_RUN + ["--layers", "0"], "gnnbench run: --layers must be greater than 0"),
+    (_RUN + ["--layers", "65"], "gnnbench run: --layers must be less than or equal to 64"),
     (_RUN + ["--lr", "nan"], "gnnbench run: --lr must be a finite number (got 'nan')"),
     (_RUN + ["--lr", "inf"], "gnnbench run: --lr must be a finite number (got 'inf')"),
     (_RUN + ["--lr", "-1"], "gnnbench run: --lr must be greater than 0 (got '-1')"),

@@ -1,0 +1,1 @@
+"""Deliberately broken demo system `demo_draw_order` (see demo_draw_order.gnn)."""

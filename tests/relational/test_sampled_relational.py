@@ -1,0 +1,187 @@
+"""Sampled relational runs (issue 58): the typed sampler's blocks, the models on them, the run and its check, the
+bad input, and a system wrong on blocks only."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from gnnbench.cli import main
+from gnnbench.errors import UserError
+from gnnbench.run.config import make_config
+from gnnbench.run.harness import train
+from gnnbench.run.preflight import check
+
+IGBH = "hetero:like=igbh,scale=0.002,features=16,other_features=16"
+
+
+def _typed_graph():
+    """3 node types, 4 relations (one a self-relation, one into a type no seed reaches at the innermost layer)."""
+    from gnnbench.runtime.hetero import HeteroGraph, Relation
+
+    rng = np.random.default_rng(3)
+    counts = {"paper": 40, "author": 25, "field": 6}
+
+    def edges(s, d, e):
+        return rng.integers(0, counts[s], e), rng.integers(0, counts[d], e)
+
+    rels = {Relation("paper", "cites", "paper"): edges("paper", "paper", 200),
+            Relation("author", "writes", "paper"): edges("author", "paper", 150),
+            Relation("paper", "written_by", "author"): edges("paper", "author", 150),
+            Relation("field", "of", "paper"): edges("field", "paper", 60)}
+    return HeteroGraph.from_edges(counts, rels)
+
+
+def _sampler(fanouts, seed=0):
+    from gnnbench.sampling import HeteroNeighborSampler
+
+    return HeteroNeighborSampler(_typed_graph(), "paper", fanouts, seed)
+
+
+def test_blocks_chain_and_every_relation_is_a_bipartite_block_of_its_types():
+    batch = _sampler((4, 3, 2)).sample(np.array([0, 5, 7, 11]))
+    blocks = batch.blocks
+    assert len(blocks) == 3 and blocks[-1].num_dst == {"paper": 4, "author": 0, "field": 0}
+    for outer, inner in zip(blocks, blocks[1:]):
+        assert outer.num_dst == inner.num_src  # one layer's destinations are the next's sources
+    for block in blocks:
+        for r, g in zip(block.relations, block.graphs):
+            assert (g.num_dst, g.num_src) == (block.num_dst[r.dst], block.num_src[r.src])
+    assert {t: len(v) for t, v in batch.input_nodes.items()} == blocks[0].num_src
+    assert np.array_equal(batch.input_nodes["paper"][:4], [0, 5, 7, 11])  # destinations a prefix of the sources
+
+
+def test_a_fanout_draws_per_relation_without_replacement_from_the_relations_own_neighbours():
+    """Note [fan-out per relation]: up to f of each destination's in-neighbours in each relation."""
+    graph = _typed_graph()
+    seeds = np.arange(40)
+    batch = _sampler((3,)).sample(seeds)
+    (block,) = batch.blocks
+    for k, (r, g) in enumerate(zip(block.relations, block.graphs)):
+        full = graph.graphs[k]
+        if block.num_dst[r.dst] == 0:
+            assert g.num_edges == 0
+            continue
+        for i, v in enumerate(seeds):
+            nbrs = full.indices[full.indptr[v]:full.indptr[v + 1]]
+            got = batch.input_nodes[r.src][g.indices[g.indptr[i]:g.indptr[i + 1]]]
+            assert len(got) == min(3, len(nbrs))
+            # each draw is a distinct position: no neighbour more often than the relation holds it
+            values, times = np.unique(got, return_counts=True)
+            have = dict(zip(*np.unique(nbrs, return_counts=True)))
+            assert all(have.get(u, 0) >= c for u, c in zip(values, times))
+
+
+def test_same_seed_same_blocks_another_seed_other_blocks():
+    def arrays(sampler):
+        batch = sampler.sample(np.arange(0, 40, 3), epoch=1, batch=2)
+        return [a for b in batch.blocks for g in b.graphs for a in (g.indptr, g.indices)]
+
+    a, b, c = arrays(_sampler((5, 5))), arrays(_sampler((5, 5))), arrays(_sampler((5, 5), seed=1))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(len(x) == len(y) and np.array_equal(x, y) for x, y in zip(a, c))
+
+
+@pytest.mark.parametrize("model", ["rgat", "rgcn"])
+def test_every_neighbour_on_blocks_gives_the_full_graph_logits(model):
+    """Note [typed layers on blocks]: with fan-outs -1 the seeds' logits are the full graph's."""
+    from gnnbench.datasets import load_dataset
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.models import MODELS
+    from gnnbench.runtime.hetero import BoundHeteroGraph
+    from gnnbench.runtime.registry import load_system
+    from gnnbench.runtime.sut import KernelBlocks
+    from gnnbench.sampling import HeteroNeighborSampler
+
+    F = get_frontend("torch", "cpu", "float32")
+    dataset = load_dataset(IGBH)
+    cls = MODELS[model]
+    hyper = replace(cls.defaults, hidden=8, heads=2, layers=3) if model == "rgat" else replace(cls.defaults, layers=3)
+    net = cls.for_dataset(dataset, hyper)
+    glue = load_system("reference", "torch", "cpu")
+    params = {k: F.parameter(v) for k, v in net.init_params(0).items()}
+    full = net.forward(F, params, BoundHeteroGraph(dataset.graph, glue),
+                       {t: F.tensor(v) for t, v in dataset.type_features.items()}, False)
+    seeds = np.flatnonzero(dataset.train_mask)[:50]
+    batch = HeteroNeighborSampler(dataset.graph, dataset.target, (-1, -1, -1)).sample(seeds)
+    blocks = KernelBlocks(glue, net, params, F)
+    got = blocks.forward(blocks.prepare(batch.graphs()), batch.gather(F, dataset.type_features), False)
+    assert np.allclose(got.detach().numpy(), full.detach().numpy()[seeds], atol=1e-5)
+
+
+def _sampled(**values):
+    values = {"model": "rgat", "dataset": IGBH, "batching": "sampled", "fanouts": "4,3", "batch_size": 32,
+              "hidden": 8, "heads": 2, "layers": 2, "epochs": 3, "warmup": 1, "threads": 1, **values}
+    return make_config({k: v for k, v in values.items() if v is not None})
+
+
+def test_sampled_rgat_trains_on_every_cpu_system_alike_with_its_phases_and_every_relation_checked():
+    rows = {s: train(_sampled(system=s)) for s in ("reference", "mkl", "pyg")}
+    ref = rows["reference"]
+    for system, row in rows.items():
+        assert row["status"] == "ok", (system, row.get("error"))
+        assert row["first_loss"] == pytest.approx(ref["first_loss"], rel=1e-4), system
+        assert all(row[f"{p}_times"] for p in ("sample", "gather", "block_prepare", "forward", "backward",
+                                               "optimizer")), system
+        check_ = row["extra"]["run_check"]
+        assert check_["status"] == "passed" and len(check_["batches"]) == 2, (system, check_)
+        assert [len(layer["relations"]) > 1 for layer in check_["layers"]] == [True, True], check_
+        assert check_["closing"]["status"] == "passed"
+    assert ref["hyperparameters"]["layers"] == 2
+
+
+def test_sampled_rgcn_and_layers_for_a_homogeneous_model():
+    row = train(_sampled(system="reference", model="rgcn", dataset=IGBH, hidden=None, heads=None, layers=3,
+                         fanouts="3,3,3"))
+    assert row["status"] == "ok" and row["hyperparameters"]["layers"] == 3
+    gcn = train(make_config({"system": "reference", "model": "gcn", "dataset": "karate", "layers": 3, "epochs": 2,
+                             "warmup": 1, "threads": 1}))
+    assert gcn["status"] == "ok" and gcn["hyperparameters"]["layers"] == 3
+
+
+@pytest.mark.parametrize("values,message", [
+    ({"fanouts": "15,10,5"}, "--fanouts 15,10,5 gives 3 fanout(s), but model 'rgat' has 2 layers: give one per "
+                             "layer, outermost first, e.g. --fanouts 10,10"),
+    ({"sampler": "dgl"}, "--sampler dgl has no adapter for typed graphs; relational model 'rgat' samples with "
+                         "--sampler gnnbench (Note [fan-out per relation])"),
+])
+def test_bad_sampled_relational_input_is_one_line_before_any_worker(values, message):
+    with pytest.raises(UserError) as err:
+        check(_sampled(system="reference", **values), isolate=False)
+    assert str(err.value) == message
+
+
+def test_the_mlperf_command_line_refuses_too_many_fanouts_in_one_line(capsys, tmp_path):
+    code = main(["run", "--system", "reference", "--model", "rgat", "--dataset", "hetero:like=igbh,scale=0.002",
+                 "--batching", "sampled", "--fanouts", "15,10,5,5", "--batch-size", "16",
+                 "--results", str(tmp_path / "new" / "r.sqlite")])
+    assert code == 2 and capsys.readouterr().err == (
+        "gnnbench run: --fanouts 15,10,5,5 gives 4 fanout(s), but model 'rgat' has 3 layers: give one per layer, "
+        "outermost first, e.g. --fanouts 10,10,10\n")
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_kernel_wrong_on_sampled_blocks_only_passes_full_graph_and_is_caught_by_verify_and_the_sampled_check(
+        monkeypatch):
+    """demo_draw_order ends a row at its first descending source: right on every full graph (sorted rows), wrong
+    on a sampled block (draw order)."""
+    from pathlib import Path
+
+    from gnnbench.check.conformance import run_suite
+
+    monkeypatch.setenv("GNNBENCH_SYSTEMS_PATH", str(Path(__file__).resolve().parents[1] / "demo_systems"))
+    full = train(make_config({"system": "demo_draw_order", "model": "rgcn", "dataset": IGBH, "epochs": 2,
+                              "warmup": 1, "threads": 1}))
+    assert full["status"] == "ok" and full["extra"]["run_check"]["status"] == "passed"
+    from gnnbench.check.run_check import RunCheckError
+
+    with pytest.raises(RunCheckError) as err:  # the worker stores it as a failed row (run/worker.py)
+        train(_sampled(system="demo_draw_order", model="rgcn", hidden=None, heads=None))
+    details = err.value.details
+    assert details["status"] == "failed" and details["operator"].startswith("spmm(reduce=mean) on relation ")
+    assert details["relation"] in details["operator"] and details["batch"] == 0
+    results, _ = run_suite("demo_draw_order", profile="fast", threads=1, labels=["spmm(reduce=sum)"])
+    (spmm,) = results
+    assert spmm.status == "failed" and spmm.failed_graphs and all(g.startswith("block_")
+                                                                    for g in spmm.failed_graphs)
