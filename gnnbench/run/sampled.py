@@ -76,6 +76,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gnnbench.errors import UnavailableError, UserError
+from gnnbench.run.loop import TrainingContext
 from gnnbench.run.typed_sampled import input_features, whole_input
 
 __all__ = ["train_sampled", "check_sampling"]
