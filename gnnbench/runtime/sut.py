@@ -164,6 +164,10 @@ class KernelSystem:
             from gnnbench.runtime.fallback import fallback_summary
 
             out["fallback"] = fallback_summary(self.bound, list(lent_times), list(kernel_times))
+        composed = sorted({op for g in getattr(self.bound, "relations", [self.bound])
+                           for op in getattr(g, "composed", ()) if op == "typed_aggregate"})
+        if composed:  # Note [declared dispatch]: the row says which operators ran composed, not fused
+            out["composed"] = composed
         return out
 
 
