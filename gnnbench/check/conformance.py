@@ -58,7 +58,7 @@ from gnnbench.frameworks.composed import COMPOSITIONS
 from gnnbench.runtime.graph import Graph
 
 __all__ = ["Tolerance", "TOLERANCES", "E2E_TOLERANCE", "PROFILES", "OpCase", "OP_CASES", "INDEX_RANGES",
-           "declared_cases", "differentiable", "torch_leaves", "CaseResult",
+           "declared_cases", "differentiable", "gradient_inputs", "torch_leaves", "CaseResult",
            "KernelFault", "adversarial_graphs", "compare", "guarded", "guarded_run", "guard_supported", "run_suite",
            "system_float_dtype"]
 
@@ -257,6 +257,20 @@ def _operator_declaration(api, operator: str, attrs: dict[str, Any]):
     raise KeyError(f"{operator}({attrs})")
 
 
+def gradient_inputs(operator: str, api=None) -> tuple[str, ...]:
+    """The inputs of ``operator`` that have a gradient: those its standard kernels' backward rules give
+    (``typed_aggregate``: ``x`` and ``weight``, not its constant ``norm``), or every float input of an operator no
+    standard kernel implements (``gat_aggregate``, differentiated through its composition)."""
+    from gnnbench.dsl.spec import FLOAT_DTYPES
+    from gnnbench.dsl.system_api import system_api
+
+    spec = api or system_api()
+    kernels = [k for k in spec.kernels if k.implements == operator]
+    if kernels:
+        return tuple(dict.fromkeys(t for k in kernels for g in k.grads for t in g.targets))
+    return tuple(dict.fromkeys(p.name for d in spec.operator(operator) for p in d.inputs if p.dtype in FLOAT_DTYPES))
+
+
 def _index_ranges(decl) -> tuple[str, ...]:
     """The symbols an index input of ``decl`` ranges over that the graph does not give (``R`` of ``etype``)."""
     return tuple(dict.fromkeys(p.indexes for p in decl.inputs if p.indexes and p.indexes not in _SPACES))
@@ -299,8 +313,10 @@ class OpCase:
         first = p.shape[0] if p.shape else ()
         return _SPACES.get(first[0]) if len(first) == 1 and isinstance(first[0], str) else None
 
-    def is_index(self, name: str) -> bool:
-        return next(p for p in self.declaration.inputs if p.name == name).indexes is not None
+    @property
+    def gradients(self) -> tuple[str, ...]:
+        """The inputs the case takes gradients of (:func:`gradient_inputs`)."""
+        return gradient_inputs(self.operator, self.api)
 
     def inputs(self, graph: Graph, heads: int, width: int, rng: np.random.Generator,
                dtype: str = "float64") -> dict[str, np.ndarray]:
@@ -659,10 +675,10 @@ def _run_one(F, bound, case: OpCase, arrays: dict, grad_seed: int, device: str, 
     """
     if absolute:
         arrays = {k: None if v is None else np.abs(v) for k, v in arrays.items()}
-    names = differentiable(arrays)
+    names = differentiable(case, arrays)
     if F.name == "tensorflow":
         return _run_one_tensorflow(F, bound, case, arrays, names, grad_seed)
-    leaves = torch_leaves(F, arrays, device)
+    leaves = torch_leaves(F, arrays, names, device)
     try:
         out = case.call(F, bound, [leaves.get(k) for k in arrays])
     except Exception as err:  # noqa: BLE001 - a kernel that raises is a finding, not a crash
@@ -677,14 +693,16 @@ def _run_one(F, bound, case: OpCase, arrays: dict, grad_seed: int, device: str, 
             {k: None if gr is None else gr.cpu().numpy() for k, gr in zip(names, grads)}, None, None)
 
 
-def differentiable(arrays: dict) -> list[str]:
-    """The inputs a case takes gradients of: every float input given (index inputs are constants)."""
-    return [k for k, v in arrays.items() if v is not None and v.dtype.kind == "f"]
+def differentiable(case: OpCase, arrays: dict) -> list[str]:
+    """The inputs a case takes gradients of: every given input with a gradient (:attr:`OpCase.gradients`; index
+    inputs and constants like ``norm`` have none)."""
+    return [k for k, v in arrays.items() if v is not None and k in case.gradients]
 
 
-def torch_leaves(F, arrays: dict, device: str = "cpu") -> dict[str, Any]:
-    """Torch tensors of a case's inputs: float ones in ``F``'s dtype, requiring a gradient; index ones as drawn."""
-    return {k: torch.from_numpy(np.ascontiguousarray(v)).to(F.dtype).to(device).requires_grad_(True)
+def torch_leaves(F, arrays: dict, names, device: str = "cpu") -> dict[str, Any]:
+    """Torch tensors of a case's inputs: float ones in ``F``'s dtype, those in ``names`` requiring a gradient;
+    index ones as drawn."""
+    return {k: torch.from_numpy(np.ascontiguousarray(v)).to(F.dtype).to(device).requires_grad_(k in names)
             if v.dtype.kind == "f" else torch.from_numpy(np.ascontiguousarray(v)).to(device)
             for k, v in arrays.items() if v is not None}
 

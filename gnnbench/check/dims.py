@@ -296,9 +296,9 @@ def _run_with_grad(F, bound, case: OpCase, arrays: dict, g: np.ndarray):
     """The oracle's forward and gradients under ``grad_out = g`` (the system's own seed-drawn ``grad_out``)."""
     import torch
 
-    names = differentiable(arrays)
+    names = differentiable(case, arrays)
     with _torch_threads(1):
-        leaves = torch_leaves(F, arrays)
+        leaves = torch_leaves(F, arrays, names)
         out = case.call(F, bound, [leaves.get(k) for k in arrays])
         grads = torch.autograd.grad(out, [leaves[k] for k in names], torch.from_numpy(g).to(F.dtype),
                                     allow_unused=True)

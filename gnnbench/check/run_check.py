@@ -263,7 +263,10 @@ def _graphs_checked(bound) -> dict[int, tuple[str | None, Any]]:
     relations = getattr(bound, "relations", None)
     if relations is None:
         return {id(bound): (None, bound.graph)}
-    return {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
+    checked = {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
+    for b in bound.bound_graphs[len(relations):]:  # the homogeneous form typed_aggregate runs on (models/rgcn.py)
+        checked[id(b)] = ("homogeneous form", b.graph)
+    return checked
 
 
 def check_not_run(spec, F) -> dict[str, Any] | None:
@@ -344,8 +347,11 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
     from gnnbench.runtime.glue import BoundGraph
     from gnnbench.runtime.registry import load_system
 
+    from gnnbench.check.conformance import gradient_inputs
+
     names, spaces, edge_out = _declared(operator)
-    wanted = [i for i, t in enumerate(inputs) if t is not None and t.is_floating_point()]
+    gradable = gradient_inputs(operator)
+    wanted = [i for i, t in enumerate(inputs) if t is not None and t.is_floating_point() and names[i] in gradable]
     if not wanted:
         return None
     sub, positions = _sub_graph(graph, rows)

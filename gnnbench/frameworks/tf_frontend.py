@@ -217,6 +217,14 @@ class TensorFlowFrontend:
         """``x[index]`` along the first axis (a relation's weight of a stacked ``[R, in, out]``)."""
         return tf.gather(x, index)
 
+    def concat(self, xs):
+        """The tensors one after the other along the first axis."""
+        return tf.concat(list(xs), 0)
+
+    def rows(self, x, start: int, stop: int):
+        """``x[start:stop]`` along the first axis."""
+        return x[start:stop]
+
     def sum(self, x, axis: int):
         return tf.reduce_sum(x, axis)
 

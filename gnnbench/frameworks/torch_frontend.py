@@ -171,6 +171,14 @@ class TorchFrontend:
         """``x[index]`` along the first axis (a relation's weight of a stacked ``[R, in, out]``)."""
         return x[index]
 
+    def concat(self, xs):
+        """The tensors one after the other along the first axis."""
+        return torch.cat(list(xs))
+
+    def rows(self, x, start: int, stop: int):
+        """``x[start:stop]`` along the first axis."""
+        return x[start:stop]
+
     def sum(self, x, axis: int):
         return x.sum(axis)
 

@@ -210,11 +210,25 @@ class BoundHeteroGraph:
         self.graph, self.system = graph, system
         self.relations = [bind(g) for g in graph.graphs]
         self.tensors: dict[str, Any] = {}
+        self._bind, self._homogeneous = bind, None
+
+    def homogeneous(self):
+        """The homogeneous form (Note [homogeneous form]) bound to the system, bound on first use (by a model
+        that calls ``typed_aggregate``, Note [R-GCN on the typed operator] in models/rgcn.py); its preparation
+        counts in :attr:`prepare_time_s` once it exists."""
+        if self._homogeneous is None:
+            self._homogeneous = self._bind(self.graph.homogeneous().graph)
+        return self._homogeneous
+
+    @property
+    def bound_graphs(self) -> list:
+        """Every bound graph: the relations', and the homogeneous form's once a model has used it."""
+        return self.relations + ([self._homogeneous] if self._homogeneous is not None else [])
 
     @property
     def borrowed(self) -> set[str]:
         """The operators that ran on a fallback, over every relation (Note [fallback accounting])."""
-        return set().union(*(getattr(b, "borrowed", set()) for b in self.relations))
+        return set().union(*(getattr(b, "borrowed", set()) for b in self.bound_graphs))
 
     @property
     def lent(self):
@@ -227,10 +241,10 @@ class BoundHeteroGraph:
 
     @property
     def prepare_time_s(self) -> float:
-        return sum(b.prepare_time_s for b in self.relations)
+        return sum(b.prepare_time_s for b in self.bound_graphs)
 
     def prepare(self) -> float:
-        for b in self.relations:
+        for b in self.bound_graphs:
             b.prepare()
         return self.prepare_time_s
 

@@ -185,8 +185,12 @@ def edge_softmax_backward(graph, out, grad_out, grad_scores):
 # ---------------------------------------------------------------- typed aggregation
 def _relation_products(values: torch.Tensor, weight: torch.Tensor, etype: torch.Tensor) -> torch.Tensor:
     """``values[p] @ weight[etype[p]]`` for every stored position ``p``: ``[P, H, D] x [R, D, K] -> [P, H, K]``,
-    one batched product per position (the oracle materialises every message)."""
-    return torch.bmm(values, weight[etype])
+    one product per relation present (the messages are materialised, the ``[P, D, K]`` weights per edge not)."""
+    out = values.new_zeros((values.shape[0], values.shape[1], weight.shape[2]))
+    for r in torch.unique(etype).tolist():
+        at = (etype == r).nonzero(as_tuple=True)[0]
+        out[at] = values[at] @ weight[r]
+    return out
 
 
 def typed_aggregate(graph, x, weight, norm, etype, out):
