@@ -847,7 +847,9 @@ def _indexed_by(case: OpCase, graph, arrays: dict, quantity: str, got, expected,
         A typed operator's case that fails says which values of its index input (``etype``, the relation) every
         wrong element involves: rows of a weight indexed by the range (``grad weight[r]``) directly, an edge
         value by its edge's index, a destination's or a source's element by the index of every edge that
-        reaches it, intersected over the wrong elements. A kernel that takes the wrong weight for the last
+        reaches it, intersected over the wrong elements (less the indices that also reach a right element,
+        where any index is left after that: a relation all of whose messages are wrong leaves no element it
+        reaches right). A kernel that takes the wrong weight for the last
         relation only then fails naming it: ``every wrong element involves etype = 63 (of R=64)``.
     """
     decl = case.declaration
@@ -857,8 +859,9 @@ def _indexed_by(case: OpCase, graph, arrays: dict, quantity: str, got, expected,
     if index is None or mine is None or theirs is None or mine.shape != theirs.shape or not mine.size:
         return ""
     with np.errstate(invalid="ignore", over="ignore"):
-        wrong = ~(np.abs(mine.astype(np.float64) - theirs) <= tol.bound(theirs))
-    where = np.unique(np.nonzero(wrong)[0])
+        same = (np.abs(mine.astype(np.float64) - theirs) <= tol.bound(theirs)) | (np.isnan(mine) & np.isnan(theirs))
+    wrong_rows = ~same.reshape(len(same), -1).all(1)
+    where = np.nonzero(wrong_rows)[0]
     declared = decl.outputs[0] if quantity == "output" else next(p for p in decl.inputs
                                                                    if p.name == quantity[len("grad "):])
     first = declared.shape[0][0] if declared.shape and len(declared.shape[0]) == 1 else None
@@ -872,7 +875,9 @@ def _indexed_by(case: OpCase, graph, arrays: dict, quantity: str, got, expected,
         for element in where[:256].tolist():
             reaching = set(kinds[ends == element].tolist())
             values = reaching if values is None else values & reaching
-        values = values or set()
+        # an index that also reaches a right element is not the one at fault, while any other remains
+        cleared = set(kinds[np.isin(ends, np.nonzero(~wrong_rows)[0])].tolist())
+        values = (values - cleared) or values or set()
     else:
         return ""
     if not values:
