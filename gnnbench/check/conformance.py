@@ -420,8 +420,9 @@ def __getattr__(name: str) -> Any:
     use (parsing the API costs about a third of a second)."""
     if name != "OP_CASES":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    cases = globals()["OP_CASES"] = declared_cases()
-    return cases
+    if "OP_CASES" not in globals():
+        globals()["OP_CASES"] = declared_cases()
+    return globals()["OP_CASES"]
 
 
 #: Note [hard values]
@@ -763,7 +764,7 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
     graphs = {idx: {**adversarial_graphs(np.dtype(idx)), **bipartite_graphs(np.dtype(idx)),
                     **sampled_blocks(np.dtype(idx))} for idx in PROFILES[profile]["index_dtypes"]}
     results = []
-    for case in OP_CASES:
+    for case in __getattr__("OP_CASES"):
         if (operator is not None and case.operator != operator) or (labels is not None and case.label not in labels):
             continue
         result = CaseResult(case.label)
@@ -838,26 +839,71 @@ class _Sides:
 
         tol = self.tol.for_rows(longest_row(graph))
         problems = _problems(got, expected, tol, magnitude)
-        return [(quantity, text + _indexed_by(case, graph, arrays, quantity, got, expected, tol))
-                for quantity, text in problems] if problems and case.ranges else problems
+        if not problems or not case.ranges:
+            return problems
+        named = []
+        for quantity, text in problems:
+            values = _indexed_by(case, graph, arrays, quantity, got, expected, tol)
+            if len(values) > 1:
+                values = self._at_fault(case, key, arrays, seed, values, tol)
+            named.append((quantity, text + _index_text(case, values)))
+        return named
+
+    def _at_fault(self, case: OpCase, key: tuple, arrays: dict, seed: int, candidates: set, tol: Tolerance) -> set:
+        """The index values among ``candidates`` whose edges alone still make the forward differ: each run with
+        the case's per-edge float inputs (``norm``) zeroed on every other index's edges (Note [the relation a
+        failure involves]); ``candidates`` unchanged when the operator has no such input."""
+        index = next(p.name for p in case.declaration.inputs if p.indexes in dict(case.ranges))
+        masked = [k for k, v in arrays.items() if v is not None and v.dtype.kind == "f" and case.space(k) == "edge"]
+        if not masked:
+            return candidates
+        b_sys, b_ref = self.bound[key]
+        kinds = np.asarray(arrays[index])
+        faulty = set()
+        for value in sorted(candidates)[:_MOST_CANDIDATES]:
+            keep = kinds == value
+            only = {k: v * keep.reshape(-1, *[1] * (v.ndim - 1)) if k in masked else v for k, v in arrays.items()}
+            with _torch_threads(1):
+                expected = _run_one(self.F_ref, b_ref, case, only, seed, "cpu")
+            with guarded(self.sys_glue) if self.guard else _nullcontext(), \
+                    _torch_threads(self.threads or torch.get_num_threads()):
+                got = _run_one(self.F_sys, b_sys, case, only, seed, self.device)
+            if _problems(got, expected, tol):
+                faulty.add(value)
+        return faulty or candidates
 
 
-def _indexed_by(case: OpCase, graph, arrays: dict, quantity: str, got, expected, tol: Tolerance) -> str:
+#: the most index values :meth:`_Sides._at_fault` runs alone
+_MOST_CANDIDATES = 8
+
+
+def _index_text(case: OpCase, values: set) -> str:
+    """``'; every wrong element involves etype = 63 (of R=64)'``, or ``''`` without values."""
+    if not values:
+        return ""
+    index = next(p for p in case.declaration.inputs if p.indexes in dict(case.ranges))
+    shown = ", ".join(str(v) for v in sorted(values)[:5]) + (", ..." if len(values) > 5 else "")
+    return f"; every wrong element involves {index.name} = {shown} (of {index.indexes}={dict(case.ranges)[index.indexes]})"
+
+
+def _indexed_by(case: OpCase, graph, arrays: dict, quantity: str, got, expected, tol: Tolerance) -> set:
     """Note [the relation a failure involves]
         A typed operator's case that fails says which values of its index input (``etype``, the relation) every
         wrong element involves: rows of a weight indexed by the range (``grad weight[r]``) directly, an edge
         value by its edge's index, a destination's or a source's element by the index of every edge that
         reaches it, intersected over the wrong elements (less the indices that also reach a right element,
         where any index is left after that: a relation all of whose messages are wrong leaves no element it
-        reaches right). A kernel that takes the wrong weight for the last
-        relation only then fails naming it: ``every wrong element involves etype = 63 (of R=64)``.
+        reaches right). Where several remain (one wrong row reached by four relations), each runs alone on
+        both sides, its per-edge float inputs (``norm``) zeroed on every other relation's edges, and those whose
+        run still differs are named. A kernel that takes the wrong weight for the last relation only then fails
+        naming it: ``every wrong element involves etype = 63 (of R=64)``.
     """
     decl = case.declaration
     index = next((p for p in decl.inputs if p.indexes in dict(case.ranges)), None)
     mine, theirs = (got[0], expected[0]) if quantity == "output" else \
         (got[1].get(quantity[len("grad "):]), expected[1].get(quantity[len("grad "):]))
     if index is None or mine is None or theirs is None or mine.shape != theirs.shape or not mine.size:
-        return ""
+        return set()
     with np.errstate(invalid="ignore", over="ignore"):
         same = (np.abs(mine.astype(np.float64) - theirs) <= tol.bound(theirs)) | (np.isnan(mine) & np.isnan(theirs))
     wrong_rows = ~same.reshape(len(same), -1).all(1)
@@ -879,11 +925,8 @@ def _indexed_by(case: OpCase, graph, arrays: dict, quantity: str, got, expected,
         cleared = set(kinds[np.isin(ends, np.nonzero(~wrong_rows)[0])].tolist())
         values = (values - cleared) or values or set()
     else:
-        return ""
-    if not values:
-        return ""
-    shown = ", ".join(str(v) for v in sorted(values)[:5]) + (", ..." if len(values) > 5 else "")
-    return f"; every wrong element involves {index.name} = {shown} (of {index.indexes}={dict(case.ranges)[index.indexes]})"
+        return set()
+    return values
 
 
 def verification_options(sys_glue) -> dict[str, Any]:
