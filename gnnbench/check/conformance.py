@@ -376,13 +376,13 @@ class OpCase:
         return getattr(F, self.operator)(bound, *tensors, **attrs)
 
 
-#: the hard-value variants (Note [hard values]) of the operators that have inputs they stress, by label
-_HARD_VALUES = {
-    "large scores": ("edge_softmax", "gat_aggregate"),
-    "extreme scores": ("edge_softmax", "gat_aggregate"),
-    "NaN/inf": ("spmm(reduce=sum)", "spmm(reduce=mean)", "spmm(reduce=max)", "spmm(reduce=max, weight)",
-                "sddmm(op=dot)", "sddmm(op=add)", "edge_softmax", "gat_aggregate"),
-}
+#: the hard-value variants (Note [hard values]) of the operators that have inputs they stress: (label, values)
+_HARD_VALUES = (
+    *((label, values) for label in ("edge_softmax", "gat_aggregate") for values in ("large scores", "extreme scores")),
+    *((label, "NaN/inf") for label in ("spmm(reduce=sum)", "spmm(reduce=mean)", "spmm(reduce=max)",
+                                       "spmm(reduce=max, weight)", "sddmm(op=dot)", "sddmm(op=add)", "edge_softmax",
+                                       "gat_aggregate")),
+)
 #: free numeric attributes' values in the cases
 _FREE_ATTRIBUTES = {"float": 0.2, "int": 1}
 
@@ -410,8 +410,7 @@ def declared_cases(api=None) -> tuple[OpCase, ...]:
                 ranges = [r + ((sym, v),) for r in ranges for v in INDEX_RANGES]
             plain += [OpCase(name, combo, w, ranges=r, api=api) for w in weights for r in ranges]
     by_label = {case.label: case for case in plain}
-    hard = [replace(by_label[label], values=values) for values, labels in _HARD_VALUES.items()
-            for label in labels if label in by_label]
+    hard = [replace(by_label[label], values=values) for label, values in _HARD_VALUES if label in by_label]
     return (*plain, *hard)
 
 
