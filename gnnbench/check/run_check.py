@@ -426,9 +426,12 @@ def _sub_graph(graph, rows: np.ndarray):
 
     indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
     positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
-    dst = np.repeat(rows, (indptr[rows + 1] - indptr[rows]))
-    return Graph.from_edges(indices[positions], dst, graph.num_nodes, np.int64, num_src=graph.num_src,
-                            bipartite=graph.bipartite), positions
+    counts = np.zeros(graph.num_nodes, np.int64)
+    counts[rows] = indptr[rows + 1] - indptr[rows]
+    # the edges in the graph's own order (``rows`` ascend), so per-edge inputs picked at ``positions`` stay
+    # aligned even where a row's order is not by source (the homogeneous form's is by relation first)
+    return Graph(np.r_[0, np.cumsum(counts)], indices[positions], graph.num_nodes, num_src=graph.num_src,
+                 bipartite=graph.bipartite), positions
 
 
 # ----------------------------------------------------------------- input checksums
