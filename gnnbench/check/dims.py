@@ -273,18 +273,21 @@ def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue,
 
     def pick_grad(name, a, sub_graph: bool):
         space = case.space(name)
-        if space is None:   # a dense input (a relation's weight): whole
-            return a
         if space == "edge":
             return a[sub_row_edges] if sub_graph else a[row_edges]
         return a[cols] if space == "src" else a[rows]
 
+    # a dense input's gradient (a relation's weight) sums over every edge, which the sub-graph does not hold:
+    # it is judged on the conformance graphs, whole, and left out here
+    sampled = lambda k: case.space(k) is not None  # noqa: E731
+
     def oracle(result):
         out, grads = result
-        return (pick_out(out, True), {k: pick_grad(k, v, True) for k, v in grads.items() if v is not None}, None, None)
+        return (pick_out(out, True), {k: pick_grad(k, v, True) for k, v in grads.items()
+                                      if v is not None and sampled(k)}, None, None)
 
-    mine = (pick_out(out_s, False), {k: None if v is None else pick_grad(k, v, False) for k, v in grads_s.items()},
-            stage, err)
+    mine = (pick_out(out_s, False), {k: None if v is None else pick_grad(k, v, False) for k, v in grads_s.items()
+                                     if sampled(k)}, stage, err)
     def magnitude():
         return oracle(_run_with_grad(F_ref, b_sub, case, {k: None if v is None else np.abs(v)
                                                           for k, v in sub_arrays.items()}, np.abs(g_sub)))
