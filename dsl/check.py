@@ -191,6 +191,8 @@ class _Checker:
         bound = set(GRAPH_SYMBOLS)
         for p in k.inputs:
             self.param(k, p, bound, binding=True)
+        for p in k.inputs:  # an index array may name a symbol a later input binds (etype before weight's R)
+            self.index_target(p, bound)
         for p in (*k.outputs, *k.saves, *k.workspaces):
             self.param(k, p, bound, binding=False)
         if not k.outputs:
@@ -216,10 +218,14 @@ class _Checker:
         if p.optional and p.role != "input":
             self.fail(f"only inputs may be optional ('{p.name}' is a {p.role}); the framework "
                       "always allocates outputs", p.location)
-        if p.indexes and p.indexes not in bound:
-            self.fail(f"'{p.name}' indexes the undefined symbol '{p.indexes}'", p.location)
+        if not binding:
+            self.index_target(p, bound)
         if p.indexes and not p.dtype.startswith("i"):
             self.fail(f"'{p.name}' has `indexes` but dtype {p.dtype}; index arrays are i32 or i64", p.location)
+
+    def index_target(self, p: Param, bound: set[str]):
+        if p.indexes and p.indexes not in bound:
+            self.fail(f"'{p.name}' indexes the undefined symbol '{p.indexes}'", p.location)
 
     def implements(self, k: KernelSpec):
         decls = self.api.operator(k.implements)
@@ -389,6 +395,8 @@ class _Checker:
             probe = KernelSpec(o.name, None, attrs=o.attrs, params=o.params, location=o.location)
             for p in o.inputs:
                 self.param(probe, p, bound, binding=True)
+            for p in o.inputs:
+                self.index_target(p, bound)
             for p in o.outputs:
                 self.param(probe, p, bound, binding=False)
             if [p for p in o.params if p.role not in ("input", "output")]:

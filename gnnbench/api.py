@@ -18,10 +18,26 @@ operator                  math (edge ``e = j -> i``)                   shapes
 ``gat_aggregate``         ``a = edge_softmax(leaky_relu(sddmm_add(      x [N,H,D], score_src [N,H],
                           score_src, score_dst)))``, then               score_dst [N,H], out [N,H,D]
                           ``spmm(x, a, reduce=sum)``
+``typed_aggregate``       ``out[i] = sum_e norm[e,h] * x[j,h] @        x [S,H,D], weight [R,D,K],
+                          weight[etype[e]]``                           norm [E,H], etype [E], out [N,H,K]
 ========================  ==========================================  =====================
 
 A system that does not implement ``gat_aggregate`` gets the composition above
-from its own ``sddmm``, ``edge_softmax`` and ``spmm``.
+from its own ``sddmm``, ``edge_softmax`` and ``spmm``; one without ``typed_aggregate``
+gets one ``spmm`` per relation (:func:`gnnbench.frameworks.composed.typed_aggregate`).
+
+Note [typed aggregation]
+    ``typed_aggregate`` is relational aggregation on the homogeneous form (Note [homogeneous form] in
+    gnnbench/runtime/hetero.py): every edge ``e = j -> i`` carries its relation ``etype[e]`` and a norm
+    ``norm[e, h]`` (R-GCN's ``1 / |N_r(i)|``), and ``out[i] = sum_e norm[e] x[j] W[etype[e]]``: R-GCN's whole
+    relational sum in one call, instead of ``R`` spmm-and-matmul pairs. It is the unit fused relational kernels
+    (Hector, Seastar, DGL's ``RelGraphConv`` on ``segment_mm``) compute; ``gather_mm`` alone would materialise the
+    ``E x K`` messages they exist to avoid (docs/relational.md says why this form was chosen). Its backward
+    rules (api.gnn): ``grad x`` is the same loop on the transposed view with ``W[r]^T``
+    (``typed_aggregate_backward``), ``grad weight[r] = sum over r's edges of norm[e] x[j]^T grad_out[i]``
+    (``typed_weight_backward``, which reads ``weight`` for its shape ``R`` only; a relation without edges gets
+    zeros). ``norm`` has no gradient: R-GCN's is a constant of the graph. ``etype`` is declared ``indexes R``, so
+    the boundary refuses a relation index beyond ``weight``'s before any kernel runs.
 
 Note [kernel calling convention]
     A kernel is a plain function ``kernel(graph, *inputs, *outputs, *saves,
@@ -57,6 +73,7 @@ Note [NaN policy]
       subtracted before ``exp``, so finite scores up to the dtype's range
       never overflow. Gradients: ``out * (grad_out - sum(out * grad_out))``.
     * ``gat_aggregate``: the composition it stands for, so the rules above.
+    * ``typed_aggregate``: IEEE arithmetic on the sum of products, as ``spmm(reduce=sum)`` with a weight.
 
     ``gnnbench verify`` checks this on every system with the ``NaN/inf`` cases
     of :mod:`gnnbench.check.conformance` (Note [hard values]), against the float64

@@ -15,8 +15,22 @@ the same feature width, and a dataset whose types differ is refused in one line 
 
 Defaults (paper, AIFB): 2 layers, hidden 16, no basis decomposition, no dropout, lr 0.01, no weight decay,
 50 epochs. ``Hyperparameters.bases`` sets ``B``.
+
+Note [R-GCN on the typed operator]
+    On a system with a ``typed_aggregate`` kernel (Note [typed aggregation] in gnnbench.api), a layer's whole
+    relational sum is one call on the homogeneous form (Note [homogeneous form]): the node types' features laid
+    one after the other, ``norm[e] = 1 / |N_r(i)|`` for edge ``e`` of relation ``r`` into ``i`` (the mean per
+    relation), ``etype`` the edges' relations and ``weight`` the stacked ``[R, in, out]`` (from the bases when
+    ``--bases`` is given). That is the call fused relational kernels exist for, and it replaces ``R``
+    spmm-and-matmul pairs. A system without the kernel keeps one ``spmm(reduce=mean)`` per relation on the
+    relation's own view: the operator's composed form (one ``spmm`` over all the edges per relation,
+    ``gnnbench.frameworks.composed``) would cost ``R`` passes over every edge where the per-relation views
+    cost one in all. Both compute the same function (the dense equation of the model check), so the first
+    loss is reference's to rounding either way; reference, which has the kernel, runs the typed form.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from gnnbench.errors import UserError
 
@@ -58,6 +72,11 @@ class RGCN(TypedGNN):
                             f"(got {hyper.bases})")
         super().__init__(schema, out_dim, hyper)
 
+    @staticmethod
+    def runs_typed_aggregate(system) -> bool:
+        """Whether a layer is one ``typed_aggregate`` call on ``system`` (Note [R-GCN on the typed operator])."""
+        return system.find("typed_aggregate", {}) is not None
+
     def dense(self, T, A, x, p, index):
         weights = self._dense_weights(T, p)
         out = {t: v @ p["root"] + p["bias"] for t, v in x.items()}
@@ -75,24 +94,43 @@ class RGCN(TypedGNN):
         relations = self.schema.relations
         bases = self.hyper.bases
 
-        def relation_weights(F, p):
+        def stacked_weights(F, p):
             if bases is None:
-                return [F.take(p["weight"], k) for k in range(len(relations))]
+                return p["weight"]
             flat = F.matmul(p["coeff"], F.reshape(p["basis"], (bases, in_dim * out_dim)))   # [R, in*out]
-            stacked = F.reshape(flat, (len(relations), in_dim, out_dim))
+            return F.reshape(flat, (len(relations), in_dim, out_dim))
+
+        def relation_weights(F, p):
+            stacked = stacked_weights(F, p)
             return [F.take(stacked, k) for k in range(len(relations))]
+
+        def typed(F, p, graph, x, out):
+            """Every relation's mean in one ``typed_aggregate`` (Note [R-GCN on the typed operator])."""
+            form, hom = graph.graph.homogeneous(), graph.homogeneous()
+            types = list(graph.graph.node_counts)
+            xs = F.reshape(F.concat([x[t] for t in types]), (-1, 1, in_dim))
+            norm = F.graph_tensor(hom, "rgcn relation mean", _relation_mean(form))
+            etype = F.graph_tensor(hom, "rgcn edge type", form.edge_type)
+            h = F.reshape(F.typed_aggregate(hom, xs, stacked_weights(F, p), norm, etype), (-1, out_dim))
+            for i, t in enumerate(types):
+                if t in out:
+                    out[t] = F.add(out[t], F.rows(h, *form.node_range(i)))
+            return out
 
         last = index == self.hyper.layers - 1
         target = self.schema.target
 
         def forward(F, p, graph, x):
-            weights = relation_weights(F, p)
             # the last layer computes the target's logits only: no other type's output is read
             out = {}
             for t, v in x.items():
                 own = destinations(graph, t, v)  # Note [typed layers on blocks]
                 if own is not None and (not last or t == target):
                     out[t] = F.linear(own, p["root"], p["bias"])
+            if not getattr(graph, "block", False) and self.runs_typed_aggregate(graph.system) \
+                    and all(t in x for t in graph.graph.node_counts):
+                return typed(F, p, graph, x, out)  # a full typed graph: the homogeneous form is the whole graph's
+            weights = relation_weights(F, p)
             for k, r in enumerate(relations):
                 if r.dst not in out or r.src not in x:  # not read, or a block without its sources: an empty mean
                     continue
@@ -111,3 +149,13 @@ class RGCN(TypedGNN):
             params["basis"] = ((bases, in_dim, out_dim), _basis_init)
             params["coeff"] = ((len(relations), bases), glorot)
         return Conv(params, forward)
+
+
+def _relation_mean(form) -> np.ndarray:
+    """``[E, 1]``: ``1 / |N_r(i)|`` for each edge of relation ``r`` into ``i`` on the homogeneous form (canonical
+    order), the mean per relation of Note [R-GCN on the typed operator]."""
+    graph = form.graph
+    dst = np.repeat(np.arange(graph.num_dst, dtype=np.int64), np.diff(graph.indptr.astype(np.int64)))
+    _, inverse, counts = np.unique(dst * max(int(form.edge_type.max(initial=0)) + 1, 1) + form.edge_type,
+                                   return_inverse=True, return_counts=True)
+    return (1.0 / counts[inverse]).reshape(-1, 1)

@@ -4,8 +4,9 @@ from __future__ import annotations
 from gnnbench.api import ATTRIBUTE_VALUES, OPERATORS
 
 
-def test_the_four_operators_and_their_signatures():
-    assert list(OPERATORS) == ["spmm", "sddmm", "edge_softmax", "gat_aggregate"]
+def test_the_five_operators_and_their_signatures():
+    assert list(OPERATORS) == ["spmm", "sddmm", "edge_softmax", "gat_aggregate", "typed_aggregate"]
+    assert OPERATORS["typed_aggregate"].input_names == ("x", "weight", "norm", "etype")
     spmm = OPERATORS["spmm"]
     assert spmm.input_names == ("x", "weight") and spmm.outputs == ("out",)
     assert spmm.is_optional("weight") and not spmm.is_optional("x")

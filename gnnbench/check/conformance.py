@@ -54,9 +54,11 @@ import torch
 from gnnbench.check.bipartite import FAST_SAMPLED_BLOCKS, SAMPLED_BLOCKS, is_block
 from gnnbench.core.oracle import REFERENCE
 from gnnbench.frameworks import torch_runtime
+from gnnbench.frameworks.composed import COMPOSITIONS
 from gnnbench.runtime.graph import Graph
 
-__all__ = ["Tolerance", "TOLERANCES", "E2E_TOLERANCE", "PROFILES", "OpCase", "OP_CASES", "CaseResult",
+__all__ = ["Tolerance", "TOLERANCES", "E2E_TOLERANCE", "PROFILES", "OpCase", "OP_CASES", "INDEX_RANGES",
+           "declared_cases", "differentiable", "gradient_inputs", "torch_leaves", "CaseResult",
            "KernelFault", "adversarial_graphs", "compare", "guarded", "guarded_run", "guard_supported", "run_suite",
            "system_float_dtype"]
 
@@ -217,29 +219,109 @@ def longest_row(graph: Graph) -> int:
 
 
 # ----------------------------------------------------------------- operator cases
+#: Note [cases from the declaration]
+#:     The suite knows no operator by name: each :class:`OpCase` reads its operator's declaration in
+#:     ``gnnbench/api.gnn`` (:func:`declared_cases`). Its inputs are drawn in declaration order at the
+#:     declared shapes, with ``N``, ``S`` and ``E`` from the graph, ``H`` the heads, ``D`` the width, a
+#:     symbol that an index input ranges over (``etype indexes R``) the case's own value (every operator
+#:     with one is checked at :data:`INDEX_RANGES`: one, a few and many relations), and any other symbol
+#:     (``K``) the width plus :data:`OTHER_WIDTH_OFFSET`, so a kernel that confuses two widths fails.
+#:     An index input is drawn uniformly over its range; an optional float input (an edge weight) gets
+#:     the weights of Note [exact inputs] and is passed in the case's ``weight`` variant only; any other
+#:     float input is the grid, scaled by :data:`_SCALED` where its name says it is a score. A case with
+#:     an attribute value of :data:`_DISTINCT_FOR` (``reduce=max``) gets distinct columns in its first
+#:     input. The call is the frontend's method of the operator's name with the attributes as keywords
+#:     (Note [declared dispatch] in gnnbench.frameworks.composed), and an input's index space (edge,
+#:     source, destination, or none) is its first declared dimension. So an operator costs its
+#:     declaration, the oracle's kernel and its math; tests/check/test_declared_cases.py declares a toy
+#:     operator in a test and gets its cases.
+
+#: the values a symbol that an index input ranges over takes, one case each (Note [cases from the declaration])
+INDEX_RANGES = (1, 3, 64)
+#: a declared symbol other than the graph's, H, D and an index range is the width plus this
+OTHER_WIDTH_OFFSET = 2
+#: float inputs scaled on the grid, by name: softmax and attention scores (Note [exact inputs])
+_SCALED = {"scores": 4.0, "score_src": 2.0, "score_dst": 2.0}
+#: attribute values whose case gets distinct columns in its first input (a maximum's winner is no near-tie)
+_DISTINCT_FOR = (("reduce", "max"),)
+#: the first declared dimension of an input -> its index space
+_SPACES = {"E": "edge", "S": "src", "N": "dst"}
+
+
+def _operator_declaration(api, operator: str, attrs: dict[str, Any]):
+    """The declaration of ``operator`` in ``api`` that serves ``attrs`` (an operator declared once per value of
+    an attribute, like ``sddmm(op=dot)``, has one declaration per value)."""
+    for decl in api.operator(operator):
+        if all(attrs.get(name) == value for name, value in decl.pinned):
+            return decl
+    raise KeyError(f"{operator}({attrs})")
+
+
+def gradient_inputs(operator: str, api=None) -> tuple[str, ...]:
+    """The inputs of ``operator`` that have a gradient: those its standard kernels' backward rules give
+    (``typed_aggregate``: ``x`` and ``weight``, not its constant ``norm``), or every float input of an operator no
+    standard kernel implements (``gat_aggregate``, differentiated through its composition)."""
+    from gnnbench.dsl.spec import FLOAT_DTYPES
+    from gnnbench.dsl.system_api import system_api
+
+    spec = api or system_api()
+    kernels = [k for k in spec.kernels if k.implements == operator]
+    if kernels:
+        return tuple(dict.fromkeys(t for k in kernels for g in k.grads for t in g.targets))
+    return tuple(dict.fromkeys(p.name for d in spec.operator(operator) for p in d.inputs if p.dtype in FLOAT_DTYPES))
+
+
+def _index_ranges(decl) -> tuple[str, ...]:
+    """The symbols an index input of ``decl`` ranges over that the graph does not give (``R`` of ``etype``)."""
+    return tuple(dict.fromkeys(p.indexes for p in decl.inputs if p.indexes and p.indexes not in _SPACES))
+
+
 @dataclass(frozen=True)
 class OpCase:
-    """One operator variant: name, attributes, and whether an edge weight is passed."""
+    """One operator variant: name, attributes, whether an edge weight is passed, and the value of each
+    symbol an index input ranges over (``R=64``: Note [cases from the declaration])."""
 
     operator: str
     attrs: tuple[tuple[str, Any], ...] = ()
     weighted: bool = False
     #: "" (the grid of Note [exact inputs]), "large scores", "extreme scores" or "NaN/inf" (Note [hard values])
     values: str = ""
+    ranges: tuple[tuple[str, int], ...] = ()
+    #: the parsed system API the operator is declared in (None: gnnbench/api.gnn)
+    api: Any = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
         parts = [f"{k}={v}" for k, v in self.attrs if k != "negative_slope"] + (["weight"] if self.weighted else [])
+        parts += [f"{k}={v}" for k, v in self.ranges]
         parts += [self.values] if self.values else []
         return f"{self.operator}({', '.join(parts)})" if parts else self.operator
 
     @property
+    def declaration(self):
+        from gnnbench.dsl.system_api import system_api
+
+        return _operator_declaration(self.api or system_api(), self.operator, dict(self.attrs))
+
+    @property
     def uses_width(self) -> bool:
-        return self.operator in ("spmm", "gat_aggregate") or dict(self.attrs).get("op") == "dot"
+        return any("D" in p.symbols for p in self.declaration.inputs)
+
+    def space(self, name: str) -> str | None:
+        """The index space of input ``name``: ``edge``, ``src``, ``dst``, or None (a dense input like a weight)."""
+        p = next(p for p in self.declaration.inputs if p.name == name)
+        first = p.shape[0] if p.shape else ()
+        return _SPACES.get(first[0]) if len(first) == 1 and isinstance(first[0], str) else None
+
+    @property
+    def gradients(self) -> tuple[str, ...]:
+        """The inputs the case takes gradients of (:func:`gradient_inputs`)."""
+        return gradient_inputs(self.operator, self.api)
 
     def inputs(self, graph: Graph, heads: int, width: int, rng: np.random.Generator,
                dtype: str = "float64") -> dict[str, np.ndarray]:
-        """Float64 inputs on the grid of Note [exact inputs] (or Note [hard values]), in call order."""
+        """Float64 inputs on the grid of Note [exact inputs] (or Note [hard values]), in call order; index
+        inputs keep their declared integer type."""
         arrays = self._grid_inputs(graph, heads, width, rng)
         if self.values in ("large scores", "extreme scores"):
             big = self.values == "large scores"
@@ -249,7 +331,7 @@ class OpCase:
                     arrays[name] = (LARGE_SCORE_OFFSET * share / 2 + arrays[name]) if big \
                         else arrays[name] * EXTREME_SCORE[dtype] / share
         elif self.values == "NaN/inf":
-            first = next((k for k, v in arrays.items() if v is not None and v.size), None)
+            first = next((k for k, v in arrays.items() if v is not None and v.size and v.dtype.kind == "f"), None)
             if first is not None:
                 arrays[first] = np.ascontiguousarray(arrays[first])
                 flat = arrays[first].reshape(-1)   # a view, so the writes land
@@ -258,46 +340,89 @@ class OpCase:
                     flat[pick] = value
         return arrays
 
+    def symbols(self, graph: Graph, heads: int, width: int) -> dict[str, int]:
+        """Every shape symbol's value in a case on ``graph`` (Note [cases from the declaration])."""
+        env = {"N": graph.num_dst, "S": graph.num_src, "E": graph.num_edges, "H": heads, "D": width,
+               **dict(self.ranges)}
+        for p in self.declaration.inputs:
+            for sym in p.symbols:
+                env.setdefault(sym, width + OTHER_WIDTH_OFFSET)
+        return env
+
     def _grid_inputs(self, graph: Graph, heads: int, width: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        n, s, e = graph.num_dst, graph.num_src, graph.num_edges   # s > n on a block (gnnbench.check.bipartite)
-        if self.operator == "spmm":
-            x = _distinct_columns(rng, s, heads, width) if dict(self.attrs)["reduce"] == "max" \
-                else _grid(rng, (s, heads, width))
-            return {"x": x, "weight": _weights(rng, (e, heads)) if self.weighted else None}
-        if self.operator == "sddmm":
-            tail = (heads, width) if dict(self.attrs)["op"] == "dot" else (heads,)
-            return {"src": _grid(rng, (s, *tail)), "dst": _grid(rng, (n, *tail))}
-        if self.operator == "edge_softmax":
-            return {"scores": 4 * _grid(rng, (e, heads))}
-        return {"x": _grid(rng, (s, heads, width)), "score_src": 2 * _grid(rng, (s, heads)),
-                "score_dst": 2 * _grid(rng, (n, heads))}
+        env = self.symbols(graph, heads, width)   # s > n on a block (gnnbench.check.bipartite)
+        distinct = any(a in self.attrs for a in _DISTINCT_FOR)
+        arrays: dict[str, np.ndarray | None] = {}
+        for p in self.declaration.inputs:
+            shape = tuple(math.prod(f if isinstance(f, int) else env[f] for f in dim) for dim in p.shape)
+            if p.optional and not self.weighted:
+                arrays[p.name] = None
+            elif p.indexes:
+                arrays[p.name] = rng.integers(0, env[p.indexes], size=shape).astype(
+                    np.int32 if p.dtype == "i32" else np.int64)
+            elif p.optional:
+                arrays[p.name] = _weights(rng, shape)
+            elif distinct and not arrays and len(shape) == 3:
+                arrays[p.name] = _distinct_columns(rng, *shape)
+            else:
+                arrays[p.name] = _SCALED.get(p.name, 1.0) * _grid(rng, shape)
+        return arrays
 
     def call(self, F, bound, tensors: list):
+        """The operator through frontend ``F``, as a model calls it (Note [declared dispatch])."""
         attrs = dict(self.attrs)
-        if self.operator == "spmm":
-            return F.spmm(bound, *tensors, reduce=attrs["reduce"])
-        if self.operator == "sddmm":
-            return F.sddmm(bound, *tensors, op=attrs["op"])
-        if self.operator == "edge_softmax":
-            return F.edge_softmax(bound, *tensors)
-        return F.gat_aggregate(bound, *tensors, negative_slope=attrs["negative_slope"])
+        if self.api is not None:  # an operator of another API (a test's): the frontend's generic dispatch
+            return F.operator(self.operator, bound, *tensors, **attrs)
+        return getattr(F, self.operator)(bound, *tensors, **attrs)
 
 
-OP_CASES: tuple[OpCase, ...] = (
-    *(OpCase("spmm", (("reduce", r),), w) for r in ("sum", "mean", "max") for w in (False, True)),
-    OpCase("sddmm", (("op", "dot"),)),
-    OpCase("sddmm", (("op", "add"),)),
-    OpCase("edge_softmax"),
-    OpCase("gat_aggregate", (("negative_slope", 0.2),)),
-    *(OpCase(op, attrs, values=v) for op, attrs in (("edge_softmax", ()), ("gat_aggregate", (("negative_slope", 0.2),)))
-      for v in ("large scores", "extreme scores")),
-    *(OpCase("spmm", (("reduce", r),), values="NaN/inf") for r in ("sum", "mean", "max")),
-    OpCase("spmm", (("reduce", "max"),), True, values="NaN/inf"),
-    OpCase("sddmm", (("op", "dot"),), values="NaN/inf"),
-    OpCase("sddmm", (("op", "add"),), values="NaN/inf"),
-    OpCase("edge_softmax", values="NaN/inf"),
-    OpCase("gat_aggregate", (("negative_slope", 0.2),), values="NaN/inf"),
+#: the hard-value variants (Note [hard values]) of the operators that have inputs they stress: (label, values)
+_HARD_VALUES = (
+    *((label, values) for label in ("edge_softmax", "gat_aggregate") for values in ("large scores", "extreme scores")),
+    *((label, "NaN/inf") for label in ("spmm(reduce=sum)", "spmm(reduce=mean)", "spmm(reduce=max)",
+                                       "spmm(reduce=max, weight)", "sddmm(op=dot)", "sddmm(op=add)", "edge_softmax",
+                                       "gat_aggregate")),
 )
+#: free numeric attributes' values in the cases
+_FREE_ATTRIBUTES = {"float": 0.2, "int": 1}
+
+
+def declared_cases(api=None) -> tuple[OpCase, ...]:
+    """Every operator variant of ``api`` (default: ``gnnbench/api.gnn``): each combination of enumerated
+    attribute values, with and without an optional input, at each value of :data:`INDEX_RANGES` for a symbol an
+    index input ranges over, then the hard-value variants of :data:`_HARD_VALUES`
+    (Note [cases from the declaration])."""
+    from gnnbench.dsl.system_api import system_api
+
+    spec = api or system_api()
+    plain: list[OpCase] = []
+    for name in dict.fromkeys(o.name for o in spec.operators):
+        attrs = spec.operator_attrs(name)
+        combos: list[tuple] = [()]
+        for attr, values in attrs.items():
+            combos = [c + ((attr, v),) for c in combos
+                      for v in (values if isinstance(values, tuple) else (_FREE_ATTRIBUTES[values],))]
+        for combo in combos:
+            decl = _operator_declaration(spec, name, dict(combo))
+            weights = (False, True) if any(p.optional for p in decl.inputs) else (False,)
+            ranges = [()]
+            for sym in _index_ranges(decl):
+                ranges = [r + ((sym, v),) for r in ranges for v in INDEX_RANGES]
+            plain += [OpCase(name, combo, w, ranges=r, api=api) for w in weights for r in ranges]
+    by_label = {case.label: case for case in plain}
+    hard = [replace(by_label[label], values=values) for label, values in _HARD_VALUES if label in by_label]
+    return (*plain, *hard)
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`OP_CASES`, every operator variant of ``gnnbench/api.gnn`` (:func:`declared_cases`), derived on first
+    use (parsing the API costs about a third of a second)."""
+    if name != "OP_CASES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if "OP_CASES" not in globals():
+        globals()["OP_CASES"] = declared_cases()
+    return globals()["OP_CASES"]
+
 
 #: Note [hard values]
 #:     ``large scores`` shifts every softmax/attention score by 4096: exp(4096) overflows float32 and
@@ -550,10 +675,10 @@ def _run_one(F, bound, case: OpCase, arrays: dict, grad_seed: int, device: str, 
     """
     if absolute:
         arrays = {k: None if v is None else np.abs(v) for k, v in arrays.items()}
-    names = [k for k, v in arrays.items() if v is not None]
+    names = differentiable(case, arrays)
     if F.name == "tensorflow":
         return _run_one_tensorflow(F, bound, case, arrays, names, grad_seed)
-    leaves = {k: torch.from_numpy(arrays[k]).to(F.dtype).to(device).requires_grad_(True) for k in names}
+    leaves = torch_leaves(F, arrays, names, device)
     try:
         out = case.call(F, bound, [leaves.get(k) for k in arrays])
     except Exception as err:  # noqa: BLE001 - a kernel that raises is a finding, not a crash
@@ -568,10 +693,24 @@ def _run_one(F, bound, case: OpCase, arrays: dict, grad_seed: int, device: str, 
             {k: None if gr is None else gr.cpu().numpy() for k, gr in zip(names, grads)}, None, None)
 
 
+def differentiable(case: OpCase, arrays: dict) -> list[str]:
+    """The inputs a case takes gradients of: every given input with a gradient (:attr:`OpCase.gradients`; index
+    inputs and constants like ``norm`` have none)."""
+    return [k for k, v in arrays.items() if v is not None and k in case.gradients]
+
+
+def torch_leaves(F, arrays: dict, names, device: str = "cpu") -> dict[str, Any]:
+    """Torch tensors of a case's inputs: float ones in ``F``'s dtype, those in ``names`` requiring a gradient;
+    index ones as drawn."""
+    return {k: torch.from_numpy(np.ascontiguousarray(v)).to(F.dtype).to(device).requires_grad_(k in names)
+            if v.dtype.kind == "f" else torch.from_numpy(np.ascontiguousarray(v)).to(device)
+            for k, v in arrays.items() if v is not None}
+
+
 def _run_one_tensorflow(F, bound, case: OpCase, arrays: dict, names: list, grad_seed: int):
     import tensorflow as tf
 
-    leaves = {k: F.tensor(arrays[k]) for k in names}
+    leaves = {k: F.tensor(v) for k, v in arrays.items() if v is not None}
     try:
         with tf.GradientTape() as tape:
             tape.watch([leaves[k] for k in names])
@@ -624,7 +763,7 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
     graphs = {idx: {**adversarial_graphs(np.dtype(idx)), **bipartite_graphs(np.dtype(idx)),
                     **sampled_blocks(np.dtype(idx))} for idx in PROFILES[profile]["index_dtypes"]}
     results = []
-    for case in OP_CASES:
+    for case in __getattr__("OP_CASES"):
         if (operator is not None and case.operator != operator) or (labels is not None and case.label not in labels):
             continue
         result = CaseResult(case.label)
@@ -632,7 +771,7 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
         if sys_glue.find(case.operator, dict(case.attrs)) is None:
             result.status = "skipped"
             result.reason = (f"not implemented by {system}" + (" (the composition of its primitives is checked "
-                             "instead)" if case.operator == "gat_aggregate" else ""))
+                             "instead)" if case.operator in COMPOSITIONS else ""))
             if on_result:
                 on_result(result)
             continue
@@ -697,7 +836,96 @@ class _Sides:
             with _torch_threads(1):
                 return _run_one(self.F_ref, b_ref, case, arrays, seed, "cpu", absolute=True)
 
-        return _problems(got, expected, self.tol.for_rows(longest_row(graph)), magnitude)
+        tol = self.tol.for_rows(longest_row(graph))
+        problems = _problems(got, expected, tol, magnitude)
+        if not problems or not case.ranges:
+            return problems
+        named = []
+        for quantity, text in problems:
+            values = _indexed_by(case, graph, arrays, quantity, got, expected, tol)
+            if len(values) > 1:
+                values = self._at_fault(case, key, arrays, seed, values, tol)
+            named.append((quantity, text + _index_text(case, values)))
+        return named
+
+    def _at_fault(self, case: OpCase, key: tuple, arrays: dict, seed: int, candidates: set, tol: Tolerance) -> set:
+        """The index values among ``candidates`` whose edges alone still make the forward differ: each run with
+        the case's per-edge float inputs (``norm``) zeroed on every other index's edges (Note [the relation a
+        failure involves]); ``candidates`` unchanged when the operator has no such input."""
+        index = next(p.name for p in case.declaration.inputs if p.indexes in dict(case.ranges))
+        masked = [k for k, v in arrays.items() if v is not None and v.dtype.kind == "f" and case.space(k) == "edge"]
+        if not masked:
+            return candidates
+        b_sys, b_ref = self.bound[key]
+        kinds = np.asarray(arrays[index])
+        faulty = set()
+        for value in sorted(candidates)[:_MOST_CANDIDATES]:
+            keep = kinds == value
+            only = {k: v * keep.reshape(-1, *[1] * (v.ndim - 1)) if k in masked else v for k, v in arrays.items()}
+            with _torch_threads(1):
+                expected = _run_one(self.F_ref, b_ref, case, only, seed, "cpu")
+            with guarded(self.sys_glue) if self.guard else _nullcontext(), \
+                    _torch_threads(self.threads or torch.get_num_threads()):
+                got = _run_one(self.F_sys, b_sys, case, only, seed, self.device)
+            if _problems(got, expected, tol):
+                faulty.add(value)
+        return faulty or candidates
+
+
+#: the most index values :meth:`_Sides._at_fault` runs alone
+_MOST_CANDIDATES = 8
+
+
+def _index_text(case: OpCase, values: set) -> str:
+    """``'; every wrong element involves etype = 63 (of R=64)'``, or ``''`` without values."""
+    if not values:
+        return ""
+    index = next(p for p in case.declaration.inputs if p.indexes in dict(case.ranges))
+    shown = ", ".join(str(v) for v in sorted(values)[:5]) + (", ..." if len(values) > 5 else "")
+    return f"; every wrong element involves {index.name} = {shown} (of {index.indexes}={dict(case.ranges)[index.indexes]})"
+
+
+def _indexed_by(case: OpCase, graph, arrays: dict, quantity: str, got, expected, tol: Tolerance) -> set:
+    """Note [the relation a failure involves]
+        A typed operator's case that fails says which values of its index input (``etype``, the relation) every
+        wrong element involves: rows of a weight indexed by the range (``grad weight[r]``) directly, an edge
+        value by its edge's index, a destination's or a source's element by the index of every edge that
+        reaches it, intersected over the wrong elements (less the indices that also reach a right element,
+        where any index is left after that: a relation all of whose messages are wrong leaves no element it
+        reaches right). Where several remain (one wrong row reached by four relations), each runs alone on
+        both sides, its per-edge float inputs (``norm``) zeroed on every other relation's edges, and those whose
+        run still differs are named. A kernel that takes the wrong weight for the last relation only then fails
+        naming it: ``every wrong element involves etype = 63 (of R=64)``.
+    """
+    decl = case.declaration
+    index = next((p for p in decl.inputs if p.indexes in dict(case.ranges)), None)
+    mine, theirs = (got[0], expected[0]) if quantity == "output" else \
+        (got[1].get(quantity[len("grad "):]), expected[1].get(quantity[len("grad "):]))
+    if index is None or mine is None or theirs is None or mine.shape != theirs.shape or not mine.size:
+        return set()
+    with np.errstate(invalid="ignore", over="ignore"):
+        same = (np.abs(mine.astype(np.float64) - theirs) <= tol.bound(theirs)) | (np.isnan(mine) & np.isnan(theirs))
+    wrong_rows = ~same.reshape(len(same), -1).all(1)
+    where = np.nonzero(wrong_rows)[0]
+    declared = decl.outputs[0] if quantity == "output" else next(p for p in decl.inputs
+                                                                   if p.name == quantity[len("grad "):])
+    first = declared.shape[0][0] if declared.shape and len(declared.shape[0]) == 1 else None
+    kinds = np.asarray(arrays[index.name]).astype(np.int64)
+    if first == index.indexes:
+        values = set(where.tolist())
+    elif first in ("E", "N", "S"):
+        dst = np.repeat(np.arange(graph.num_dst), np.diff(graph.indptr.astype(np.int64)))
+        ends = {"E": np.arange(graph.num_edges), "N": dst, "S": graph.indices.astype(np.int64)}[first]
+        values = None
+        for element in where[:256].tolist():
+            reaching = set(kinds[ends == element].tolist())
+            values = reaching if values is None else values & reaching
+        # an index that also reaches a right element is not the one at fault, while any other remains
+        cleared = set(kinds[np.isin(ends, np.nonzero(~wrong_rows)[0])].tolist())
+        values = (values - cleared) or values or set()
+    else:
+        return set()
+    return values
 
 
 def verification_options(sys_glue) -> dict[str, Any]:

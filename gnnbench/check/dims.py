@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from gnnbench.check.conformance import (OP_CASES, TOLERANCES, CaseResult, OpCase, _grid, _nullcontext, _problems,
+                                        differentiable, torch_leaves,
                                         _run_one, _torch_threads, adversarial_graphs, guard_supported, guarded,
                                         longest_row, verification_options)
 from gnnbench.runtime.graph import Graph
@@ -235,8 +236,6 @@ def check_dimension(system: str, label: str, *, dtype: str, framework: str = "to
 
 
 #: index space of each input of an operator (Note [sampled oracle])
-_SPACE = {"x": "src", "weight": "edge", "src": "src", "dst": "dst", "scores": "edge", "score_src": "src",
-          "score_dst": "dst"}
 
 
 def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue, F_ref):
@@ -254,14 +253,14 @@ def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue,
     keep_rows = np.union1d(rows, entered)
     positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in keep_rows])
     sub = Graph.from_edges(indices[positions], dst_of[positions], n, np.int64)
-    sub_arrays = {k: None if v is None else (v[positions] if _SPACE[k] == "edge" else v) for k, v in arrays.items()}
+    sub_arrays = {k: None if v is None else (v[positions] if case.space(k) == "edge" else v) for k, v in arrays.items()}
     # the sub-graph's edge p is the full graph's edge positions[p] (both sorted by destination, then source)
     row_edges = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows])
     sub_row_edges = np.searchsorted(positions, row_edges)
     out_s, grads_s, stage, err = got
     if out_s is None:
         return got, (None, {}, None, None), None
-    edge_out = out_s.shape[0] == graph.num_edges and case.operator in ("sddmm", "edge_softmax")
+    edge_out = out_s.shape[0] == graph.num_edges and case.declaration.outputs[0].shape[0] == ("E",)
     g_full = _grid(np.random.default_rng(seed), tuple(out_s.shape))
     g_sub = g_full[positions] if edge_out else g_full
     b_sub = BoundGraph(sub, ref_glue)
@@ -273,17 +272,22 @@ def _sampled(case: OpCase, graph: Graph, arrays: dict, seed: int, got, ref_glue,
         return a[rows]
 
     def pick_grad(name, a, sub_graph: bool):
-        space = _SPACE[name]
+        space = case.space(name)
         if space == "edge":
             return a[sub_row_edges] if sub_graph else a[row_edges]
         return a[cols] if space == "src" else a[rows]
 
+    # a dense input's gradient (a relation's weight) sums over every edge, which the sub-graph does not hold:
+    # it is judged on the conformance graphs, whole, and left out here
+    sampled = lambda k: case.space(k) is not None  # noqa: E731
+
     def oracle(result):
         out, grads = result
-        return (pick_out(out, True), {k: pick_grad(k, v, True) for k, v in grads.items() if v is not None}, None, None)
+        return (pick_out(out, True), {k: pick_grad(k, v, True) for k, v in grads.items()
+                                      if v is not None and sampled(k)}, None, None)
 
-    mine = (pick_out(out_s, False), {k: None if v is None else pick_grad(k, v, False) for k, v in grads_s.items()},
-            stage, err)
+    mine = (pick_out(out_s, False), {k: None if v is None else pick_grad(k, v, False) for k, v in grads_s.items()
+                                     if sampled(k)}, stage, err)
     def magnitude():
         return oracle(_run_with_grad(F_ref, b_sub, case, {k: None if v is None else np.abs(v)
                                                           for k, v in sub_arrays.items()}, np.abs(g_sub)))
@@ -295,10 +299,9 @@ def _run_with_grad(F, bound, case: OpCase, arrays: dict, g: np.ndarray):
     """The oracle's forward and gradients under ``grad_out = g`` (the system's own seed-drawn ``grad_out``)."""
     import torch
 
-    names = [k for k, v in arrays.items() if v is not None]
+    names = differentiable(case, arrays)
     with _torch_threads(1):
-        leaves = {k: torch.from_numpy(np.ascontiguousarray(arrays[k])).to(F.dtype).requires_grad_(True)
-                  for k in names}
+        leaves = torch_leaves(F, arrays, names)
         out = case.call(F, bound, [leaves.get(k) for k in arrays])
         grads = torch.autograd.grad(out, [leaves[k] for k in names], torch.from_numpy(g).to(F.dtype),
                                     allow_unused=True)

@@ -101,12 +101,33 @@ __all__ = ["RunCheckError", "check_run", "check_after_epochs", "failed_after_epo
 #: rows of each operator's output recomputed by the oracle (plus the graph's longest row)
 SAMPLED_ROWS = 64
 
-#: input names of each operator, in call order, and the index space of each (Note [sampled oracle])
-_INPUTS = {"spmm": ("x", "weight"), "sddmm": ("src", "dst"), "edge_softmax": ("scores",),
-           "gat_aggregate": ("x", "score_src", "score_dst")}
-_EDGE_INPUTS = ("weight", "scores")
-#: the node inputs indexed by destination; every other node input by source
-_INPUT_SPACE = {"x": "src", "src": "src", "score_src": "src", "dst": "dst", "score_dst": "dst"}
+#: the index space of an input or output by its first declared dimension (Note [sampled oracle]); any other
+#: (a relation's weight ``[R, D, K]``) is dense: the oracle gets it whole and its gradient is compared whole
+_SPACES = {"E": "edge", "S": "src", "N": "dst"}
+
+
+def _declared(operator: str) -> tuple[tuple[str, ...], tuple[str | None, ...], bool]:
+    """Input names in call order, the index space of each, and whether the output is per edge: read from the
+    operator's declaration in ``gnnbench/api.gnn`` (Note [cases from the declaration] in conformance)."""
+    from gnnbench.dsl.system_api import system_api
+
+    decl = system_api().operator(operator)[0]
+
+    def space(p):
+        first = p.shape[0] if p.shape else ()
+        return _SPACES.get(first[0]) if len(first) == 1 and isinstance(first[0], str) else None
+
+    return (tuple(p.name for p in decl.inputs), tuple(space(p) for p in decl.inputs),
+            space(decl.outputs[0]) == "edge")
+
+
+def _to_oracle(t, space: str | None, picked):
+    """A recorded input as the float64 oracle takes it: an edge input's picked edges, floats in float64."""
+    import torch
+
+    t = t[picked.to(t.device)] if space == "edge" else t
+    return t.cpu().to(torch.float64) if t.is_floating_point() else t.cpu()
+
 
 #: when a check runs, as its messages and ``extra.run_check`` say (Note [closing check])
 OPENING, CLOSING = "before the first epoch", "after the timed epochs"
@@ -242,7 +263,10 @@ def _graphs_checked(bound) -> dict[int, tuple[str | None, Any]]:
     relations = getattr(bound, "relations", None)
     if relations is None:
         return {id(bound): (None, bound.graph)}
-    return {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
+    checked = {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
+    for b in bound.bound_graphs[len(relations):]:  # the homogeneous form typed_aggregate runs on (models/rgcn.py)
+        checked[id(b)] = ("homogeneous form", b.graph)
+    return checked
 
 
 def check_not_run(config, F) -> dict[str, Any] | None:
@@ -278,8 +302,11 @@ def _verdict(when: str) -> str:
 
 
 def _label(operator: str, attrs: dict, inputs) -> str:
+    from gnnbench.api import OPERATORS
+
     parts = [f"{k}={v}" for k, v in attrs.items() if k != "negative_slope"]
-    if operator == "spmm" and inputs[1] is not None:
+    declared = OPERATORS[operator]
+    if any(declared.is_optional(n) and t is not None for n, t in zip(declared.input_names, inputs)):
         parts.append("weight")
     return f"{operator}({', '.join(parts)})" if parts else operator
 
@@ -290,7 +317,7 @@ def _recording(F, calls: dict, key: Callable[[Any, str], Hashable] = lambda grap
     ``calls`` under ``key(graph, label)`` (default: the label; a sampled run's check adds the layer)."""
     from gnnbench.check.quantised import quantised_mode_scales
 
-    call, gat = F._call, F.gat_aggregate
+    call = F._call   # a fused composite operator comes here too; a composed one's parts do (Note [declared dispatch])
 
     def keep(graph, operator, attrs, inputs, out):
         label = key(graph, _label(operator, attrs, inputs))
@@ -303,18 +330,11 @@ def _recording(F, calls: dict, key: Callable[[Any, str], Hashable] = lambda grap
         keep(graph, operator, attrs, inputs, out)
         return out
 
-    def recorded_gat(graph, x, score_src, score_dst, negative_slope: float = 0.2):
-        out = gat(graph, x, score_src, score_dst, negative_slope)
-        attrs = {"negative_slope": float(negative_slope)}
-        if graph.system.find("gat_aggregate", attrs) is not None:  # fused; else its parts were recorded
-            keep(graph, "gat_aggregate", attrs, (x, score_src, score_dst), out)
-        return out
-
-    F._call, F.gat_aggregate = recorded_call, recorded_gat
+    F._call = recorded_call
     try:
         yield
     finally:
-        del F._call, F.gat_aggregate
+        del F._call
 
 
 # ----------------------------------------------------------------- the backward on sampled rows
@@ -327,12 +347,14 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
     from gnnbench.runtime.glue import BoundGraph
     from gnnbench.runtime.registry import load_system
 
-    names = _INPUTS[operator]
-    wanted = [i for i, t in enumerate(inputs) if t is not None and t.is_floating_point()]
+    from gnnbench.check.conformance import gradient_inputs
+
+    names, spaces, edge_out = _declared(operator)
+    gradable = gradient_inputs(operator)
+    wanted = [i for i, t in enumerate(inputs) if t is not None and t.is_floating_point() and names[i] in gradable]
     if not wanted:
         return None
     sub, positions = _sub_graph(graph, rows)
-    edge_out = operator in ("sddmm", "edge_softmax")
     picked = torch.from_numpy(positions)
     leaves = [None if t is None else t.detach().requires_grad_(i in wanted) for i, t in enumerate(inputs)]
     with torch.enable_grad():
@@ -343,9 +365,8 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
         grad = out.new_zeros(out.shape)
         grad[where.to(out.device)] = nonzero.to(out.dtype).to(out.device)
         got = torch.autograd.grad(out, [leaves[i] for i in wanted], grad, allow_unused=True)
-    ref_leaves = [None if t is None else (t.detach()[picked.to(t.device)] if name in _EDGE_INPUTS else t.detach())
-                  .cpu().to(torch.float64).requires_grad_(i in wanted)
-                  for i, (name, t) in enumerate(zip(names, inputs))]
+    ref_leaves = [None if t is None else _to_oracle(t.detach(), space, picked).requires_grad_(i in wanted)
+                  for i, (space, t) in enumerate(zip(spaces, inputs))]
     from gnnbench.frameworks import get_frontend
 
     with torch.enable_grad(), _torch_threads(1):
@@ -361,23 +382,28 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
     for i, g, w in zip(wanted, got, want):
         g = torch.zeros_like(leaves[i]) if g is None else g.detach()
         w = torch.zeros_like(ref_leaves[i]) if w is None else w
-        bad = _grad_differs(g, w, names[i], picked, sources, rows, tol)
+        bad = _grad_differs(g, w, spaces[i], picked, sources, rows, tol)
         if bad:
             return f"grad {names[i]}: {bad}"
     return None
 
 
-def _grad_differs(got, want, name: str, picked, sources, rows: np.ndarray, tol) -> str | None:
+def _grad_differs(got, want, space: str | None, picked, sources, rows: np.ndarray, tol) -> str | None:
     """What is wrong with one input's gradient ``got`` against the oracle's ``want``: compared in float64 where a
-    sampled row's in-edges reach (their edges; the sources or the rows they leave), exactly zero elsewhere."""
+    sampled row's in-edges reach (their edges; the sources or the rows they leave), exactly zero elsewhere; a
+    dense input's (``space`` None: a relation's weight) whole, against the oracle's from the sampled rows only."""
     import torch
 
     from gnnbench.check.conformance import Tolerance, compare
 
-    if name in _EDGE_INPUTS:
+    if space is None:
+        want = want.numpy()
+        scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
+        return compare(got.cpu().to(torch.float64).numpy(), want, scaled)
+    if space == "edge":
         reached, want = picked, want.numpy()
     else:
-        reached = sources if _INPUT_SPACE.get(name) == "src" else torch.from_numpy(rows)
+        reached = sources if space == "src" else torch.from_numpy(rows)
         want = want[reached].numpy()
     elsewhere = torch.ones(got.shape[0], dtype=torch.bool)
     elsewhere[reached] = False
@@ -389,8 +415,8 @@ def _grad_differs(got, want, name: str, picked, sources, rows: np.ndarray, tol) 
 
 
 def _apply(F, bound, operator: str, attrs: dict, inputs):
-    return F.gat_aggregate(bound, *inputs, **attrs) if operator == "gat_aggregate" \
-        else F._call(bound, operator, attrs, *inputs)
+    """The operator on ``F`` as a model calls it: the oracle composes what it has no kernel of (gat_aggregate)."""
+    return F.operator(operator, bound, *inputs, **attrs)
 
 
 def _sub_graph(graph, rows: np.ndarray):
@@ -469,17 +495,15 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     from gnnbench.runtime.registry import load_system
 
     sub, positions = _sub_graph(graph, rows)  # a block or a relation too
-    names = _INPUTS[operator]
+    _, spaces, edge_out = _declared(operator)
     picked = torch.from_numpy(positions)
-    tensors = [None if t is None else (t[picked.to(t.device)] if name in _EDGE_INPUTS else t).cpu().to(torch.float64)
-               for name, t in zip(names, inputs)]
+    tensors = [None if t is None else _to_oracle(t, space, picked) for space, t in zip(spaces, inputs)]
     F = get_frontend("torch", "cpu", "float64")
     ref = BoundGraph(sub, load_system("reference"))
     from gnnbench.check.conformance import _torch_threads
 
     with torch.no_grad(), _torch_threads(1):
         expected = _apply(F, ref, operator, attrs, tensors)
-    edge_out = operator in ("sddmm", "edge_softmax")
     got = (out[picked.to(out.device)] if edge_out else out[torch.from_numpy(rows).to(out.device)]).cpu()
     want = expected if edge_out else expected[torch.from_numpy(rows)]
     want = want.numpy()

@@ -171,6 +171,14 @@ class TorchFrontend:
         """``x[index]`` along the first axis (a relation's weight of a stacked ``[R, in, out]``)."""
         return x[index]
 
+    def concat(self, xs):
+        """The tensors one after the other along the first axis."""
+        return torch.cat(list(xs))
+
+    def rows(self, x, start: int, stop: int):
+        """``x[start:stop]`` along the first axis."""
+        return x[start:stop]
+
     def sum(self, x, axis: int):
         return x.sum(axis)
 
@@ -264,5 +272,16 @@ class TorchFrontend:
 
     def gat_aggregate(self, graph: BoundGraph, x, score_src, score_dst, negative_slope: float = 0.2):
         """Softmax-attention aggregation (:func:`gnnbench.frameworks.composed.gat_aggregate`)."""
-        return composed.gat_aggregate(self, graph, x, score_src, score_dst, negative_slope,
-                                      as_input=torch.Tensor.contiguous)
+        return self.operator("gat_aggregate", graph, x, score_src, score_dst, negative_slope=float(negative_slope))
+
+    def operator(self, name: str, graph: BoundGraph, *inputs, **attrs):
+        """Operator ``name`` of the system API: the system's kernel, or its composition (Note [declared
+        dispatch] in :mod:`gnnbench.frameworks.composed`)."""
+        return composed.dispatch(self, graph, name, attrs, inputs, as_input=torch.Tensor.contiguous)
+
+    def __getattr__(self, name: str):
+        """``F.typed_aggregate(graph, ...)`` and every other declared operator without a method of its own."""
+        return composed.declared_operator(self, name)
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x.detach().cpu().numpy()

@@ -173,7 +173,8 @@ def check_inputs(kernel: KernelDecl, inputs: Sequence[Any], facts: Callable[[Any
             raise BoundaryError(kernel.qualname, decl.name,
                                 "is not contiguous; kernels receive zero-copy views of dense row-major "
                                 "memory (call .contiguous() first)")
-        if decl.indexes and value_range is not None and 0 not in f.shape:
+    for decl, tensor in zip(kernel.inputs, inputs):  # after every shape: an index may name a later input's symbol
+        if decl.indexes and tensor is not None and value_range is not None and 0 not in facts(tensor).shape:
             lo, hi = value_range(tensor)
             limit = env[decl.indexes]
             if lo < -1 or hi >= limit:

@@ -319,6 +319,8 @@ class BoundGraph:
         self.prepare_time_s = 0.0
         self._views: dict[bool, GraphView] = {}
         self.tensors: dict[str, Any] = {}
+        #: operators that ran composed from others on this graph (Note [declared dispatch])
+        self.composed: set[str] = set()
 
     @property
     def num_nodes(self) -> int:

@@ -212,7 +212,23 @@ class BoundHeteroGraph:
         self.graph, self.system = graph, system
         self.relations = [bind(g) if runs is None or runs(k) else None for k, g in enumerate(graph.graphs)]
         self._bound = [b for b in self.relations if b is not None]
+        self.block = runs is not None  # a sampled block: its relations are bipartite, it has no homogeneous form here
         self.tensors: dict[str, Any] = {}
+        self._bind, self._homogeneous = bind, None
+
+    def homogeneous(self):
+        """The homogeneous form (Note [homogeneous form]) bound to the system, bound on first use (by a model
+        that calls ``typed_aggregate``, Note [R-GCN on the typed operator] in models/rgcn.py); its preparation
+        counts in :attr:`prepare_time_s` once it exists."""
+        if self._homogeneous is None:
+            self._homogeneous = self._bind(self.graph.homogeneous().graph)
+        return self._homogeneous
+
+    @property
+    def bound_graphs(self) -> list:
+        """Every bound graph: the relations' that run (on a block, only those: Note [typed layers on blocks]), and
+        the homogeneous form's once a model has used it."""
+        return self._bound + ([self._homogeneous] if self._homogeneous is not None else [])
 
     @classmethod
     def of_block(cls, block, system) -> "BoundHeteroGraph":
@@ -222,12 +238,12 @@ class BoundHeteroGraph:
     @property
     def borrowed(self) -> set[str]:
         """The operators that ran on a fallback, over every relation (Note [fallback accounting])."""
-        return set().union(*(getattr(b, "borrowed", set()) for b in self._bound))
+        return set().union(*(getattr(b, "borrowed", set()) for b in self.bound_graphs))
 
     @property
     def lent(self):
         """The fallback's side, over every relation (Note [fallback accounting]); None without a fallback."""
-        lent = [b.lent for b in self._bound if getattr(b, "lent", None) is not None]
+        lent = [b.lent for b in self.bound_graphs if getattr(b, "lent", None) is not None]
         return _LentRelations(lent) if lent else None
 
     def relation(self, index: int):
@@ -235,10 +251,10 @@ class BoundHeteroGraph:
 
     @property
     def prepare_time_s(self) -> float:
-        return sum(b.prepare_time_s for b in self._bound)
+        return sum(b.prepare_time_s for b in self.bound_graphs)
 
     def prepare(self) -> float:
-        for b in self._bound:
+        for b in self.bound_graphs:
             b.prepare()
         return self.prepare_time_s
 

@@ -180,3 +180,42 @@ def edge_softmax_backward(graph, out, grad_out, grad_scores):
     out, grad_out = _wide(out), _wide(grad_out)
     t = out * grad_out
     grad_scores.copy_(t - out * _row_sum(e, t, graph.num_rows)[e.rows])
+
+
+# ---------------------------------------------------------------- typed aggregation
+def _relation_products(values: torch.Tensor, weight: torch.Tensor, etype: torch.Tensor) -> torch.Tensor:
+    """``values[p] @ weight[etype[p]]`` for every stored position ``p``: ``[P, H, D] x [R, D, K] -> [P, H, K]``,
+    one product per relation present (the messages are materialised, the ``[P, D, K]`` weights per edge not)."""
+    out = values.new_zeros((values.shape[0], values.shape[1], weight.shape[2]))
+    for r in torch.unique(etype).tolist():
+        at = (etype == r).nonzero(as_tuple=True)[0]
+        out[at] = values[at] @ weight[r]
+    return out
+
+
+def typed_aggregate(graph, x, weight, norm, etype, out):
+    """``out[i] = sum_{e=(j->i)} norm[e] * x[j] @ weight[etype[e]]`` (Note [typed aggregation] in gnnbench.api)."""
+    e = _edges(graph, x)
+    x, weight, norm = _wide(x), _wide(weight), _wide(norm)   # Note [oracle accumulation]
+    kinds = _per_position(etype, e).to(torch.int64)
+    msg = _relation_products(x[e.cols], weight, kinds) * _per_position(norm, e)[..., None]
+    out.copy_(x.new_zeros(out.shape).index_add_(0, e.rows, msg))
+
+
+def typed_aggregate_backward(graph, grad_out, weight, norm, etype, grad_x):
+    """On the transposed view: ``grad_x[j] = sum_{e=(j->i)} norm[e] * grad_out[i] @ weight[etype[e]]^T``."""
+    e = _edges(graph, grad_out)
+    g, weight, norm = _wide(grad_out), _wide(weight), _wide(norm)
+    kinds = _per_position(etype, e).to(torch.int64)
+    msg = _relation_products(g[e.cols], weight.transpose(1, 2), kinds) * _per_position(norm, e)[..., None]
+    grad_x.copy_(g.new_zeros(grad_x.shape).index_add_(0, e.rows, msg))
+
+
+def typed_weight_backward(graph, x, grad_out, norm, etype, weight, grad_weight):
+    """``grad_weight[r] = sum_{e of relation r} sum_h norm[e, h] * outer(x[j, h], grad_out[i, h])``; ``weight``
+    only gives ``R`` (a relation without edges gets zeros)."""
+    e = _edges(graph, x)
+    x, g, norm = _wide(x), _wide(grad_out), _wide(norm)
+    kinds = _per_position(etype, e).to(torch.int64)
+    outer = torch.einsum("phd,phk->pdk", x[e.cols] * _per_position(norm, e)[..., None], g[e.rows])
+    grad_weight.copy_(x.new_zeros(grad_weight.shape).index_add_(0, kinds, outer))

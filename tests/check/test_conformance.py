@@ -66,6 +66,7 @@ def test_op_cases_cover_every_operator_variant():
     assert labels == ["spmm(reduce=sum)", "spmm(reduce=sum, weight)", "spmm(reduce=mean)",
                       "spmm(reduce=mean, weight)", "spmm(reduce=max)", "spmm(reduce=max, weight)",
                       "sddmm(op=dot)", "sddmm(op=add)", "edge_softmax", "gat_aggregate",
+                      "typed_aggregate(R=1)", "typed_aggregate(R=3)", "typed_aggregate(R=64)",
                       "edge_softmax(large scores)", "edge_softmax(extreme scores)", "gat_aggregate(large scores)",
                       "gat_aggregate(extreme scores)", "spmm(reduce=sum, NaN/inf)", "spmm(reduce=mean, NaN/inf)",
                       "spmm(reduce=max, NaN/inf)", "spmm(reduce=max, weight, NaN/inf)", "sddmm(op=dot, NaN/inf)",

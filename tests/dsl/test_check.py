@@ -145,7 +145,7 @@ MISTAKES = {
         "tiny.gnn:3:5: `provides spmm_summ`: the system API has no standard kernel or operator 'spmm_summ' "
         "(did you mean `spmm_sum`?); choose from: edge_softmax, edge_softmax_backward, edge_sum, gat_aggregate, "
         "sddmm, sddmm_add, sddmm_dot, spmm, spmm_max, spmm_max_backward, spmm_max_weight_backward, spmm_sum, "
-        "spmm_sum_backward, spmm_weight_backward"),
+        "spmm_sum_backward, spmm_weight_backward, typed_aggregate, typed_aggregate_backward, typed_weight_backward"),
     "misspelt kernel in a rule": (
         SDDMM_CALLING.format(call="spmm_sun(dst, grad_out, reduce=sum)"),
         "tiny.gnn:9:5: backward of 'k' calls unknown kernel 'spmm_sun' (did you mean `spmm_sum`?); kernels in "

@@ -98,7 +98,7 @@ MISTAKES = {
     "unknown operator": (
         TINY.replace("implements spmm", "implements spmv"),
         "tiny.gnn:4:1: kernel 'spmm_sum' implements unknown operator 'spmv' (did you mean `spmm`?); the "
-        "system API has: spmm, sddmm, edge_softmax, gat_aggregate"),
+        "system API has: spmm, sddmm, edge_softmax, gat_aggregate, typed_aggregate"),
     "gradient of something that is not an input": (
         TINY.replace("grad   x =", "grad   y ="),
         "tiny.gnn:9:5: 'grad y': 'y' is not a float input of kernel 'spmm_sum'; its float inputs: weight, x"),

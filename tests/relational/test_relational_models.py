@@ -27,7 +27,11 @@ def test_every_cpu_system_trains_the_same_function_with_the_same_first_loss(mode
         assert row["status"] == "ok", (system, row.get("error"))
         assert row["first_loss"] == pytest.approx(ref["first_loss"], rel=1e-4), system
         check = row["extra"]["run_check"]
-        assert check["status"] == "passed" and check["relations_checked"] > 1, (system, check)
+        # a system with typed_aggregate runs R-GCN's relations in one call on the homogeneous form
+        # (Note [R-GCN on the typed operator]), checked there; every other calls an operator per relation
+        one_call = model == "rgcn" and system == "reference"
+        assert check["status"] == "passed", (system, check)
+        assert check["operators"] == ["typed_aggregate"] if one_call else check["relations_checked"] > 1, (system, check)
 
 
 def test_rgat_learns_the_planted_classes():

@@ -29,14 +29,14 @@ def _repeat(system: str):
 
 def test_reference_passes_every_variant_on_every_call(small):
     report, row = _repeat("reference")
-    assert report.status == "passed" and row.operator == REPEATED_LABEL and row.cases == 9
-    assert row.detail == "9 variants, 100 calls each, forward and gradients, on 5,001 edges at F=16"
+    assert report.status == "passed" and row.operator == REPEATED_LABEL and row.cases == 12
+    assert row.detail == "12 variants, 100 calls each, forward and gradients, on 5,001 edges at F=16"
 
 
 def test_the_fast_profile_runs_one_variant_of_each_operator(small):
     report = verify("reference", VerifySettings(threads=1, isolate=False, kinds=("repeat",), profile="fast"))
     (row,) = report.operators
-    assert row.status == "passed" and row.cases == 3  # spmm, sddmm, edge_softmax (gat_aggregate: composed)
+    assert row.status == "passed" and row.cases == 4  # spmm, sddmm, edge_softmax, typed_aggregate (gat_aggregate: composed)
 
 
 def test_a_system_turning_wrong_on_the_last_of_the_stated_calls_is_caught(small, monkeypatch):
