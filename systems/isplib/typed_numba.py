@@ -1,0 +1,222 @@
+"""isplib's fused typed aggregation, in numba: ``out[i] = sum_{e=(j->i)} c[e] x[j] W[etype[e]]`` in one pass.
+
+The operator is ``typed_aggregate`` of ``gnnbench/api.gnn`` (the relational sum of R-GCN: Note [typed
+aggregation] in :mod:`gnnbench.api`). Per head ``h`` the weight ``W[r]`` (``D x K``) is shared and the edge
+coefficient ``c[e, h]`` is not::
+
+    out[i, h, :] = sum_{e = j -> i} c[e, h] * x[j, h, :] @ W[etype[e]]
+
+Note [typed aggregation loop]
+    Three ways to compute it, counted in multiply-adds per layer for ``E``
+    edges, ``H`` heads, ``D`` input and ``K`` output features, ``R``
+    relations, ``P`` distinct (destination row, relation) pairs and ``Q``
+    distinct (source, relation) pairs (``P, Q <= E``):
+
+    * per-edge small matmuls (``x[j] W[r]`` for every edge): ``E H D K``;
+    * transform, then gather (``x W[r]`` precomputed, the messages gathered
+      and summed): ``Q H D K + E H K``, and an ``S x R x H x K`` buffer (or
+      ``R`` passes over the graph) that only the framework may allocate
+      (producer-only boundary); with ``x W[r]`` for every source and relation
+      it is ``S R H D K``, ``R`` times a plain linear layer, which is what the
+      many-relation shape (AIFB's 90 relations) cannot afford;
+    * gather, then transform (this module): per destination row, sum each
+      relation's coefficients times source rows into a ``D``-row
+      accumulator, then multiply each touched relation's accumulator by
+      ``W[r]`` once: ``E H D + P H D K``, and per thread an ``R x H x D``
+      scratch of its own (128 KiB at ``R = 64``, ``D = 512``, float32).
+
+    The third never does more multiply-adds than the first (``P <= E``) and
+    it pays the ``D x K`` product once per (row, relation) instead of once per
+    edge: R-GCN's mean per relation gives every such pair all of the row's
+    edges of that relation, so on a graph with ``d`` edges per (row,
+    relation) it does ``1/d`` of the per-edge work. Against the second, ``P``
+    and ``Q`` are the same count seen from the other end of the edges (equal
+    on a symmetric typed graph), and it needs no ``S x R`` buffer. It is the
+    loop of Hector's and Seastar's fused relational kernels (aggregate per
+    relation in registers, one GEMM per tile) on a CPU row.
+
+    An edge's relation is read from ``etype`` per call; a row's edges are not
+    sorted by relation, so the row keeps a list of the relations it touched
+    (``stamp[r] == i`` marks relation ``r`` as seen in row ``i``), each
+    accumulator is zeroed on first touch and flushed through ``W[r]`` at the
+    row's end. Rows are split over threads in the nonzero-balanced blocks
+    every isplib kernel other than the tuned SpMM uses (Note [edge kernel
+    blocks] in :mod:`~gnnbench.systems.isplib.edge_numba`); every thread
+    writes only its own rows, so no atomics.
+
+    The gradient of ``x`` is the same loop on the transposed view with
+    ``W[r]^T``: a row of the transposed view is a source ``j``, its edges
+    gather ``grad_out[i]`` (``K`` wide) and each touched relation's
+    accumulator is multiplied by ``W[r]^T`` (``transpose_w``). One numba
+    function serves both, so the typed operator costs two compiled functions
+    per (index dtype, float dtype) pair, not three (issue 59: the cold
+    compile is CI's cost).
+
+Note [typed kernel untuned]
+    isplib's tuner times SpMM variants (loop unroll, prefetch distance,
+    width-specialised loop, streaming stores, partition and threads: Note
+    [tuning search] in :mod:`~gnnbench.systems.isplib.tuning`) and keys its
+    cache by the SpMM path. None of those knobs exists in this loop, whose
+    time goes to the ``P`` vector-matrix products, not to the gathers the
+    SpMM knobs hide; tuning it would mean a candidate space and a cache key
+    of its own. So it is not tuned: it runs at all threads in the default
+    blocks, as isplib's edge kernels and the multi-head SpMM do, and isplib's
+    report says nothing about it.
+
+Note [weight gradient by feature slices]
+    ``grad_W[r] = sum_{e of relation r} sum_h c[e, h] x[j, h, :]^T grad_out[i, h, :]``
+    is a sum into ``R x D x K`` numbers from every edge: split over rows, two
+    threads would add into the same ``W[r]``. Private copies per thread cost
+    ``threads x R x D x K`` (64 MiB a thread at ``R = 64``, ``D = K = 512``).
+    Instead each thread owns a slice of the ``D`` input features, at least a
+    cache line wide: it walks every row, sums its slice of the touched
+    relations' accumulators as the forward does, and adds their outer
+    products with ``grad_out[i]`` into its own ``grad_W[:, slice, :]``. The
+    work is the forward's (``E H D + P H D K``) and nothing is shared; the
+    price is that each thread reads the whole CSR and ``etype`` once. The
+    result does not depend on the number of threads' slices beyond the
+    summation order within one number, which is the same in every slice.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from gnnbench.runtime.serial import parallel_above
+from gnnbench.systems.isplib.spmm_numba import FASTMATH
+
+__all__ = ["typed_rows", "typed_weight_rows", "feature_slices", "weight_work"]
+
+
+def _typed_work(indptr, indices, eids, has_eids, etype, norm, x, weight, out, *_):
+    """Edges times heads times (gathered plus written width): the gathers and a bound on the products' rows."""
+    return indices.shape[0] * x.shape[1] * (x.shape[2] + out.shape[2])
+
+
+@parallel_above(_typed_work, fastmath=FASTMATH, cache=True)
+def typed_rows(indptr, indices, eids, has_eids, etype, norm, x, weight, out, bounds, transpose_w):
+    """``out[i,h,:] = sum_{p in row i} norm[e,h] x[j,h,:] @ W[etype[e]]`` (``W^T`` when ``transpose_w``).
+
+    ``e`` is ``p`` on the forward view and ``eids[p]`` on the transposed one; ``j = indices[p]``
+    (Note [typed aggregation loop]). Every row of ``out`` is written; an empty row is 0.
+
+    Args:
+        indptr, indices: the CSR view (int32 or int64).
+        eids: canonical edge id per position (a dummy when ``has_eids`` is False).
+        etype: ``[E]`` int64 relation of each canonical edge, in ``[0, R)``.
+        norm: ``[E, H]`` coefficient of each canonical edge.
+        x: ``[num_cols, H, F]``, ``F`` is ``D`` (forward) or ``K`` (``transpose_w``).
+        weight: ``[R, D, K]``.
+        out: ``[num_rows, H, G]``, ``G`` is ``K`` (forward) or ``D`` (``transpose_w``).
+        bounds: ``[B + 1]`` row block boundaries.
+        transpose_w: multiply by ``W[r]^T`` (the gradient of ``x`` on the transposed view).
+    """
+    R = weight.shape[0]
+    H = x.shape[1]
+    F = x.shape[2]
+    G = out.shape[2]
+    for b in prange(bounds.shape[0] - 1):
+        acc = np.empty((R, H, F), dtype=x.dtype)   # one relation's sum per head, this block's own
+        stamp = np.full(R, -1, dtype=np.int64)    # the row that last touched relation r
+        touched = np.empty(R, dtype=np.int64)
+        for i in range(bounds[b], bounds[b + 1]):
+            n_touched = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                e = eids[p] if has_eids else p
+                r = etype[e]
+                j = indices[p]
+                if stamp[r] != i:
+                    stamp[r] = i
+                    touched[n_touched] = r
+                    n_touched += 1
+                    for h in range(H):
+                        for f in range(F):
+                            acc[r, h, f] = 0
+                for h in range(H):
+                    c = norm[e, h]
+                    for f in range(F):
+                        acc[r, h, f] += c * x[j, h, f]
+            for h in range(H):
+                for g in range(G):
+                    out[i, h, g] = 0
+            for t in range(n_touched):
+                r = touched[t]
+                for h in range(H):
+                    if transpose_w:   # out[i,h,d] += sum_k acc[r,h,k] W[r,d,k]: a dot along W's rows
+                        for d in range(G):
+                            s = out[i, h, d]   # a local sum (out's dtype) that LLVM keeps in registers
+                            for k in range(F):
+                                s += acc[r, h, k] * weight[r, d, k]
+                            out[i, h, d] = s
+                    else:             # out[i,h,:] += sum_d acc[r,h,d] W[r,d,:]: rows of W scaled and added
+                        for d in range(F):
+                            a = acc[r, h, d]
+                            for k in range(G):
+                                out[i, h, k] += a * weight[r, d, k]
+
+
+def weight_work(indices, x, grad_out) -> int:
+    """The weight gradient's work, counted as :func:`typed_rows`'s (Note [serial below a size])."""
+    return indices.shape[0] * x.shape[1] * (x.shape[2] + grad_out.shape[2])
+
+
+@parallel_above(lambda indptr, indices, eids, has_eids, etype, norm, x, grad_out, *_: weight_work(indices, x, grad_out),
+                fastmath=FASTMATH, cache=True)
+def typed_weight_rows(indptr, indices, eids, has_eids, etype, norm, x, grad_out, grad_weight, slices):
+    """``grad_weight[r] = sum_{e of relation r} sum_h norm[e,h] x[j,h,:]^T grad_out[i,h,:]``, fully written.
+
+    Slice ``s`` owns input features ``slices[s] .. slices[s+1]-1`` of every ``grad_weight[r]``
+    (Note [weight gradient by feature slices]); it walks all rows of the view.
+
+    Shapes:
+        x ``[num_cols, H, D]``; grad_out ``[num_rows, H, K]``; grad_weight ``[R, D, K]``;
+        norm ``[E, H]``; etype ``[E]``; slices ``[n + 1]`` with ``slices[n] == D``.
+    """
+    R = grad_weight.shape[0]
+    H = x.shape[1]
+    K = grad_out.shape[2]
+    num_rows = indptr.shape[0] - 1
+    for s in prange(slices.shape[0] - 1):
+        d0 = slices[s]
+        width = slices[s + 1] - d0
+        for r in range(R):
+            for d in range(d0, d0 + width):
+                for k in range(K):
+                    grad_weight[r, d, k] = 0
+        acc = np.empty((R, H, width), dtype=x.dtype)
+        stamp = np.full(R, -1, dtype=np.int64)
+        touched = np.empty(R, dtype=np.int64)
+        for i in range(num_rows):
+            n_touched = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                e = eids[p] if has_eids else p
+                r = etype[e]
+                j = indices[p]
+                if stamp[r] != i:
+                    stamp[r] = i
+                    touched[n_touched] = r
+                    n_touched += 1
+                    for h in range(H):
+                        for f in range(width):
+                            acc[r, h, f] = 0
+                for h in range(H):
+                    c = norm[e, h]
+                    for f in range(width):
+                        acc[r, h, f] += c * x[j, h, d0 + f]
+            for t in range(n_touched):
+                r = touched[t]
+                for h in range(H):
+                    for f in range(width):
+                        a = acc[r, h, f]
+                        for k in range(K):
+                            grad_weight[r, d0 + f, k] += a * grad_out[i, h, k]
+
+
+def feature_slices(D: int, threads: int, line: int) -> np.ndarray:
+    """Boundaries of ``min(threads, D // line)`` (at least one) near-equal slices of ``range(D)``.
+
+    Each slice is at least ``line`` features (a 64-byte cache line) unless ``D`` is smaller
+    (Note [weight gradient by feature slices]).
+    """
+    n = max(1, min(int(threads), D // max(int(line), 1)))
+    return np.linspace(0, D, n + 1).round().astype(np.int64)
