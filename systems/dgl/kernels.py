@@ -7,19 +7,36 @@ Each kernel calls the function DGL's own autograd Functions run
 autograd in place of DGL's ``GSpMM``/``GSDDMM``/``EdgeSoftmax`` Functions. The
 backward kernels follow DGL's backward formulas line by line:
 
-==========================  ===============================================================
-kernel                      DGL call
-==========================  ===============================================================
-``spmm_sum``                ``_gspmm(g, "copy_lhs" | "mul", "sum", x, w)``, then ``/ deg``
-``spmm_sum_backward``       the same on the reversed graph (DGL: ``gspmm(g_rev, ...)``)
-``spmm_weight_backward``    ``_gsddmm(g, "dot", x, grad_out)``
-``spmm_max``                ``_gspmm(g, "mul", "max", x, w)`` (``arg_e`` is the argmax)
-``spmm_max*_backward``      ``scatter_add_`` over the winners, as ``GSpMM.backward`` does
-``sddmm_dot`` / ``_add``    ``_gsddmm(g, "dot" | "add", src, dst, "u", "v")``
-``edge_sum``                ``_gspmm(g, "copy_rhs", "sum", None, values)``
-``edge_softmax``            ``_edge_softmax_forward`` (DGL's fused CPU kernel)
-``edge_softmax_backward``   ``_edge_softmax_backward`` (``sds - out * sum(sds)``)
-==========================  ===============================================================
+==============================  ===============================================================
+kernel                          DGL call
+==============================  ===============================================================
+``spmm_sum``                    ``_gspmm(g, "copy_lhs" | "mul", "sum", x, w)``, then ``/ deg``
+``spmm_sum_backward``           the same on the reversed graph (DGL: ``gspmm(g_rev, ...)``)
+``spmm_weight_backward``        ``_gsddmm(g, "dot", x, grad_out)``
+``spmm_max``                    ``_gspmm(g, "mul", "max", x, w)`` (``arg_e`` is the argmax)
+``spmm_max*_backward``          ``scatter_add_`` over the winners, as ``GSpMM.backward`` does
+``sddmm_dot`` / ``_add``        ``_gsddmm(g, "dot" | "add", src, dst, "u", "v")``
+``edge_sum``                    ``_gspmm(g, "copy_rhs", "sum", None, values)``
+``edge_softmax``                ``_edge_softmax_forward`` (DGL's fused CPU kernel)
+``edge_softmax_backward``       ``_edge_softmax_backward`` (``sds - out * sum(sds)``)
+``typed_aggregate``             ``RelGraphConv``: ``TypedLinear`` on the gathered sources
+                                (``gather_mm``, or sorted ``segment_mm`` above DGL's size
+                                switch), times ``norm``, then ``_gspmm(g, "copy_rhs", "sum")``
+``typed_aggregate_backward``    the same with ``W^T`` (``segment_mm(..., b_trans=True)``) on
+                                ``grad_out[dst] * norm``, summed on the reversed graph
+``typed_weight_backward``       ``_segment_mm_backward_B`` (or ``_gather_mm_scatter``)
+==============================  ===============================================================
+
+Note [DGL typed aggregation]
+    DGL's relational layer, ``RelGraphConv``, materialises every edge's message
+    (``E x H x K``, after an ``E x H x D`` gather of the sources) and sums them
+    with ``update_all``; the ``D x K`` product runs once per edge, sorted by
+    relation into ``segment_mm``'s segments. That is the cost this system
+    measures, by design: it is the unfused baseline that fused typed kernels
+    (isplib's, Note [typed aggregation loop] in
+    :mod:`gnnbench.systems.isplib.typed_numba`) are compared with. The sort by
+    relation runs every call, as ``dgl.ops.gather_mm`` does for an unsorted
+    ``etype``.
 
 Note [DGL edge ids]
     :func:`prepare` builds each orientation's DGL graph from its CSC arrays
@@ -67,11 +84,13 @@ import torch
 
 from gnnbench.runtime.graph import GraphView
 from gnnbench.peers.dgl_shim import dgl
-from dgl._sparse_ops import _edge_softmax_backward, _edge_softmax_forward, _gsddmm, _gspmm
+from dgl._sparse_ops import (_edge_softmax_backward, _edge_softmax_forward, _gather_mm, _gather_mm_scatter, _gsddmm,
+                             _gspmm, _segment_mm, _segment_mm_backward_B)
 
 __all__ = ["DglGraph", "prepare", "report", "spmm_sum", "spmm_sum_backward", "spmm_weight_backward",
            "spmm_max", "spmm_max_backward", "spmm_max_weight_backward", "sddmm_dot", "sddmm_add",
-           "edge_sum", "edge_softmax", "edge_softmax_backward"]
+           "edge_sum", "edge_softmax", "edge_softmax_backward", "typed_aggregate", "typed_aggregate_backward",
+           "typed_weight_backward"]
 
 
 @dataclass
@@ -92,6 +111,7 @@ class DglGraph:
     col_degree: torch.Tensor
     empty_rows: torch.Tensor
     _ones: dict = field(default_factory=dict, repr=False)
+    _rows: torch.Tensor | None = field(default=None, repr=False)
 
     @property
     def gidx(self):
@@ -106,6 +126,14 @@ class DglGraph:
         if dtype not in self._ones:
             self._ones[dtype] = torch.ones(self.num_edges, 1, 1, dtype=dtype)
         return self._ones[dtype]
+
+    @property
+    def rows(self) -> torch.Tensor:
+        """``[E]`` int64 row (DGL destination) of each edge, by canonical id: DGL's own ``edges(order="eid")``,
+        built on first use (only the typed weight gradient reads it) and kept."""
+        if self._rows is None:
+            self._rows = self.graph.edges(order="eid")[1].to(torch.int64)
+        return self._rows
 
 
 def prepare(view: GraphView) -> DglGraph:
@@ -280,3 +308,83 @@ def edge_softmax_backward(graph, out, grad_out, grad_scores):
     d = _dgl(graph)
     if d.num_edges:
         grad_scores.copy_(_edge_softmax_backward(d.gidx, out, out * grad_out))
+
+
+# ---------------------------------------------------------------- typed aggregation
+def _uses_segments(rows: int, d_in: int, d_out: int) -> bool:
+    """``dgl.ops.gather_mm``'s switch: sort by relation and run ``segment_mm`` above it, ``gather_mm`` below."""
+    return rows > 1000000 or d_in > 8 or d_out > 8
+
+
+def _by_relation(idx: torch.Tensor, relations: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``dgl.ops.gather_mm``'s sort for ``segment_mm``: the permutation that sorts ``idx`` and each relation's
+    segment length (CPU int64, as ``segment_mm`` takes it)."""
+    sorted_idx, perm = torch.sort(idx)
+    return perm, torch.bincount(sorted_idx, minlength=relations)
+
+
+def _typed_linear(a: torch.Tensor, weight: torch.Tensor, idx: torch.Tensor, *, transposed: bool) -> torch.Tensor:
+    """``a[n] @ weight[idx[n]]`` (``weight[idx[n]]^T`` when ``transposed``), as DGL's ``TypedLinear`` computes it.
+
+    Above DGL's size switch this is ``dgl.ops.gather_mm``'s body (sort, ``segment_mm``, unsort) and the
+    transposed product is ``SEGMENTMM.backward``'s ``segment_mm(dZ, B, b_trans=True)``; below it, ``gather_mm``
+    and ``GATHERMM.backward``'s product with ``B^T``.
+    """
+    relations, d_in, d_out = weight.shape
+    width = d_in if transposed else d_out
+    if _uses_segments(a.shape[0], d_in, d_out):
+        perm, seglen = _by_relation(idx, relations)
+        products = torch.empty(a.shape[0], width, dtype=a.dtype)
+        _segment_mm(a.index_select(0, perm), weight, products, seglen, b_trans=transposed)
+        return torch.empty_like(products).index_copy_(0, perm, products)
+    products = torch.zeros(a.shape[0], width, dtype=a.dtype)
+    return _gather_mm(a, weight.transpose(1, 2).contiguous() if transposed else weight, products, None, idx)
+
+
+def _per_head(etype: torch.Tensor, heads: int) -> torch.Tensor:
+    """The relation of each row of an ``[E, H, F]`` tensor seen as ``[E * H, F]``."""
+    return etype.repeat_interleave(heads)
+
+
+def typed_aggregate(graph, x, weight, norm, etype, out):
+    """``RelGraphConv``'s message and sum: ``m[e] = TypedLinear(x[src[e]], etype[e]) * norm[e]``, summed per row."""
+    d = _dgl(graph)
+    if d.num_edges == 0:
+        out.zero_()
+        return
+    edges, heads = norm.shape
+    messages = _typed_linear(x[d.cols].reshape(edges * heads, -1), weight, _per_head(etype, heads), transposed=False)
+    messages = messages.view(edges, heads, -1) * norm.unsqueeze(-1)
+    out.copy_(_gspmm(d.gidx, "copy_rhs", "sum", None, messages)[0])   # update_all(..., fn.sum("m", "h"))
+
+
+def typed_aggregate_backward(graph, grad_out, weight, norm, etype, grad_x):
+    """The backward DGL's autograd runs on the transposed view: the messages' gradient
+    ``grad_out[dst[e]] * norm[e]``, through ``TypedLinear``'s backward (``W^T``), summed per source."""
+    d = _dgl(graph)
+    if d.num_edges == 0:
+        grad_x.zero_()
+        return
+    edges, heads = norm.shape
+    grad_messages = (grad_out[d.cols] * norm.unsqueeze(-1)).reshape(edges * heads, -1)
+    grad_sources = _typed_linear(grad_messages, weight, _per_head(etype, heads), transposed=True)
+    grad_x.copy_(_gspmm(d.gidx, "copy_rhs", "sum", None, grad_sources.view(edges, heads, -1))[0])
+
+
+def typed_weight_backward(graph, x, grad_out, norm, etype, weight, grad_weight):
+    """``TypedLinear``'s weight gradient: ``SEGMENTMM.backward``'s ``segment_mm_backward_B`` above DGL's size
+    switch, ``GATHERMM.backward``'s ``gather_mm_scatter`` below; a relation without edges gets 0."""
+    d = _dgl(graph)
+    grad_weight.zero_()
+    if d.num_edges == 0:
+        return
+    edges, heads = norm.shape
+    sources = x[d.cols].reshape(edges * heads, -1)
+    grad_messages = (grad_out[d.rows] * norm.unsqueeze(-1)).reshape(edges * heads, -1)
+    idx = _per_head(etype, heads)
+    if _uses_segments(sources.shape[0], *weight.shape[1:]):
+        perm, seglen = _by_relation(idx, weight.shape[0])
+        _segment_mm_backward_B(sources.index_select(0, perm), grad_messages.index_select(0, perm), grad_weight,
+                               seglen)
+    else:
+        _gather_mm_scatter(sources, grad_messages, grad_weight, idx_c=idx)
