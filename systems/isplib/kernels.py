@@ -282,7 +282,7 @@ def edge_softmax_backward(graph: GraphView, out: np.ndarray, grad_out: np.ndarra
 
 # ---------------------------------------------------------------- typed aggregation
 def _run_typed(graph: GraphView, x: np.ndarray, weight: np.ndarray, norm: np.ndarray, etype: np.ndarray,
-           out: np.ndarray, transpose_w: bool) -> None:
+               out: np.ndarray, transpose_w: bool) -> None:
     p = _as_prepared(graph)
     eids, has_eids = _eids(graph)
     d = p.dummies(graph.index_dtype, x.dtype)

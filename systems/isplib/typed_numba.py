@@ -35,6 +35,20 @@ Note [typed aggregation loop]
     loop of Hector's and Seastar's fused relational kernels (aggregate per
     relation in registers, one GEMM per tile) on a CPU row.
 
+    Where it may lose: each (row, relation) product is a vector-matrix
+    product that reads all of ``W[r]`` (from L1 or L2) for ``D K``
+    multiply-adds, about one load per multiply-add, where a GEMM over many
+    rows of one relation reuses each loaded block of ``W[r]`` from registers.
+    When most rows meet a relation once (``P`` near ``E``: many relations,
+    low degree) the multiply-adds are as many as DGL's per-edge
+    ``segment_mm`` (Note [DGL typed aggregation]) and run slower per
+    multiply-add, so the fusion's gain is then only the ``E x D`` gather
+    and ``E x K`` messages it does not write. The next step there is
+    Hector's: collect a tile of rows' accumulators by relation and run one
+    small GEMM per relation and tile. ``benchmarks/studies/bench_typed.py``
+    measures the three phases against DGL's and the composed form at 1, 3
+    and 64 relations.
+
     An edge's relation is read from ``etype`` per call; a row's edges are not
     sorted by relation, so the row keeps a list of the relations it touched
     (``stamp[r] == i`` marks relation ``r`` as seen in row ``i``), each
