@@ -281,14 +281,14 @@ def edge_softmax_backward(graph: GraphView, out: np.ndarray, grad_out: np.ndarra
 
 
 # ---------------------------------------------------------------- typed aggregation
-def _run_typed(graph: GraphView, x: np.ndarray, weight: np.ndarray, norm: np.ndarray, etype: np.ndarray,
-               out: np.ndarray, transpose_w: bool) -> None:
+def _run_typed(graph: GraphView, x: np.ndarray, mats: np.ndarray, norm: np.ndarray, etype: np.ndarray,
+               out: np.ndarray) -> None:
     p = _as_prepared(graph)
     eids, has_eids = _eids(graph)
     d = p.dummies(graph.index_dtype, x.dtype)
     _typed.typed_rows(*p.csr(graph), d.index if eids is None else eids, has_eids, _read_only(etype),
-                      _read_only(norm), _read_only(x), _read_only(weight), out, p.default_bounds(),
-                      transpose_w)  # Note [one signature]: every input read-only
+                      _read_only(norm), _read_only(x), _read_only(mats), out, p.default_bounds(),
+                      x.dtype.type(0))  # Note [one signature]: every input read-only
 
 
 def typed_aggregate(graph: GraphView, x: np.ndarray, weight: np.ndarray, norm: np.ndarray, etype: np.ndarray,
@@ -302,20 +302,20 @@ def typed_aggregate(graph: GraphView, x: np.ndarray, weight: np.ndarray, norm: n
     Shapes:
         x ``[num_cols, H, D]``; weight ``[R, D, K]``; norm ``[E, H]``; etype ``[E]``; out ``[num_rows, H, K]``.
     """
-    _run_typed(graph, x, weight, norm, etype, out, False)
+    _run_typed(graph, x, np.ascontiguousarray(weight.transpose(0, 2, 1)), norm, etype, out)  # rows of W[r]^T
 
 
 def typed_aggregate_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarray, norm: np.ndarray,
                              etype: np.ndarray, grad_x: np.ndarray) -> None:
     """On the transposed view: ``grad_x[j,h,:] = sum_{e=j->i} norm[e,h] grad_out[i,h,:] @ weight[etype[e]]^T``.
 
-    The forward's loop with ``W[r]^T`` (Note [typed aggregation loop]).
+    The forward's loop with ``W[r]`` in place of ``W[r]^T`` (Note [typed aggregation loop]).
 
     Shapes:
         grad_out ``[num_cols, H, K]``; weight ``[R, D, K]``; norm ``[E, H]``; etype ``[E]``;
         grad_x ``[num_rows, H, D]``.
     """
-    _run_typed(graphT, grad_out, weight, norm, etype, grad_x, True)
+    _run_typed(graphT, grad_out, weight, norm, etype, grad_x)   # rows of W[r]
 
 
 def typed_weight_backward(graph: GraphView, x: np.ndarray, grad_out: np.ndarray, norm: np.ndarray,

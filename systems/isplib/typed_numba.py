@@ -37,8 +37,8 @@ Note [typed aggregation loop]
 
     Where it may lose: each (row, relation) product is a vector-matrix
     product that reads all of ``W[r]`` (from L1 or L2) for ``D K``
-    multiply-adds, about one load per multiply-add, where a GEMM over many
-    rows of one relation reuses each loaded block of ``W[r]`` from registers.
+    multiply-adds, two loads per multiply-add, where a GEMM over many rows
+    of one relation reuses each loaded block of ``W[r]`` from registers.
     When most rows meet a relation once (``P`` near ``E``: many relations,
     low degree) the multiply-adds are as many as DGL's per-edge
     ``segment_mm`` (Note [DGL typed aggregation]) and run slower per
@@ -52,19 +52,26 @@ Note [typed aggregation loop]
     An edge's relation is read from ``etype`` per call; a row's edges are not
     sorted by relation, so the row keeps a list of the relations it touched
     (``stamp[r] == i`` marks relation ``r`` as seen in row ``i``), each
-    accumulator is zeroed on first touch and flushed through ``W[r]`` at the
-    row's end. Rows are split over threads in the nonzero-balanced blocks
+    accumulator is zeroed on first touch and flushed at the row's end: each
+    output element is one sum, over the touched relations, of dot products
+    of an accumulator with a row of ``W[r]^T``, kept in a register and
+    written once. The rows of ``W[r]^T`` are contiguous in a transposed copy
+    of ``W`` the forward makes per call (``R D K`` numbers, against the
+    ``P D K`` multiply-adds that read it); summing into ``out[i]`` along the
+    rows of ``W[r]`` instead would load and store ``out`` per multiply-add
+    unless the compiler kept ``out[i]`` in registers, which it cannot
+    assume (``out`` and ``W`` might overlap). Rows are split over threads in the nonzero-balanced blocks
     every isplib kernel other than the tuned SpMM uses (Note [edge kernel
     blocks] in :mod:`~gnnbench.systems.isplib.edge_numba`); every thread
     writes only its own rows, so no atomics.
 
-    The gradient of ``x`` is the same loop on the transposed view with
-    ``W[r]^T``: a row of the transposed view is a source ``j``, its edges
-    gather ``grad_out[i]`` (``K`` wide) and each touched relation's
-    accumulator is multiplied by ``W[r]^T`` (``transpose_w``). One numba
-    function serves both, so the typed operator costs two compiled functions
-    per (index dtype, float dtype) pair, not three (issue 59: the cold
-    compile is CI's cost).
+    The gradient of ``x`` is the same loop on the transposed view with the
+    rows of ``W[r]`` (``W`` itself, no copy): a row of the transposed view is
+    a source ``j``, its edges gather ``grad_out[i]`` (``K`` wide), and
+    ``grad_x[j, h, d]`` is the sum of dot products with ``W[r, d, :]``. One
+    numba function serves both, so the typed operator costs two compiled
+    functions per (index dtype, float dtype) pair, not three (issue 59: the
+    cold compile is CI's cost).
 
 Note [typed kernel untuned]
     isplib's tuner times SpMM variants (loop unroll, prefetch distance,
@@ -102,30 +109,32 @@ from gnnbench.systems.isplib.spmm_numba import FASTMATH
 __all__ = ["typed_rows", "typed_weight_rows", "feature_slices", "weight_work"]
 
 
-def _typed_work(indptr, indices, eids, has_eids, etype, norm, x, weight, out, *_):
+def _typed_work(indptr, indices, eids, has_eids, etype, norm, x, mats, out, *_):
     """Edges times heads times (gathered plus written width): the gathers and a bound on the products' rows."""
     return indices.shape[0] * x.shape[1] * (x.shape[2] + out.shape[2])
 
 
 @parallel_above(_typed_work, fastmath=FASTMATH, cache=True)
-def typed_rows(indptr, indices, eids, has_eids, etype, norm, x, weight, out, bounds, transpose_w):
-    """``out[i,h,:] = sum_{p in row i} norm[e,h] x[j,h,:] @ W[etype[e]]`` (``W^T`` when ``transpose_w``).
+def typed_rows(indptr, indices, eids, has_eids, etype, norm, x, mats, out, bounds, zero):
+    """``out[i,h,g] = sum_{p in row i} norm[e,h] <x[j,h,:], mats[etype[e],g,:]>``, summed per relation first.
 
     ``e`` is ``p`` on the forward view and ``eids[p]`` on the transposed one; ``j = indices[p]``
-    (Note [typed aggregation loop]). Every row of ``out`` is written; an empty row is 0.
+    (Note [typed aggregation loop]). ``mats`` is ``W^T`` for the forward and ``W`` for the gradient of
+    ``x``, so both are dot products along contiguous rows. Every row of ``out`` is written; an empty
+    row is 0.
 
     Args:
         indptr, indices: the CSR view (int32 or int64).
         eids: canonical edge id per position (a dummy when ``has_eids`` is False).
         etype: ``[E]`` int64 relation of each canonical edge, in ``[0, R)``.
         norm: ``[E, H]`` coefficient of each canonical edge.
-        x: ``[num_cols, H, F]``, ``F`` is ``D`` (forward) or ``K`` (``transpose_w``).
-        weight: ``[R, D, K]``.
-        out: ``[num_rows, H, G]``, ``G`` is ``K`` (forward) or ``D`` (``transpose_w``).
+        x: ``[num_cols, H, F]``.
+        mats: ``[R, G, F]``: ``W^T`` (``[R, K, D]``) or ``W`` (``[R, D, K]``).
+        out: ``[num_rows, H, G]``.
         bounds: ``[B + 1]`` row block boundaries.
-        transpose_w: multiply by ``W[r]^T`` (the gradient of ``x`` on the transposed view).
+        zero: ``0`` in the float dtype (types the sums).
     """
-    R = weight.shape[0]
+    R = mats.shape[0]
     H = x.shape[1]
     F = x.shape[2]
     G = out.shape[2]
@@ -152,21 +161,12 @@ def typed_rows(indptr, indices, eids, has_eids, etype, norm, x, weight, out, bou
                         acc[r, h, f] += c * x[j, h, f]
             for h in range(H):
                 for g in range(G):
-                    out[i, h, g] = 0
-            for t in range(n_touched):
-                r = touched[t]
-                for h in range(H):
-                    if transpose_w:   # out[i,h,d] += sum_k acc[r,h,k] W[r,d,k]: a dot along W's rows
-                        for d in range(G):
-                            s = out[i, h, d]   # a local sum (out's dtype) that LLVM keeps in registers
-                            for k in range(F):
-                                s += acc[r, h, k] * weight[r, d, k]
-                            out[i, h, d] = s
-                    else:             # out[i,h,:] += sum_d acc[r,h,d] W[r,d,:]: rows of W scaled and added
-                        for d in range(F):
-                            a = acc[r, h, d]
-                            for k in range(G):
-                                out[i, h, k] += a * weight[r, d, k]
+                    s = zero   # in a register: out[i] is written once
+                    for t in range(n_touched):
+                        r = touched[t]
+                        for f in range(F):
+                            s += acc[r, h, f] * mats[r, g, f]
+                    out[i, h, g] = s
 
 
 def weight_work(indices, x, grad_out) -> int:

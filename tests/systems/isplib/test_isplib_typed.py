@@ -67,13 +67,14 @@ def test_parallel_twins_equal_the_serial_ones_bit_for_bit():
     # each block allocates its own accumulator inside prange; rows and slices are computed alike on any thread
     case = _narrow(64)
     fwd = case.graph.view()
-    etype, norm, x, weight, grad_out = _read_only(case.etype, case.norm, case.x, case.weight, case.grad_out)
+    etype, norm, x, mats, grad_out = _read_only(case.etype, case.norm, case.x,
+                                                np.ascontiguousarray(case.weight.transpose(0, 2, 1)), case.grad_out)
     rows = np.arange(fwd.num_rows + 1, dtype=np.int64)                 # one row per block
     slices = np.array([0, 1, 2, 3], dtype=np.int64)
     for twin in ("serial", "parallel"):
-        out = np.empty((fwd.num_rows, 2, weight.shape[2]))
+        out = np.empty((fwd.num_rows, 2, mats.shape[1]))
         getattr(typed_numba.typed_rows, twin)(fwd.indptr, fwd.indices, fwd.indices[:0], False, etype, norm, x,
-                                               weight, out, rows, False)
+                                               mats, out, rows, 0.0)
         grad_weight = np.empty_like(case.weight)
         getattr(typed_numba.typed_weight_rows, twin)(fwd.indptr, fwd.indices, fwd.indices[:0], False, etype, norm,
                                                       x, grad_out, grad_weight, slices)
@@ -81,3 +82,4 @@ def test_parallel_twins_equal_the_serial_ones_bit_for_bit():
             want = out, grad_weight
     np.testing.assert_array_equal(out, want[0])
     np.testing.assert_array_equal(grad_weight, want[1])
+    np.testing.assert_allclose(out, case.reference()[0], rtol=1e-10, atol=1e-10)
