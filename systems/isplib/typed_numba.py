@@ -94,9 +94,9 @@ Note [weight gradient by feature slices]
     relations' accumulators as the forward does, and adds their outer
     products with ``grad_out[i]`` into its own ``grad_W[:, slice, :]``. The
     work is the forward's (``E H D + P H D K``) and nothing is shared; the
-    price is that each thread reads the whole CSR and ``etype`` once. The
-    result does not depend on the number of threads' slices beyond the
-    summation order within one number, which is the same in every slice.
+    price is that each thread reads the whole CSR and ``etype`` once. Each
+    element is summed in the same order whatever the slices, so the result
+    is the same bit for bit at any thread count.
 """
 from __future__ import annotations
 
