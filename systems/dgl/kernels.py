@@ -19,24 +19,32 @@ kernel                          DGL call
 ``edge_sum``                    ``_gspmm(g, "copy_rhs", "sum", None, values)``
 ``edge_softmax``                ``_edge_softmax_forward`` (DGL's fused CPU kernel)
 ``edge_softmax_backward``       ``_edge_softmax_backward`` (``sds - out * sum(sds)``)
-``typed_aggregate``             ``RelGraphConv``: ``TypedLinear`` on the gathered sources
-                                (``gather_mm``, or sorted ``segment_mm`` above DGL's size
-                                switch), times ``norm``, then ``_gspmm(g, "copy_rhs", "sum")``
-``typed_aggregate_backward``    the same with ``W^T`` (``segment_mm(..., b_trans=True)``) on
-                                ``grad_out[dst] * norm``, summed on the reversed graph
-``typed_weight_backward``       ``_segment_mm_backward_B`` (or ``_gather_mm_scatter``)
+``typed_aggregate``             ``RelGraphConv``: ``dgl.ops.gather_mm`` (``TypedLinear``) on
+                                the gathered sources, times ``norm``, then
+                                ``_gspmm(g, "copy_rhs", "sum")``
+``typed_aggregate_backward``    ``gather_mm`` with ``W^T`` on ``grad_out[dst] * norm``,
+                                summed on the reversed graph (autograd's path)
+``typed_weight_backward``       per relation ``sources^T @ grad`` (``segment_mm``'s backward)
 ==============================  ===============================================================
 
 Note [DGL typed aggregation]
     DGL's relational layer, ``RelGraphConv``, materialises every edge's message
     (``E x H x K``, after an ``E x H x D`` gather of the sources) and sums them
-    with ``update_all``; the ``D x K`` product runs once per edge, sorted by
-    relation into ``segment_mm``'s segments. That is the cost this system
-    measures, by design: it is the unfused baseline that fused typed kernels
-    (isplib's, Note [typed aggregation loop] in
-    :mod:`gnnbench.systems.isplib.typed_numba`) are compared with. The sort by
-    relation runs every call, as ``dgl.ops.gather_mm`` does for an unsorted
-    ``etype``.
+    with ``update_all``; the ``D x K`` product runs once per edge. DGL 2.1 has
+    no C kernel for ``gather_mm`` or ``segment_mm`` on the CPU (libdgl raises
+    "Unsupported CPU kernel for SegmentMM"): its PyTorch backend runs them in
+    PyTorch, ``segment_mm`` as one ``matmul`` per relation over the rows
+    sorted by relation (what ``dgl.ops.gather_mm`` does above its size
+    switch, ``D`` or ``K`` above 8), and ``gather_mm`` below the switch as a
+    ``bmm`` with ``W[etype[e]]`` gathered per row. The forward calls
+    ``dgl.ops.gather_mm`` itself; the backward kernels compute what PyTorch's
+    autograd runs back through those operations (the same sort and
+    per-relation products with ``W^T``; per relation ``sources^T @ grad``
+    for the weight). That is the cost this system measures, by design: the
+    unfused baseline that fused typed kernels (isplib's, Note [typed
+    aggregation loop] in :mod:`gnnbench.systems.isplib.typed_numba`) are
+    compared with. The sort by relation runs every call, as
+    ``dgl.ops.gather_mm`` does for an unsorted ``etype``.
 
 Note [DGL edge ids]
     :func:`prepare` builds each orientation's DGL graph from its CSC arrays
@@ -84,8 +92,7 @@ import torch
 
 from gnnbench.runtime.graph import GraphView
 from gnnbench.peers.dgl_shim import dgl
-from dgl._sparse_ops import (_edge_softmax_backward, _edge_softmax_forward, _gather_mm, _gather_mm_scatter, _gsddmm,
-                             _gspmm, _segment_mm, _segment_mm_backward_B)
+from dgl._sparse_ops import _edge_softmax_backward, _edge_softmax_forward, _gsddmm, _gspmm
 
 __all__ = ["DglGraph", "prepare", "report", "spmm_sum", "spmm_sum_backward", "spmm_weight_backward",
            "spmm_max", "spmm_max_backward", "spmm_max_weight_backward", "sddmm_dot", "sddmm_add",
@@ -316,31 +323,6 @@ def _uses_segments(rows: int, d_in: int, d_out: int) -> bool:
     return rows > 1000000 or d_in > 8 or d_out > 8
 
 
-def _by_relation(idx: torch.Tensor, relations: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``dgl.ops.gather_mm``'s sort for ``segment_mm``: the permutation that sorts ``idx`` and each relation's
-    segment length (CPU int64, as ``segment_mm`` takes it)."""
-    sorted_idx, perm = torch.sort(idx)
-    return perm, torch.bincount(sorted_idx, minlength=relations)
-
-
-def _typed_linear(a: torch.Tensor, weight: torch.Tensor, idx: torch.Tensor, *, transposed: bool) -> torch.Tensor:
-    """``a[n] @ weight[idx[n]]`` (``weight[idx[n]]^T`` when ``transposed``), as DGL's ``TypedLinear`` computes it.
-
-    Above DGL's size switch this is ``dgl.ops.gather_mm``'s body (sort, ``segment_mm``, unsort) and the
-    transposed product is ``SEGMENTMM.backward``'s ``segment_mm(dZ, B, b_trans=True)``; below it, ``gather_mm``
-    and ``GATHERMM.backward``'s product with ``B^T``.
-    """
-    relations, d_in, d_out = weight.shape
-    width = d_in if transposed else d_out
-    if _uses_segments(a.shape[0], d_in, d_out):
-        perm, seglen = _by_relation(idx, relations)
-        products = torch.empty(a.shape[0], width, dtype=a.dtype)
-        _segment_mm(a.index_select(0, perm), weight, products, seglen, b_trans=transposed)
-        return torch.empty_like(products).index_copy_(0, perm, products)
-    products = torch.zeros(a.shape[0], width, dtype=a.dtype)
-    return _gather_mm(a, weight.transpose(1, 2).contiguous() if transposed else weight, products, None, idx)
-
-
 def _per_head(etype: torch.Tensor, heads: int) -> torch.Tensor:
     """The relation of each row of an ``[E, H, F]`` tensor seen as ``[E * H, F]``."""
     return etype.repeat_interleave(heads)
@@ -353,38 +335,44 @@ def typed_aggregate(graph, x, weight, norm, etype, out):
         out.zero_()
         return
     edges, heads = norm.shape
-    messages = _typed_linear(x[d.cols].reshape(edges * heads, -1), weight, _per_head(etype, heads), transposed=False)
+    messages = dgl.ops.gather_mm(x[d.cols].reshape(edges * heads, -1), weight, idx_b=_per_head(etype, heads))
     messages = messages.view(edges, heads, -1) * norm.unsqueeze(-1)
     out.copy_(_gspmm(d.gidx, "copy_rhs", "sum", None, messages)[0])   # update_all(..., fn.sum("m", "h"))
 
 
 def typed_aggregate_backward(graph, grad_out, weight, norm, etype, grad_x):
-    """The backward DGL's autograd runs on the transposed view: the messages' gradient
-    ``grad_out[dst[e]] * norm[e]``, through ``TypedLinear``'s backward (``W^T``), summed per source."""
+    """What autograd runs back through ``RelGraphConv``, on the transposed view: the messages' gradient
+    ``grad_out[dst[e]] * norm[e]``, through ``gather_mm`` with ``W^T`` (the same sort and per-relation
+    products), summed per source."""
     d = _dgl(graph)
     if d.num_edges == 0:
         grad_x.zero_()
         return
     edges, heads = norm.shape
     grad_messages = (grad_out[d.cols] * norm.unsqueeze(-1)).reshape(edges * heads, -1)
-    grad_sources = _typed_linear(grad_messages, weight, _per_head(etype, heads), transposed=True)
+    grad_sources = dgl.ops.gather_mm(grad_messages, weight.transpose(1, 2), idx_b=_per_head(etype, heads))
     grad_x.copy_(_gspmm(d.gidx, "copy_rhs", "sum", None, grad_sources.view(edges, heads, -1))[0])
 
 
 def typed_weight_backward(graph, x, grad_out, norm, etype, weight, grad_weight):
-    """``TypedLinear``'s weight gradient: ``SEGMENTMM.backward``'s ``segment_mm_backward_B`` above DGL's size
-    switch, ``GATHERMM.backward``'s ``gather_mm_scatter`` below; a relation without edges gets 0."""
+    """What autograd computes for ``TypedLinear``'s weight on the CPU: above DGL's size switch, per relation
+    ``sources[r]^T @ grad_messages[r]`` over the sorted rows (``segment_mm``'s loop of matmuls, backward);
+    below it, each row's outer product added into its relation (``bmm`` on ``W[idx]``, backward). A relation
+    without edges gets 0."""
     d = _dgl(graph)
-    grad_weight.zero_()
     if d.num_edges == 0:
+        grad_weight.zero_()
         return
     edges, heads = norm.shape
     sources = x[d.cols].reshape(edges * heads, -1)
     grad_messages = (grad_out[d.rows] * norm.unsqueeze(-1)).reshape(edges * heads, -1)
     idx = _per_head(etype, heads)
-    if _uses_segments(sources.shape[0], *weight.shape[1:]):
-        perm, seglen = _by_relation(idx, weight.shape[0])
-        _segment_mm_backward_B(sources.index_select(0, perm), grad_messages.index_select(0, perm), grad_weight,
-                               seglen)
-    else:
-        _gather_mm_scatter(sources, grad_messages, grad_weight, idx_c=idx)
+    if not _uses_segments(sources.shape[0], *weight.shape[1:]):
+        grad_weight.zero_().index_add_(0, idx, torch.bmm(sources.unsqueeze(2), grad_messages.unsqueeze(1)))
+        return
+    sorted_idx, perm = torch.sort(idx)
+    sources, grad_messages = sources.index_select(0, perm), grad_messages.index_select(0, perm)
+    start = 0
+    for r, length in enumerate(torch.bincount(sorted_idx, minlength=weight.shape[0]).tolist()):
+        torch.matmul(sources[start:start + length].T, grad_messages[start:start + length], out=grad_weight[r])
+        start += length

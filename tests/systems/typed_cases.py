@@ -43,13 +43,14 @@ class TypedCase:
         return out, grad_x, grad_weight
 
 
-def typed_cases(index_dtype=np.int64, relation_counts=(1, 3, 64)) -> list[TypedCase]:
-    """Per relation count ``R``: a relation with S < N (some destinations without edges, sources of another
-    width than destinations), the same graph as a square one, and a graph without edges.
+def typed_cases(index_dtype=np.int64, relation_counts=(1, 3, 64), widths=(D_IN, D_OUT)) -> list[TypedCase]:
+    """Per relation count ``R``: a relation with S < N (fewer sources than destinations, some destinations
+    without edges), the same graph as a square one, and a graph without edges.
 
     Relation ``R - 1`` never occurs when ``R > 1`` (a relation without edges); each row mixes relations in
-    no particular order, with duplicate edges and a hub row longer than ``R``.
+    no particular order, with duplicate edges and a hub row longer than ``R``. ``widths`` is ``(D, K)``.
     """
+    d_in, d_out = widths
     rng = np.random.default_rng(57)
     cases = []
     for relations in relation_counts:
@@ -64,11 +65,11 @@ def typed_cases(index_dtype=np.int64, relation_counts=(1, 3, 64)) -> list[TypedC
             used = max(relations - 1, 1)                               # relation R-1 stays empty (R > 1)
             cases.append(TypedCase(
                 f"{name}-R{relations}", graph,
-                rng.standard_normal((num_cols, HEADS, D_IN)),
-                rng.standard_normal((relations, D_IN, D_OUT)),
+                rng.standard_normal((num_cols, HEADS, d_in)),
+                rng.standard_normal((relations, d_in, d_out)),
                 rng.standard_normal((graph.num_edges, HEADS)),
                 rng.integers(0, used, graph.num_edges).astype(np.int64),
-                rng.standard_normal((num_rows, HEADS, D_OUT))))
+                rng.standard_normal((num_rows, HEADS, d_out))))
     return cases
 
 
