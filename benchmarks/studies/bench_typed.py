@@ -95,7 +95,7 @@ def _composed(graph, x, weight, norm, etype, grad_out):
         grad_x.fill(0)
         for r in range(relations):
             K.spmm_sum_backward(bwd, np.ascontiguousarray((grad_out[:, 0] @ weight[r].T)[:, None]), masked(r), part)
-            grad_x += part
+            grad_x[...] += part
 
     def backward_w():
         for r in range(relations):
