@@ -7,19 +7,44 @@ Each kernel calls the function DGL's own autograd Functions run
 autograd in place of DGL's ``GSpMM``/``GSDDMM``/``EdgeSoftmax`` Functions. The
 backward kernels follow DGL's backward formulas line by line:
 
-==========================  ===============================================================
-kernel                      DGL call
-==========================  ===============================================================
-``spmm_sum``                ``_gspmm(g, "copy_lhs" | "mul", "sum", x, w)``, then ``/ deg``
-``spmm_sum_backward``       the same on the reversed graph (DGL: ``gspmm(g_rev, ...)``)
-``spmm_weight_backward``    ``_gsddmm(g, "dot", x, grad_out)``
-``spmm_max``                ``_gspmm(g, "mul", "max", x, w)`` (``arg_e`` is the argmax)
-``spmm_max*_backward``      ``scatter_add_`` over the winners, as ``GSpMM.backward`` does
-``sddmm_dot`` / ``_add``    ``_gsddmm(g, "dot" | "add", src, dst, "u", "v")``
-``edge_sum``                ``_gspmm(g, "copy_rhs", "sum", None, values)``
-``edge_softmax``            ``_edge_softmax_forward`` (DGL's fused CPU kernel)
-``edge_softmax_backward``   ``_edge_softmax_backward`` (``sds - out * sum(sds)``)
-==========================  ===============================================================
+==============================  ===============================================================
+kernel                          DGL call
+==============================  ===============================================================
+``spmm_sum``                    ``_gspmm(g, "copy_lhs" | "mul", "sum", x, w)``, then ``/ deg``
+``spmm_sum_backward``           the same on the reversed graph (DGL: ``gspmm(g_rev, ...)``)
+``spmm_weight_backward``        ``_gsddmm(g, "dot", x, grad_out)``
+``spmm_max``                    ``_gspmm(g, "mul", "max", x, w)`` (``arg_e`` is the argmax)
+``spmm_max*_backward``          ``scatter_add_`` over the winners, as ``GSpMM.backward`` does
+``sddmm_dot`` / ``_add``        ``_gsddmm(g, "dot" | "add", src, dst, "u", "v")``
+``edge_sum``                    ``_gspmm(g, "copy_rhs", "sum", None, values)``
+``edge_softmax``                ``_edge_softmax_forward`` (DGL's fused CPU kernel)
+``edge_softmax_backward``       ``_edge_softmax_backward`` (``sds - out * sum(sds)``)
+``typed_aggregate``             ``RelGraphConv``: ``dgl.ops.gather_mm`` (``TypedLinear``) on
+                                the gathered sources, times ``norm``, then
+                                ``_gspmm(g, "copy_rhs", "sum")``
+``typed_aggregate_backward``    ``gather_mm`` with ``W^T`` on ``grad_out[dst] * norm``,
+                                summed on the reversed graph (autograd's path)
+``typed_weight_backward``       per relation ``sources^T @ grad`` (``segment_mm``'s backward)
+==============================  ===============================================================
+
+Note [DGL typed aggregation]
+    DGL's relational layer, ``RelGraphConv``, materialises every edge's message
+    (``E x H x K``, after an ``E x H x D`` gather of the sources) and sums them
+    with ``update_all``; the ``D x K`` product runs once per edge. DGL 2.1 has
+    no C kernel for ``gather_mm`` or ``segment_mm`` on the CPU (libdgl raises
+    "Unsupported CPU kernel for SegmentMM"): its PyTorch backend runs them in
+    PyTorch, ``segment_mm`` as one ``matmul`` per relation over the rows
+    sorted by relation (what ``dgl.ops.gather_mm`` does above its size
+    switch, ``D`` or ``K`` above 8), and ``gather_mm`` below the switch as a
+    ``bmm`` with ``W[etype[e]]`` gathered per row. The forward calls
+    ``dgl.ops.gather_mm`` itself; the backward kernels compute what PyTorch's
+    autograd runs back through those operations (the same sort and
+    per-relation products with ``W^T``; per relation ``sources^T @ grad``
+    for the weight). That is the cost this system measures, by design: the
+    unfused baseline that fused typed kernels (isplib's, Note [typed
+    aggregation loop] in :mod:`gnnbench.systems.isplib.typed_numba`) are
+    compared with. The sort by relation runs every call, as
+    ``dgl.ops.gather_mm`` does for an unsorted ``etype``.
 
 Note [DGL edge ids]
     :func:`prepare` builds each orientation's DGL graph from its CSC arrays
@@ -71,7 +96,8 @@ from dgl._sparse_ops import _edge_softmax_backward, _edge_softmax_forward, _gsdd
 
 __all__ = ["DglGraph", "prepare", "report", "spmm_sum", "spmm_sum_backward", "spmm_weight_backward",
            "spmm_max", "spmm_max_backward", "spmm_max_weight_backward", "sddmm_dot", "sddmm_add",
-           "edge_sum", "edge_softmax", "edge_softmax_backward"]
+           "edge_sum", "edge_softmax", "edge_softmax_backward", "typed_aggregate", "typed_aggregate_backward",
+           "typed_weight_backward"]
 
 
 @dataclass
@@ -92,6 +118,7 @@ class DglGraph:
     col_degree: torch.Tensor
     empty_rows: torch.Tensor
     _ones: dict = field(default_factory=dict, repr=False)
+    _rows: torch.Tensor | None = field(default=None, repr=False)
 
     @property
     def gidx(self):
@@ -106,6 +133,14 @@ class DglGraph:
         if dtype not in self._ones:
             self._ones[dtype] = torch.ones(self.num_edges, 1, 1, dtype=dtype)
         return self._ones[dtype]
+
+    @property
+    def rows(self) -> torch.Tensor:
+        """``[E]`` int64 row (DGL destination) of each edge, by canonical id: DGL's own ``edges(order="eid")``,
+        built on first use (only the typed weight gradient reads it) and kept."""
+        if self._rows is None:
+            self._rows = self.graph.edges(order="eid")[1].to(torch.int64)
+        return self._rows
 
 
 def prepare(view: GraphView) -> DglGraph:
@@ -280,3 +315,64 @@ def edge_softmax_backward(graph, out, grad_out, grad_scores):
     d = _dgl(graph)
     if d.num_edges:
         grad_scores.copy_(_edge_softmax_backward(d.gidx, out, out * grad_out))
+
+
+# ---------------------------------------------------------------- typed aggregation
+def _uses_segments(rows: int, d_in: int, d_out: int) -> bool:
+    """``dgl.ops.gather_mm``'s switch: sort by relation and run ``segment_mm`` above it, ``gather_mm`` below."""
+    return rows > 1000000 or d_in > 8 or d_out > 8
+
+
+def _per_head(etype: torch.Tensor, heads: int) -> torch.Tensor:
+    """The relation of each row of an ``[E, H, F]`` tensor seen as ``[E * H, F]``."""
+    return etype.repeat_interleave(heads)
+
+
+def typed_aggregate(graph, x, weight, norm, etype, out):
+    """``RelGraphConv``'s message and sum: ``m[e] = TypedLinear(x[src[e]], etype[e]) * norm[e]``, summed per row."""
+    d = _dgl(graph)
+    if d.num_edges == 0:
+        out.zero_()
+        return
+    edges, heads = norm.shape
+    messages = dgl.ops.gather_mm(x[d.cols].reshape(edges * heads, -1), weight, idx_b=_per_head(etype, heads))
+    messages = messages.view(edges, heads, -1) * norm.unsqueeze(-1)
+    out.copy_(_gspmm(d.gidx, "copy_rhs", "sum", None, messages)[0])   # update_all(..., fn.sum("m", "h"))
+
+
+def typed_aggregate_backward(graph, grad_out, weight, norm, etype, grad_x):
+    """What autograd runs back through ``RelGraphConv``, on the transposed view: the messages' gradient
+    ``grad_out[dst[e]] * norm[e]``, through ``gather_mm`` with ``W^T`` (the same sort and per-relation
+    products), summed per source."""
+    d = _dgl(graph)
+    if d.num_edges == 0:
+        grad_x.zero_()
+        return
+    edges, heads = norm.shape
+    grad_messages = (grad_out[d.cols] * norm.unsqueeze(-1)).reshape(edges * heads, -1)
+    grad_sources = dgl.ops.gather_mm(grad_messages, weight.transpose(1, 2), idx_b=_per_head(etype, heads))
+    grad_x.copy_(_gspmm(d.gidx, "copy_rhs", "sum", None, grad_sources.view(edges, heads, -1))[0])
+
+
+def typed_weight_backward(graph, x, grad_out, norm, etype, weight, grad_weight):
+    """What autograd computes for ``TypedLinear``'s weight on the CPU: above DGL's size switch, per relation
+    ``sources[r]^T @ grad_messages[r]`` over the sorted rows (``segment_mm``'s loop of matmuls, backward);
+    below it, each row's outer product added into its relation (``bmm`` on ``W[idx]``, backward). A relation
+    without edges gets 0."""
+    d = _dgl(graph)
+    if d.num_edges == 0:
+        grad_weight.zero_()
+        return
+    edges, heads = norm.shape
+    sources = x[d.cols].reshape(edges * heads, -1)
+    grad_messages = (grad_out[d.rows] * norm.unsqueeze(-1)).reshape(edges * heads, -1)
+    idx = _per_head(etype, heads)
+    if not _uses_segments(sources.shape[0], *weight.shape[1:]):
+        grad_weight.zero_().index_add_(0, idx, torch.bmm(sources.unsqueeze(2), grad_messages.unsqueeze(1)))
+        return
+    sorted_idx, perm = torch.sort(idx)
+    sources, grad_messages = sources.index_select(0, perm), grad_messages.index_select(0, perm)
+    start = 0
+    for r, length in enumerate(torch.bincount(sorted_idx, minlength=weight.shape[0]).tolist()):
+        torch.matmul(sources[start:start + length].T, grad_messages[start:start + length], out=grad_weight[r])
+        start += length

@@ -29,6 +29,9 @@ DECLARATION = SystemDeclaration(
         'edge_sum': _kernels.edge_sum,
         'edge_softmax': _kernels.edge_softmax,  # edge_softmax
         'edge_softmax_backward': _kernels.edge_softmax_backward,
+        'typed_aggregate': _kernels.typed_aggregate,  # typed_aggregate
+        'typed_aggregate_backward': _kernels.typed_aggregate_backward,
+        'typed_weight_backward': _kernels.typed_weight_backward,
         'gat_fused': _kernels.gat_fused,  # gat_aggregate(negative_slope=float)
         'gat_fused_backward': _kernels.gat_fused_backward,
     },

@@ -51,6 +51,17 @@ Note [no edge-sized memory]
     ``tests/systems/dgnn/test_dgnn_kernels.py`` checks both with NRT statistics and
     ``tracemalloc``.
 
+Note [dgnn on typed graphs]
+    R-GAT (MLPerf's layer: one GATConv per relation, summed) calls
+    ``gat_aggregate`` once per relation on that relation's bipartite view
+    (Note [relations on the existing operators] in gnnbench/runtime/hetero.py),
+    so its attention already runs in this module's fused kernels, one
+    relation at a time, with ``N x H`` saves per relation and no ``E x H``
+    tensor. Fusing the relations into one pass as well would need a typed
+    attention operator (scores and a softmax per relation within a row) that
+    gnnbench/api.gnn does not declare. R-GCN's typed aggregation
+    (``typed_aggregate``) is isplib's fused kernel, re-exported below.
+
 Parallelism: rows are split into chunks of about equal ``edges + rows`` cost,
 so a power-law graph's hubs do not serialise one thread's static share.
 """
@@ -322,11 +333,12 @@ def prepare(view: GraphView):
     return isplib.prepare(view)
 
 
-# The other operators of the system API: isplib's kernels, so that GCN, GIN and
-# GraphSAGE run on dgnn too and only GAT differs from isplib (see dgnn.gnn).
+# The other operators of the system API: isplib's kernels, so that GCN, GIN, GraphSAGE and R-GCN's typed
+# aggregation run on dgnn too and only GAT differs from isplib (see dgnn.gnn, Note [dgnn on typed graphs]).
 from gnnbench.systems.isplib.kernels import (  # noqa: E402, F401 - re-exported: dgnn.gnn names them
     edge_softmax, edge_softmax_backward, edge_sum, sddmm_add, sddmm_dot, spmm_max, spmm_max_backward,
-    spmm_max_weight_backward, spmm_sum, spmm_sum_backward, spmm_weight_backward,
+    spmm_max_weight_backward, spmm_sum, spmm_sum_backward, spmm_weight_backward, typed_aggregate,
+    typed_aggregate_backward, typed_weight_backward,
 )
 
 

@@ -1,6 +1,7 @@
 """isplib: auto-tuned CPU SpMM kernels in numba, after iSpLib (Hoque Anik and Azad, 2024).
 
-* :mod:`.kernels` -- the standard kernel set (spmm_sum ... edge_softmax_backward);
+* :mod:`.kernels` -- the standard kernel set (spmm_sum ... edge_softmax_backward) and the fused typed
+  aggregation (:mod:`.typed_numba`);
 * :func:`prepare` / :func:`describe_tuning` -- per-graph state built before training;
 * :func:`tune` -- time the SpMM variants on a graph and cache the winners;
 * :func:`patch_pyg` / :func:`unpatch_pyg` / :func:`pyg_patched` -- make PyG's

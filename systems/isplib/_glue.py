@@ -28,6 +28,9 @@ DECLARATION = SystemDeclaration(
         'edge_sum': _kernels.edge_sum,
         'edge_softmax': _kernels.edge_softmax,  # edge_softmax
         'edge_softmax_backward': _kernels.edge_softmax_backward,
+        'typed_aggregate': _kernels.typed_aggregate,  # typed_aggregate
+        'typed_aggregate_backward': _kernels.typed_aggregate_backward,
+        'typed_weight_backward': _kernels.typed_weight_backward,
         'spmm_sum': _kernels.spmm_sum,  # spmm(reduce=sum)
         'spmm_mean': _kernels.spmm_mean,  # spmm(reduce=mean)
         'spmm_mean_backward': _kernels.spmm_mean_backward,

@@ -18,19 +18,23 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numba
 import numpy as np
 
 from gnnbench.runtime.graph import Graph, GraphView
+from gnnbench.runtime.serial import SERIAL_BELOW
 from gnnbench.systems.isplib import edge_numba as _edge
 from gnnbench.systems.isplib import max_numba as _max
 from gnnbench.systems.isplib import spmm_numba as _spmm
+from gnnbench.systems.isplib import typed_numba as _typed
 from gnnbench.systems.isplib.prepared import _as_prepared
 from gnnbench.systems.isplib.variant import ThreadScope, run_variant
 from gnnbench.systems.isplib.warm import tiny_graph
 
 __all__ = ["spmm_sum", "spmm_sum_backward", "spmm_mean", "spmm_mean_backward", "spmm_weight_backward", "spmm_max", "spmm_max_backward",
            "spmm_max_weight_backward", "sddmm_dot", "sddmm_add", "edge_sum", "edge_softmax",
-           "edge_softmax_backward", "warm_up", "KERNELS"]
+           "edge_softmax_backward", "typed_aggregate", "typed_aggregate_backward", "typed_weight_backward",
+           "warm_up", "KERNELS"]
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
@@ -273,10 +277,71 @@ def edge_softmax_backward(graph: GraphView, out: np.ndarray, grad_out: np.ndarra
                                      grad_scores, p.default_bounds())
 
 
+# ---------------------------------------------------------------- typed aggregation
+def _run_typed(graph: GraphView, x: np.ndarray, mats: np.ndarray, norm: np.ndarray, etype: np.ndarray,
+               out: np.ndarray) -> None:
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, x.dtype)
+    _typed.typed_rows(*p.csr(graph), d.index if eids is None else eids, has_eids, _read_only(etype),
+                      _read_only(norm), _read_only(x), _read_only(mats), out, p.default_bounds(),
+                      x.dtype.type(0))  # Note [one signature]: every input read-only
+
+
+def typed_aggregate(graph: GraphView, x: np.ndarray, weight: np.ndarray, norm: np.ndarray, etype: np.ndarray,
+                    out: np.ndarray) -> None:
+    """``out[i,h,:] = sum_{e=j->i} norm[e,h] x[j,h,:] @ weight[etype[e]]``, fused over relations.
+
+    Sums each relation's rows per destination, then one product with ``W[r]`` per (row, relation)
+    (Note [typed aggregation loop] in :mod:`~gnnbench.systems.isplib.typed_numba`); not tuned
+    (Note [typed kernel untuned]).
+
+    Shapes:
+        x ``[num_cols, H, D]``; weight ``[R, D, K]``; norm ``[E, H]``; etype ``[E]``; out ``[num_rows, H, K]``.
+    """
+    _run_typed(graph, x, np.ascontiguousarray(weight.transpose(0, 2, 1)), norm, etype, out)  # rows of W[r]^T
+
+
+def typed_aggregate_backward(graphT: GraphView, grad_out: np.ndarray, weight: np.ndarray, norm: np.ndarray,
+                             etype: np.ndarray, grad_x: np.ndarray) -> None:
+    """On the transposed view: ``grad_x[j,h,:] = sum_{e=j->i} norm[e,h] grad_out[i,h,:] @ weight[etype[e]]^T``.
+
+    The forward's loop with ``W[r]`` in place of ``W[r]^T`` (Note [typed aggregation loop]).
+
+    Shapes:
+        grad_out ``[num_cols, H, K]``; weight ``[R, D, K]``; norm ``[E, H]``; etype ``[E]``;
+        grad_x ``[num_rows, H, D]``.
+    """
+    _run_typed(graphT, grad_out, weight, norm, etype, grad_x)   # rows of W[r]
+
+
+def typed_weight_backward(graph: GraphView, x: np.ndarray, grad_out: np.ndarray, norm: np.ndarray,
+                          etype: np.ndarray, weight: np.ndarray, grad_weight: np.ndarray) -> None:
+    """``grad_weight[r] = sum_{e=j->i of relation r} sum_h norm[e,h] x[j,h,:]^T grad_out[i,h,:]``; zero for a
+    relation without edges. ``weight`` only gives ``R`` (the declaration's); it is not read.
+
+    Threads own slices of the input features (Note [weight gradient by feature slices]).
+
+    Shapes:
+        x ``[num_cols, H, D]``; grad_out ``[num_rows, H, K]``; norm ``[E, H]``; etype ``[E]``;
+        grad_weight ``[R, D, K]``.
+    """
+    p = _as_prepared(graph)
+    eids, has_eids = _eids(graph)
+    d = p.dummies(graph.index_dtype, x.dtype)
+    indices = p.csr(graph)[1]
+    # one slice where the serial twin runs (Note [serial below a size]): it would only walk the rows again
+    threads = numba.get_num_threads() if _typed.weight_work(indices, x, grad_out) >= SERIAL_BELOW else 1
+    slices = _typed.feature_slices(x.shape[2], threads, 64 // x.dtype.itemsize)
+    _typed.typed_weight_rows(*p.csr(graph), d.index if eids is None else eids, has_eids, _read_only(etype),
+                             _read_only(norm), _read_only(x), _read_only(grad_out), grad_weight, slices)
+
+
 #: name -> kernel: the standard set in spec order, then the mean's own (Note [mean backward]).
 KERNELS = {f.__name__: f for f in (spmm_sum, spmm_sum_backward, spmm_weight_backward, spmm_max, spmm_max_backward,
                                    spmm_max_weight_backward, sddmm_dot, sddmm_add, edge_sum, edge_softmax,
-                                   edge_softmax_backward, spmm_mean, spmm_mean_backward)}
+                                   edge_softmax_backward, typed_aggregate, typed_aggregate_backward,
+                                   typed_weight_backward, spmm_mean, spmm_mean_backward)}
 
 
 def warm_up(index_dtype: Any = np.int64, float_dtype: Any = np.float32) -> None:
@@ -316,6 +381,20 @@ def warm_up(index_dtype: Any = np.int64, float_dtype: Any = np.float32) -> None:
         soft = np.empty_like(w)
         edge_softmax(fwd, w, soft)
         edge_softmax_backward(fwd, soft, w, np.empty_like(w))
+    _warm_typed(fwd, bwd, fdt, rng)
+
+
+def _warm_typed(fwd: GraphView, bwd: GraphView, fdt: np.dtype, rng: np.random.Generator) -> None:
+    """The typed aggregation's two compiled functions (forward and the gradient of x share one)."""
+    relations, heads, d_in, d_out = 3, 2, 2, 3
+    x = rng.standard_normal((fwd.num_cols, heads, d_in)).astype(fdt)
+    weight = rng.standard_normal((relations, d_in, d_out)).astype(fdt)
+    norm = rng.standard_normal((fwd.num_edges, heads)).astype(fdt)
+    etype = np.arange(fwd.num_edges, dtype=np.int64) % relations
+    out = np.empty((fwd.num_rows, heads, d_out), dtype=fdt)
+    typed_aggregate(fwd, x, weight, norm, etype, out)
+    typed_aggregate_backward(bwd, out, weight, norm, etype, np.empty_like(x))
+    typed_weight_backward(fwd, x, out, norm, etype, weight, np.empty_like(weight))
 
 
 # ---------------------------------------------------------------- hooks the spec names
