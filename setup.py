@@ -1,4 +1,4 @@
-"""Maps the top-level folders onto the gnnbench namespace (see Note [import names] in README)."""
+"""Maps the top-level folders onto the gnnbench namespace (see Note [import names] in pyproject.toml)."""
 from setuptools import find_packages, setup
 
 FOLDERS = {  # import name -> folder

@@ -10,7 +10,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: the longest a function may be, in lines from its ``def`` (decorators excluded) to its last line
 MAX_LINES = 80
-#: the folders scanned: gnnbench/ and the packages it installs under its name (Note [import names] in README)
+#: the folders scanned: gnnbench/ and the packages it installs under its name (Note [import names] in pyproject.toml)
 FOLDERS = ("gnnbench", "dsl", "models", "datasets")
 #: Known exceptions, as ``path:function``, each with why; none left (issue 44).
 ALLOWED: set[str] = set()

@@ -294,6 +294,26 @@ def _minutes(rows: Sequence[Mapping[str, Any]]) -> float | None:
     return span * len(stamps) / (len(stamps) - 1) / 60
 
 
+def other_cpu(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float, int] | None:
+    """The median and largest share of the measured CPU that other processes took while a process timed its
+    epochs (``machine_state.other_cpu_share``), over the processes that recorded it, and their count: what says
+    the measured core was left alone, whatever ran on the other (the load generator, under ``loaded``)."""
+    import numpy as np
+
+    shares = [float(s) for s in ((r.get("machine_state") or {}).get("other_cpu_share") for r in rows)
+              if isinstance(s, (int, float))]
+    return (float(np.median(shares)), max(shares), len(shares)) if shares else None
+
+
+def _other_cpu_sentence(d: Mapping[str, Any]) -> str:
+    found = d.get("other_cpu")
+    if not found:
+        return "Other processes' share of the measured CPU: not recorded."
+    median, most, n = found
+    return (f"Other processes took a median {median:.0%} (at most {most:.0%}) of the measured CPU while each of "
+            f"the {n} processes timed its epochs.")
+
+
 def summarise_decided(condition: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The stopping rule's trials of one condition (Note [A/A with the stopping rule])."""
     import numpy as np
@@ -306,7 +326,7 @@ def summarise_decided(condition: str, rows: Sequence[Mapping[str, Any]]) -> dict
         ab = pairing(row)
         if ab is not None:
             by_session.setdefault(str(ab["session"]), []).append(row)
-    out: dict[str, Any] = {"condition": condition, "load": rows_load(rows),
+    out: dict[str, Any] = {"condition": condition, "load": rows_load(rows), "other_cpu": other_cpu(rows),
                            "measured_at": sorted({r["git_commit"] for r in rows if r.get("git_commit")})}
     for system in (TWIN, SLOW):
         mine = [s for s in sessions.values() if s.system == system]
@@ -345,7 +365,8 @@ def _decided_section(decided: Sequence[Mapping[str, Any]]) -> list[str]:
                   [False, False, True, False, True, True, True, True]).render("markdown").rstrip("\n"), "",
             "Targets (issue 54): `aa_two` called different in at most 5 % of at least 40 trials; `aa_slow` "
             "called slower in at least 90 %.", "",
-            *(f"{d['condition']}: {measured_note(d.get('load'), d.get('measured_at', []))}" for d in measured), ""]
+            *(f"{d['condition']}: {measured_note(d.get('load'), d.get('measured_at', []))} "
+              f"{_other_cpu_sentence(d)}" for d in measured), ""]
 
 
 def _measure_decided(args, the_campaign, condition: str) -> None:

@@ -563,6 +563,25 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+#: the peer the study's headline measures isplib against (issue 55): DGL's SpMM, the CPU kernel GNN users run
+HEADLINE_PEER = "DGL copy_u_sum"
+
+
+def headline(report: dict) -> str | None:
+    """The study's headline for the results index and README's figures table (Note [results index]): tuned
+    isplib against :data:`HEADLINE_PEER` in every case measured quiet, by graph, or None when there is none. A
+    case measured beside a busy process is never a headline (Note [busy processes])."""
+    by_graph: dict[str, list[str]] = {}
+    for case in report["cases"]:
+        peer = case["results"].get(HEADLINE_PEER)
+        if peer is not None and not case.get("busy"):
+            by_graph.setdefault(case["graph"], []).append(f"F={case['width']} {_vs_isplib(peer)}")
+    if not by_graph:
+        return None
+    return "; ".join(f"isplib against DGL's copy_u_sum on {graph}: {', '.join(cells)}"
+                     for graph, cells in by_graph.items())
+
+
 def busy_sentence(case: dict) -> str:
     """What the other processes took of the CPUs while each process timed this case (Note [busy processes])."""
     shares = case.get("other_cpu_shares") or []
@@ -662,8 +681,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allocator", default="auto",
                         help="allocator to measure under (Note [allocator]): the peers allocate their outputs on "
                              "every call, isplib writes into a given one, so glibc's page faults would tax the peers")
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite the table and its headline from --out's JSON; measure nothing")
     parser.add_argument("--one-process", metavar="PATH", help=argparse.SUPPRESS)  # a child: its report to PATH
-    return run_script("bench_spmm", parser, lambda args: measure_and_write(args, argv), argv)
+    return run_script("bench_spmm", parser, lambda args: render_only(args.out) if args.render_only
+                      else measure_and_write(args, argv), argv)
 
 
 def measure_and_write(args: argparse.Namespace, argv: list[str] | None) -> int:
@@ -693,7 +715,22 @@ def measure_and_write(args: argparse.Namespace, argv: list[str] | None) -> int:
             print(f"bench_spmm: {report['failure']}", file=sys.stderr)
     report.update(pool(reports))
     report["uptime_end"] = uptime()
+    report["headline"] = headline(report)
     write_results(args.out, report, markdown(report))
+    return 0
+
+
+def render_only(out: str) -> int:
+    """Rewrites ``out``'s table and headline from its JSON, which keeps every pooled figure: nothing runs."""
+    from gnnbench.errors import UserError
+
+    path = Path(out).with_suffix(".json")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UserError(f"--render-only needs {path}, written by an earlier run ({error})") from None
+    report["headline"] = headline(report)
+    write_results(out, report, markdown(report))
     return 0
 
 

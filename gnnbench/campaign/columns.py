@@ -13,7 +13,7 @@ from typing import Any
 
 from gnnbench.campaign.entries import Entry
 
-__all__ = ["Column", "COLUMNS", "ratio_text", "epoch_text", "paired_ratio_text", "comparison_of", "header"]
+__all__ = ["Column", "COLUMNS", "CHECKED_RUN_EPOCHS", "check_share", "ratio_text", "epoch_text", "paired_ratio_text", "comparison_of", "header"]
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,40 @@ def _minutes(session) -> str:
     return "-" if session.elapsed_s is None else f"{session.elapsed_s / 60:.1f}"
 
 
+#: a run-time check is read as a share of a run this many epochs long (issues 35 and 56): it runs once a run,
+#: whatever the run's length, so a campaign times a few epochs and sets the check against their median
+CHECKED_RUN_EPOCHS = 200
+
+
+def _check(row: Any, which: str) -> dict[str, Any]:
+    """The row's ``opening`` check (``extra.run_check``) or its ``closing`` one (``extra.run_check.closing``), each
+    ``{}`` when absent (Note [run-time check] and Note [closing check] in gnnbench/check/run_check.py)."""
+    opening = (row.get("extra") or {}).get("run_check") or {}
+    return opening if which == "opening" else (opening.get("closing") or {})
+
+
+def _check_median(e: Entry, which: str, key: str = "seconds") -> float | None:
+    import numpy as np
+
+    values = [float(v) for v in (_check(r, which).get(key) for r in e.runs) if isinstance(v, (int, float))]
+    return float(np.median(values)) if values else None
+
+
+def check_share(check_s: float, epoch_s: float) -> float:
+    """A check's share of a run of :data:`CHECKED_RUN_EPOCHS` epochs of ``epoch_s``, the whole check counted."""
+    return check_s / (check_s + CHECKED_RUN_EPOCHS * epoch_s)
+
+
+def _check_share(e: Entry, which: str) -> str:
+    seconds, epoch = _check_median(e, which), e.epoch
+    return "-" if seconds is None or epoch is None else f"{100 * check_share(seconds, epoch):.2f} %"
+
+
+def _checks(e: Entry, base: Entry | None) -> str:
+    """The latest run's opening and closing checks' statuses, a failed run's too: a check that failed is why."""
+    return "/".join(_check(e.latest, which).get("status", "-") for which in ("opening", "closing"))
+
+
 def _field(name: str) -> Column:
     from gnnbench.campaign.entries import field_of
 
@@ -192,6 +226,16 @@ COLUMNS: dict[str, Column] = {
     "processes": Column("processes", True, lambda e, base: str(len(e.processes) or len(e.runs))),
     "status": Column("status", False, _status),
     "stability": Column("stability", False, _stability),
+    # the run-time checks' cost (campaigns/bench_run_check.toml)
+    "checks": Column("checks (opening/closing)", False, _checks),
+    "opening check s": Column("opening s", True, _when_ok(lambda e: _s(_check_median(e, "opening")))),
+    "first forward s": Column("of which first forward s", True,
+                              _when_ok(lambda e: _s(_check_median(e, "opening", "forward_seconds")))),
+    "closing check s": Column("closing s", True, _when_ok(lambda e: _s(_check_median(e, "closing")))),
+    "opening share": Column(f"opening share of {CHECKED_RUN_EPOCHS} epochs", True,
+                            _when_ok(lambda e: _check_share(e, "opening"))),
+    "closing share": Column(f"closing share of {CHECKED_RUN_EPOCHS} epochs", True,
+                            _when_ok(lambda e: _check_share(e, "closing"))),
     # a comparison decided in paired rounds (Note [decided tables])
     "verdict": Column("verdict", False, _paired(lambda s: s.verdict().word), paired=True),
     "paired vs baseline": Column("{baseline} / system, paired [95% interval]", True, _paired(paired_ratio_text),

@@ -9,8 +9,10 @@ Note [results index]
     rows were never committed (tables measured before the rows were kept)
     shows the commit and load its table states and says that its rows await
     the next quiet re-measurement. README's figures table has one line per
-    campaign that publishes, drawn from the same entries, so a figure in
-    README is never typed by hand. ``gnnbench campaign index`` rewrites both;
+    campaign that publishes, drawn from the same entries, and one per study
+    whose script states a headline in its JSON (its repeats, written with
+    ``--out``, on the same line), so a figure in README is never typed by
+    hand. ``gnnbench campaign index`` rewrites both;
     a test keeps them current.
 """
 from __future__ import annotations
@@ -152,8 +154,14 @@ def studies(root: Path) -> list[Listed]:
     """Every table under results/studies/, with the study that makes it (``one-off`` when none does)."""
     makers = _makers(root / "benchmarks" / "studies", root)
     return [Listed(str(md.relative_to(root)), _title(md), _maker(makers, md.stem, "one-off (no script remakes it)"),
-                   _stated_commit(md), _stated_load(md))
+                   _stated_commit(md), _stated_load(md), _stated_headline(md))
             for md in sorted((root / "results" / "studies").glob("*.md"))]
+
+
+def _stated_headline(md: Path) -> str | None:
+    """A study's headline, which its script computes from its figures and keeps in its JSON (``headline``)."""
+    headline = _json_of(md).get("headline")
+    return headline if isinstance(headline, str) and headline else None
 
 
 def _maker(makers: dict[str, str], stem: str, missing: str) -> str:
@@ -216,6 +224,15 @@ def readme_block(root: Path) -> str:
         first = pages[0]
         headline = next((p.headline for p in pages if p.headline), None) or "rows not committed yet: see the table"
         lines.append(f"| `{name}` | [{_cell(first.title)}]({first.path}) | {_cell(headline)} |")
+    by_study: dict[str, list[Listed]] = {}
+    for s in studies(root):
+        if s.headline:  # a study that states a headline (its JSON's) is a figure README shows
+            script = s.maker.split()[0]
+            by_study.setdefault(script if script.startswith("benchmarks/") else s.path, []).append(s)
+    for script, pages in by_study.items():
+        first, *repeats = pages
+        headline = "; ".join([first.headline or ""] + [f"{Path(p.path).stem}: {p.headline}" for p in repeats])
+        lines.append(f"| `{script}` | [{_cell(first.title)}]({first.path}) | {_cell(headline)} |")
     return "\n".join(lines + ["", README_END])
 
 

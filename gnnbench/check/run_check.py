@@ -83,7 +83,7 @@ Note [closing check]
     repeats' pooling and the benchmarks' tables take ``ok`` rows only. The
     closing check runs only where the opening one passed; ``--no-check``
     turns both off. Its cost is stated beside the opening's in
-    ``results/bench_run_check.md``.
+    ``results/bench_run_check.md`` (campaigns/bench_run_check.toml).
 """
 from __future__ import annotations
 

@@ -151,3 +151,14 @@ def test_decided_trials_count_verdicts_processes_and_minutes(bench):
     text = re.sub(r" +", " ", "\n".join(bench._decided_section([d])))
     assert "## With the stopping rule" in text and "decides at a 5% threshold" in text
     assert "| quiet | `aa_slow` | 2 | called slower: 0 of 2 (0%) | 0 | 2 | 40 / 40 | 4.0 / 4.0 |" in text
+    assert "Other processes' share of the measured CPU: not recorded." in text
+
+
+def test_decided_trials_state_what_other_processes_took_of_the_measured_cpu(bench):
+    rows = _session_rows("t1", "aa_two", 2, 1.0, 1)
+    for row, share in zip(rows, (0.0, 0.01, 0.02, 0.3, None, 0.0, 0.0, 0.01)):
+        row["machine_state"] = {"other_cpu_share": share}
+    d = bench.summarise_decided("loaded", rows)
+    assert d["other_cpu"] == (0.01, 0.3, 7)
+    assert bench._other_cpu_sentence(d) == ("Other processes took a median 1% (at most 30%) of the measured CPU "
+                                            "while each of the 7 processes timed its epochs.")

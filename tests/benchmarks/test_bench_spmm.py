@@ -155,3 +155,16 @@ def test_quiet_processes_state_their_shares_and_keep_the_headline(bench):
     assert ("Other processes' share of the CPUs while each process timed its rounds: 1%, 2%, 0%, 0%, 3%; none "
             "above 10%.") in text
     assert "busy machine" not in text and "not a headline" not in text
+
+
+def test_the_headline_is_isplib_against_dgl_in_the_quiet_cases_only(bench):
+    def with_dgl(process):
+        process["cases"][0]["results"][bench.HEADLINE_PEER] = _result([3.9, 4.0, 4.1])
+        return process
+
+    quiet = [_with_share(with_dgl(_process(bench)), share) for share in (0.01, 0.02, 0.0, 0.0, 0.03)]
+    text = bench.headline(_report(bench, quiet))
+    assert text.startswith("isplib against DGL's copy_u_sum on uniform: F=32 2.00x [")
+    busy = [_with_share(with_dgl(_process(bench)), share) for share in (0.01, 0.02, 0.35, 0.0, 0.03)]
+    assert bench.headline(_report(bench, busy)) is None
+    assert bench.headline(_report(bench, [_process(bench)])) is None  # DGL not measured

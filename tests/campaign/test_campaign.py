@@ -250,3 +250,30 @@ def test_run_sweeps_commits_every_process_and_renders(tmp_path):
     assert rendered.written == (root / "results" / "mini.md",)
     assert "| gcn     | reference |" in (root / "results" / "mini.md").read_text()
     assert render_campaign("mini", root=root).unchanged == (root / "results" / "mini.md",)
+
+
+def test_the_run_check_page_sets_each_check_against_a_200_epoch_run():
+    """campaigns/bench_run_check.toml's page (it replaced benchmarks/bench_run_check.py): each check's seconds,
+    pooled over the processes, and its share of a run of CHECKED_RUN_EPOCHS epochs; a failed run keeps its
+    checks' statuses and nothing else."""
+    import re
+
+    from gnnbench.campaign.columns import CHECKED_RUN_EPOCHS, check_share
+    from gnnbench.campaign.publish import load
+    from gnnbench.campaign.render import render_page
+
+    assert CHECKED_RUN_EPOCHS == 200 and check_share(2.0, 0.99) == pytest.approx(2.0 / 200.0)
+    rows = []
+    for i, (system, status) in enumerate([("isplib", "ok"), ("isplib", "ok"), ("mkl", "oom")], start=1):
+        row = fake_row(i, system, status=status)
+        closing = {"closing": {"status": "passed", "seconds": 0.5}} if system == "isplib" else {}
+        row["extra"]["run_check"] = {"status": "passed", "seconds": 1.0 * i, "forward_seconds": 0.25, **closing}
+        rows.append(row)
+    page = load("bench_run_check")[1].pages[0]
+    cells = {line.split("|")[1].strip(): [c.strip() for c in line.strip().strip("|").split("|")]
+             for line in render_page(page, rows).splitlines() if re.match(r"\| (isplib|mkl) ", line)}
+    epoch = sorted(fake_row(1, "isplib")["epoch_times"])[3], sorted(fake_row(2, "isplib")["epoch_times"])[3]
+    share = check_share(1.5, sum(epoch) / 2)
+    assert cells["isplib"][:6] == ["isplib", "gcn", "passed/passed", "1.50", "0.25", "0.50"]
+    assert cells["isplib"][7] == f"{100 * share:.2f} %" and cells["isplib"][9:] == ["2", "ok"]
+    assert cells["mkl"][2:9] == ["passed/-", "-", "-", "-", "-", "-", "-"]

@@ -17,9 +17,31 @@ def test_readmes_figures_table_is_the_generated_block():
     assert block == readme_block(ROOT), "README's figures table is stale; run `gnnbench campaign index`"
 
 
-def test_the_figures_table_has_at_most_one_line_per_campaign():
+def test_the_figures_table_has_at_most_one_line_per_campaign_or_study():
+    from gnnbench.campaign.manifest import studies
+
     rows = [line for line in readme_block(ROOT).splitlines() if line.startswith("| `")]
-    assert len(rows) == len({line.split("|")[1] for line in rows}) <= len(campaign_names())
+    scripts = {s.maker.split()[0] if s.maker.startswith("benchmarks/") else s.path
+               for s in studies(ROOT) if s.headline}
+    assert len(rows) == len({line.split("|")[1] for line in rows}) <= len(campaign_names()) + len(scripts)
+
+
+def test_a_study_that_states_a_headline_gets_one_line_with_its_repeats(tmp_path):
+    import json
+
+    (tmp_path / "campaigns").mkdir()
+    (tmp_path / "benchmarks" / "studies").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "studies" / "bench_x.py").write_text('OUT = ROOT / "results" / "studies" / "x"\n')
+    folder = tmp_path / "results" / "studies"
+    folder.mkdir(parents=True)
+    for stem, headline in (("x", "A 1.70x [1.46, 1.93]"), ("x_again", "A 1.64x [1.40, 1.94]"), ("x_odd", None),
+                           ("y", "no script")):
+        (folder / f"{stem}.md").write_text(f"# Study {stem}\n")
+        (folder / f"{stem}.json").write_text(json.dumps({"headline": headline}))
+    assert readme_block(tmp_path).splitlines()[4:-2] == [
+        "| `benchmarks/studies/bench_x.py` | [Study x](results/studies/x.md) | A 1.70x [1.46, 1.93]; x_again: A 1.64x "
+        "[1.40, 1.94] |",
+        "| `results/studies/y.md` | [Study y](results/studies/y.md) | no script |"]
 
 
 def test_every_table_under_results_is_listed_once():
@@ -47,3 +69,8 @@ def test_a_study_makes_the_pages_its_code_writes_not_the_ones_its_docstring_link
                                        'OUT = ROOT / "results" / "studies" / "x"\n')
     (folder / "check.sh").write_text("# writes results/studies/check.md\n")
     assert _makers(folder, tmp_path) == {"x": "benchmarks/studies/bench_x.py", "check": "benchmarks/studies/check.sh"}
+
+
+def test_benchmarks_holds_only_the_shared_helpers_beside_the_studies():
+    """Every published table comes from a campaign file; what remains a script is a study (benchmarks/studies/)."""
+    assert sorted(p.name for p in (ROOT / "benchmarks").glob("*.py")) == ["_common.py"]
