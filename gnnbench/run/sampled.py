@@ -115,7 +115,7 @@ def _check_run(run) -> None:
     if getattr(run.model_cls, "typed", False):
         from gnnbench.run.typed_sampled import check_typed_run
 
-        check_typed_run(config, info)
+        check_typed_run(config)
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:
         raise UnavailableError(f"system '{config.system}' {reason}")
