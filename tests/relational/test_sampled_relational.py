@@ -258,3 +258,33 @@ def test_the_pyg_sampler_on_a_typed_graph_is_refused_in_one_line_quoting_pyg(cap
         "installed; torch-sparse builds from source against torch 2.13 in about half an hour, pyg-lib has no wheel "
         "for it on the index); use --sampler gnnbench or dgl\n")
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("native", NATIVES)
+@pytest.mark.parametrize("model", ["rgcn", "rgat"])
+def test_the_natives_on_a_block_with_an_empty_relation_and_an_unreached_type_give_what_reference_gives(native, model):
+    """verify's typed graph (an empty relation, which DGL's HeteroGraphConv skips, and a type no relation reaches)
+    as a block of every node: the natives bind it as a block (dgl.create_block), reference as relation blocks."""
+    from gnnbench.check.model_check import typed_hyper, typed_model_graph
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.models import MODELS
+    from gnnbench.models.typed import Schema
+    from gnnbench.runtime.registry import NATIVE_SYSTEMS, load_system
+    from gnnbench.runtime.sut import KernelBlocks
+    from gnnbench.sampling import HeteroBlock
+
+    F = get_frontend("torch", "cpu", "float32")
+    graph, target = typed_model_graph(np.int64)
+    block = HeteroBlock(dict(graph.node_counts), dict(graph.node_counts), graph.relations, graph.graphs)
+    assert any(g.num_edges == 0 for g in graph.graphs)
+    net = MODELS[model](Schema({t: 9 for t in graph.node_types}, graph.relations, target), 5,
+                        typed_hyper(MODELS[model], 3))
+    initial = net.init_params(3)
+    rng = np.random.default_rng(0)
+    x = {t: rng.uniform(-1, 1, (n, 9)).astype(np.float32) for t, n in graph.node_counts.items()}
+    reference = KernelBlocks(load_system("reference", "torch", "cpu"), net,
+                             {k: F.parameter(v) for k, v in initial.items()}, F)
+    want = reference.forward(reference.prepare([block, block]), {t: F.tensor(v) for t, v in x.items()}, False)
+    _, to_blocks, forward = importlib.import_module(NATIVE_SYSTEMS[native]["module"]).build_blocks(net, initial, F)
+    got = forward(to_blocks([block, block]), {t: F.tensor(v) for t, v in x.items()}, False)
+    assert np.allclose(got.detach().numpy(), want.detach().numpy(), atol=1e-5)
