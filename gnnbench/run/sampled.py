@@ -153,7 +153,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.results.store import utc_now
     from gnnbench.runtime.registry import system_info
     from gnnbench.runtime.sut import system_under_test
-    from gnnbench.sampling import make_sampler
+    from gnnbench.sampling import load_sampler, make_sampler
 
     started = utc_now()
     config, model_cls, hyper = run.config, run.model_cls, run.hyper
@@ -169,6 +169,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     system = system_under_test(config)
     system.load()  # imports (a library's own start-up) happen before any clock runs
     blocks = system.blocks(model, initial, F)
+    load_sampler(config.sampler)  # its library's import too, before the clock (the sampler's set-up is timed)
 
     report(RunEvent("prepare"))
     start = clock()

@@ -191,7 +191,7 @@ def test_a_kernel_wrong_on_sampled_blocks_only_passes_full_graph_and_is_caught_b
 # --sampler dgl|pyg on typed graphs, and the natives on typed blocks (Note [foreign samplers on typed graphs] in
 # gnnbench/sampling/adapters.py, Note [typed natives on blocks] in gnnbench/peers/typed.py)
 
-AIFB_SMALL = "hetero:like=aifb,scale=0.1"
+AIFB_SMALL = "hetero:like=aifb,scale=0.05"
 NATIVES = [pytest.param("pyg-native", marks=pytest.mark.skipif(importlib.util.find_spec("torch_geometric") is None,
                                                                  reason="PyG is not installed")),
            pytest.param("dgl-native", marks=pytest.mark.skipif(importlib.util.find_spec("dgl") is None,
