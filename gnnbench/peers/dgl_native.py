@@ -86,6 +86,11 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     ``dgl.create_block`` blocks (the per-block preparation), ``forward(blocks, x, training)`` runs the layers,
     layer ``i`` on block ``i``; DGL's layers take a block's destination features as its first rows.
     """
+    if getattr(model, "typed", False):  # Note [typed natives on blocks] in gnnbench.peers.typed
+        from .typed import build_typed_blocks
+
+        counterpart(model, COUNTERPART, "dgl-native")
+        return build_typed_blocks(COUNTERPART, layer_library(), model, initial_params, F)
     native = counterpart(model, COUNTERPART, "dgl-native")
     from .dgl_shim import dgl
 

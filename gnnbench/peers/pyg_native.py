@@ -146,6 +146,11 @@ def build_blocks(model, initial_params: dict[str, np.ndarray], F):
     unnormalised with the block's ``gcn_norm`` as edge weights over ``S`` rows and keeps the first ``N``, as
     PyG's NeighborLoader examples slice ``[:batch_size]``.
     """
+    if getattr(model, "typed", False):  # Note [typed natives on blocks] in gnnbench.peers.typed
+        from .typed import build_typed_blocks
+
+        counterpart(model, COUNTERPART, "pyg-native")
+        return build_typed_blocks(COUNTERPART, layer_library(), model, initial_params, F)
     native = counterpart(model, COUNTERPART, "pyg-native")
     on_blocks = native.blocks
     convs = build_convs(model, initial_params, F, native, layer_library(), on_blocks.changes)

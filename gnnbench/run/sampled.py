@@ -115,7 +115,7 @@ def _check_run(run) -> None:
     if getattr(run.model_cls, "typed", False):
         from gnnbench.run.typed_sampled import check_typed_run
 
-        check_typed_run(config, info)
+        check_typed_run(config)
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:
         raise UnavailableError(f"system '{config.system}' {reason}")
@@ -153,7 +153,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     from gnnbench.results.store import utc_now
     from gnnbench.runtime.registry import system_info
     from gnnbench.runtime.sut import system_under_test
-    from gnnbench.sampling import make_sampler
+    from gnnbench.sampling import load_sampler, make_sampler
 
     started = utc_now()
     config, model_cls, hyper = run.config, run.model_cls, run.hyper
@@ -169,6 +169,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     system = system_under_test(config)
     system.load()  # imports (a library's own start-up) happen before any clock runs
     blocks = system.blocks(model, initial, F)
+    load_sampler(config.sampler)  # its library's import too, before the clock (the sampler's set-up is timed)
 
     report(RunEvent("prepare"))
     start = clock()

@@ -11,20 +11,21 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.errors import UnavailableError, UserError
+from gnnbench.errors import UserError
 
 __all__ = ["check_typed_run", "input_features", "whole_input"]
 
 
-def check_typed_run(config, info) -> None:
-    """A sampled run of a relational model: a kernel system (the natives' own typed samplers are issue 58's second
-    arm, not built: ``skipped``) and gnnbench's sampler (the only one with typed graphs); one line each."""
-    if info.kind != "kernel":
-        raise UnavailableError(f"system '{config.system}' trains relational models full-graph only: its own "
-                               f"sampler on typed graphs is not wired in yet (run it with --batching full)")
-    if config.sampler != "gnnbench":
-        raise UserError(f"--sampler {config.sampler} has no adapter for typed graphs; relational model "
-                        f"'{config.model}' samples with --sampler gnnbench (Note [fan-out per relation])")
+def check_typed_run(config) -> None:
+    """A sampled run of a relational model: a sampler with an adapter for typed graphs that can run here
+    (gnnbench's, DGL's; PyG's with pyg-lib or torch-sparse: Note [foreign samplers on typed graphs] in
+    gnnbench/sampling/adapters.py), one line. Every system runs on its blocks, the natives with their own typed
+    layers (Note [typed natives on blocks] in gnnbench/peers/typed.py)."""
+    from gnnbench.sampling import sampler_unavailable_reason
+
+    reason = sampler_unavailable_reason(config.sampler, typed=True)
+    if reason:
+        raise UserError(reason)
 
 
 def input_features(dataset) -> Any:

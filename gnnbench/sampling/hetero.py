@@ -56,7 +56,7 @@ from numba import njit
 
 from gnnbench.sampling.neighbor import _counts, _draw, check_fanouts, epoch_batches
 
-__all__ = ["HeteroBlock", "HeteroSampledBatch", "HeteroNeighborSampler"]
+__all__ = ["HeteroBlock", "HeteroSampledBatch", "HeteroSampler", "HeteroNeighborSampler"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,9 +125,10 @@ def _relabel_more(picked, local, local_of, start):
     return extra[:m]
 
 
-class HeteroNeighborSampler:
-    """Uniform neighbour sampling without replacement over a typed graph's relations, per relation (Note [fan-out
-    per relation]).
+class HeteroSampler:
+    """What every sampler of typed graphs (``--sampler``) shares, as :class:`~gnnbench.sampling.neighbor.Sampler`
+    does for one type: the typed graph, the seeds' node type, the fanouts, the seed and the epoch's batches of
+    seeds (:func:`epoch_batches`, the same for every sampler); a subclass draws the blocks.
 
     Args:
         graph (HeteroGraph): the typed graph.
@@ -136,13 +137,34 @@ class HeteroNeighborSampler:
         seed (int): the run's seed (default: 0).
     """
 
-    name = "gnnbench"
+    name = "sampler"
 
     def __init__(self, graph, target: str, fanouts: Sequence[int], seed: int = 0):
         self.graph, self.target = graph, target
         self.fanouts = check_fanouts(fanouts)
         self.seed = int(seed)
         self.index_dtype = np.dtype(graph.index_dtype)
+
+    def sample(self, seeds: np.ndarray, epoch: int = 0, batch: int = 0) -> HeteroSampledBatch:
+        """The blocks of batch ``batch`` of epoch ``epoch``, whose seeds (target-type ids) are ``seeds``."""
+        raise NotImplementedError
+
+    def batches(self, train_nodes: np.ndarray, batch_size: int, epoch: int,
+                shuffle: bool = True) -> Iterator[HeteroSampledBatch]:
+        """The epoch's sampled batches, in order (the homogeneous sampler's seed batches, :func:`epoch_batches`)."""
+        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
+            yield self.sample(seeds, epoch, b)
+
+
+class HeteroNeighborSampler(HeteroSampler):
+    """Uniform neighbour sampling without replacement over a typed graph's relations, per relation (Note [fan-out
+    per relation]); arguments as :class:`HeteroSampler`.
+    """
+
+    name = "gnnbench"
+
+    def __init__(self, graph, target: str, fanouts: Sequence[int], seed: int = 0):
+        super().__init__(graph, target, fanouts, seed)
         self.csr = [(np.ascontiguousarray(g.indptr, dtype=np.int64), np.ascontiguousarray(g.indices, dtype=np.int64))
                     for g in graph.graphs]
         self._local_of = {t: np.full(n, -1, dtype=np.int64) for t, n in graph.node_counts.items()}
@@ -195,10 +217,3 @@ class HeteroNeighborSampler:
             nodes = src
         blocks.reverse()
         return HeteroSampledBatch(blocks, nodes, seeds)
-
-    def batches(self, train_nodes: np.ndarray, batch_size: int, epoch: int,
-                shuffle: bool = True) -> Iterator[HeteroSampledBatch]:
-        """The epoch's sampled batches, in order (the homogeneous sampler's seed batches, :func:`epoch_batches`)."""
-        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
-            yield self.sample(seeds, epoch, b)
-

@@ -108,19 +108,6 @@ def test_a_fallback_and_inference_run_on_typed_graphs():
     assert _row("reference", "rgat", AIFB, hidden=8, heads=2, mode="inference")["status"] == "ok"
 
 
-def test_a_native_baseline_is_skipped_from_sampled_relational_runs_with_its_reason():
-    from gnnbench.errors import UnavailableError
-    from gnnbench.run.config import make_config
-    from gnnbench.run.preflight import check
-
-    config = make_config({"system": "dgl-native", "model": "rgcn", "dataset": "hetero:like=aifb",
-                          "batching": "sampled", "fanouts": "5,5", "batch_size": 8})
-    with pytest.raises(UnavailableError) as err:
-        check(config, isolate=False)
-    assert str(err.value) == ("system 'dgl-native' trains relational models full-graph only: its own sampler on "
-                              "typed graphs is not wired in yet (run it with --batching full)")
-
-
 @pytest.mark.parametrize("model", ["rgcn", "rgat"])
 def test_initial_parameters_depend_only_on_the_seed(model):
     import numpy as np

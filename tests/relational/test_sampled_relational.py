@@ -2,6 +2,9 @@
 bad input, and a system wrong on blocks only."""
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -143,8 +146,6 @@ def test_sampled_rgcn_and_layers_for_a_homogeneous_model():
 @pytest.mark.parametrize("values,message", [
     ({"fanouts": "15,10,5"}, "--fanouts 15,10,5 gives 3 fanout(s), but model 'rgat' has 2 layers: give one per "
                              "layer, outermost first, e.g. --fanouts 10,10"),
-    ({"sampler": "dgl"}, "--sampler dgl has no adapter for typed graphs; relational model 'rgat' samples with "
-                         "--sampler gnnbench (Note [fan-out per relation])"),
 ])
 def test_bad_sampled_relational_input_is_one_line_before_any_worker(values, message):
     with pytest.raises(UserError) as err:
@@ -185,3 +186,105 @@ def test_a_kernel_wrong_on_sampled_blocks_only_passes_full_graph_and_is_caught_b
     (spmm,) = results
     assert spmm.status == "failed" and spmm.failed_graphs and all(g.startswith("block_")
                                                                     for g in spmm.failed_graphs)
+
+
+# --sampler dgl|pyg on typed graphs, and the natives on typed blocks (Note [foreign samplers on typed graphs] in
+# gnnbench/sampling/adapters.py, Note [typed natives on blocks] in gnnbench/peers/typed.py)
+
+AIFB_SMALL = "hetero:like=aifb,scale=0.05"
+NATIVES = [pytest.param("pyg-native", marks=pytest.mark.skipif(importlib.util.find_spec("torch_geometric") is None,
+                                                                 reason="PyG is not installed")),
+           pytest.param("dgl-native", marks=pytest.mark.skipif(importlib.util.find_spec("dgl") is None,
+                                                                 reason="DGL is not installed"))]
+
+
+@pytest.mark.parametrize("native", NATIVES)
+@pytest.mark.parametrize("model", ["rgcn", "rgat"])
+@pytest.mark.parametrize("fanouts", [(2, 2, 2), (-1, -1, -1)])
+def test_the_natives_on_typed_blocks_give_what_reference_gives_on_them(native, model, fanouts):
+    """The same blocks (relations without edges, types without sources among them), the same logits; with every
+    neighbour, the full graph's (test_every_neighbour_on_blocks_gives_the_full_graph_logits)."""
+    from gnnbench.datasets import load_dataset
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.models import MODELS
+    from gnnbench.runtime.registry import NATIVE_SYSTEMS, load_system
+    from gnnbench.runtime.sut import KernelBlocks
+    from gnnbench.sampling import HeteroNeighborSampler
+
+    F = get_frontend("torch", "cpu", "float32")
+    dataset = load_dataset(IGBH)
+    cls = MODELS[model]
+    hyper = replace(cls.defaults, hidden=8, heads=2, layers=3) if model == "rgat" else replace(cls.defaults, layers=3)
+    net = cls.for_dataset(dataset, hyper)
+    initial = net.init_params(0)
+    batch = HeteroNeighborSampler(dataset.graph, dataset.target, fanouts).sample(
+        np.flatnonzero(dataset.train_mask)[:50])
+    reference = KernelBlocks(load_system("reference", "torch", "cpu"), net,
+                             {k: F.parameter(v) for k, v in initial.items()}, F)
+    want = reference.forward(reference.prepare(batch.graphs()), batch.gather(F, dataset.type_features), False)
+    _, to_blocks, forward = importlib.import_module(NATIVE_SYSTEMS[native]["module"]).build_blocks(net, initial, F)
+    got = forward(to_blocks(batch.graphs()), batch.gather(F, dataset.type_features), False)
+    assert np.allclose(got.detach().numpy(), want.detach().numpy(), atol=1e-5)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dgl") is None, reason="DGL is not installed")
+def test_rgcn_trains_on_dgls_typed_sampler_on_a_kernel_system_and_on_dgl_native_from_the_same_blocks(capsys):
+    rows = {}
+    for system in ("reference", "dgl-native"):
+        assert main(["run", "--system", system, "--model", "rgcn", "--dataset", AIFB_SMALL, "--batching", "sampled",
+                     "--fanouts", "2,2", "--sampler", "dgl", "--batch-size", "16", "--epochs", "2", "--warmup", "1",
+                     "--threads", "1", "--in-process", "--no-store", "--json"]) == 0
+        rows[system] = json.loads(capsys.readouterr().out)
+    for system, row in rows.items():
+        assert row["status"] == "ok" and row["extra"]["sampler"] == "dgl", (system, row.get("error"))
+        assert row["prepare_time_s"] > 0  # DGL's heterograph, built once in the sampler's set-up
+        assert all(row[f"{p}_times"] for p in ("sample", "gather", "block_prepare", "forward", "backward")), system
+    assert rows["reference"]["extra"]["run_check"]["status"] == "passed"
+    assert "run_check" not in rows["dgl-native"]["extra"]  # its own layers: no system kernel to check
+    assert rows["dgl-native"]["first_loss"] == pytest.approx(rows["reference"]["first_loss"], rel=1e-4)
+
+
+def test_the_pyg_sampler_on_a_typed_graph_is_refused_in_one_line_quoting_pyg(capsys, tmp_path):
+    import torch_geometric.typing as t
+
+    if t.WITH_PYG_LIB or t.WITH_TORCH_SPARSE:
+        pytest.skip("pyg-lib or torch-sparse is installed here: --sampler pyg runs on typed graphs")
+    code = main(["run", "--system", "dgl-native", "--model", "rgcn", "--dataset", AIFB_SMALL, "--batching", "sampled",
+                 "--fanouts", "2,2", "--sampler", "pyg", "--batch-size", "16",
+                 "--results", str(tmp_path / "new" / "r.sqlite")])
+    assert code == 2 and capsys.readouterr().err == (
+        "gnnbench run: --sampler pyg has no sampler for typed graphs here: PyG's NeighborSampler on HeteroData "
+        "raises \"ImportError: 'NeighborSampler' requires either 'pyg-lib' or 'torch-sparse'\" (neither is "
+        "installed; torch-sparse builds from source against torch 2.13 in about half an hour, pyg-lib has no wheel "
+        "for it on the index); use --sampler gnnbench or dgl\n")
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("native", NATIVES)
+@pytest.mark.parametrize("model", ["rgcn", "rgat"])
+def test_the_natives_on_a_block_with_an_empty_relation_and_an_unreached_type_give_what_reference_gives(native, model):
+    """verify's typed graph (an empty relation, which DGL's HeteroGraphConv skips, and a type no relation reaches)
+    as a block of every node: the natives bind it as a block (dgl.create_block), reference as relation blocks."""
+    from gnnbench.check.model_check import typed_hyper, typed_model_graph
+    from gnnbench.frameworks import get_frontend
+    from gnnbench.models import MODELS
+    from gnnbench.models.typed import Schema
+    from gnnbench.runtime.registry import NATIVE_SYSTEMS, load_system
+    from gnnbench.runtime.sut import KernelBlocks
+    from gnnbench.sampling import HeteroBlock
+
+    F = get_frontend("torch", "cpu", "float32")
+    graph, target = typed_model_graph(np.int64)
+    block = HeteroBlock(dict(graph.node_counts), dict(graph.node_counts), graph.relations, graph.graphs)
+    assert any(g.num_edges == 0 for g in graph.graphs)
+    net = MODELS[model](Schema({t: 9 for t in graph.node_types}, graph.relations, target), 5,
+                        typed_hyper(MODELS[model], 3))
+    initial = net.init_params(3)
+    rng = np.random.default_rng(0)
+    x = {t: rng.uniform(-1, 1, (n, 9)).astype(np.float32) for t, n in graph.node_counts.items()}
+    reference = KernelBlocks(load_system("reference", "torch", "cpu"), net,
+                             {k: F.parameter(v) for k, v in initial.items()}, F)
+    want = reference.forward(reference.prepare([block, block]), {t: F.tensor(v) for t, v in x.items()}, False)
+    _, to_blocks, forward = importlib.import_module(NATIVE_SYSTEMS[native]["module"]).build_blocks(net, initial, F)
+    got = forward(to_blocks([block, block]), {t: F.tensor(v) for t, v in x.items()}, False)
+    assert np.allclose(got.detach().numpy(), want.detach().numpy(), atol=1e-5)
