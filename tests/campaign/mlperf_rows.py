@@ -13,7 +13,8 @@ from __future__ import annotations
 
 SEEDS = (0, 1, 2, 3, 4)
 SPREAD = (0.98, 0.99, 1.00, 1.01, 1.02)  # a seed's phases over the median seed's
-SMALL, LARGE = "hetero:like=igbh,scale=0.0512", "hetero:like=igbh,scale=0.1024"
+SMALL, LARGE = ("hetero:classes=19,features=1024,like=igbh,other_features=1024,scale=0.0512,seed=0",
+                "hetero:classes=19,features=1024,like=igbh,other_features=1024,scale=0.1024,seed=0")
 #: per graph: batches an epoch, sampled edges a batch, reference's ms a batch per phase, its kernels' ms
 GRAPHS = {
     SMALL: (3, 60_000, {"sample": 10, "gather": 5, "block_prepare": 5, "forward": 30, "backward": 40,
