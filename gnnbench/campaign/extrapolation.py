@@ -29,7 +29,8 @@ Note [extrapolating a batch]
        time did not grow between them, every run at the larger size no
        slower than every run at the smaller (within the spread over seeds),
        is held at the larger size's: an optimizer step does not depend on
-       the graph. The kernels' time is carried the same way; their share is
+       the graph. The kernels' time is carried the same way, at most the
+       forward, backward and optimizer phases it lies inside; their share is
        it over the sum of the phases.
 
     The finding names the phase whose time per batch grows by the largest
@@ -49,6 +50,8 @@ __all__ = ["BatchFigures", "Extrapolated", "edges_bound", "batch_figures", "extr
 
 #: the kernels' time, inside the forward, backward and optimizer phases (Note [phases by name])
 KERNEL = phase("kernel")
+#: the phases the kernels' time lies inside
+_HOLDING_KERNELS = ("forward", "backward", "optimizer")
 
 
 def edges_bound(like: str, fanouts: Sequence[int], batch_size: int) -> int:
@@ -170,6 +173,9 @@ def extrapolate(system: str, small: BatchFigures, large: BatchFigures, bound: in
     kernel = None
     if small.kernel is not None and large.kernel is not None:
         kernel = _carried(small.kernel, large.kernel, small.runs[KERNEL.name], large.runs[KERNEL.name], edges)
+        # the kernels run inside these phases (Note [phases by name]): two lines through noisy points must not
+        # put more in them than they hold
+        kernel = min(kernel, sum(phases.get(name, 0.0) for name in _HOLDING_KERNELS))
     return Extrapolated(system, small, large, phases, kernel)
 
 

@@ -32,10 +32,11 @@ def test_the_campaign_plans_mlperfs_settings_on_every_system_two_sizes_and_five_
     assert report.planned == len(tasks) == 9 * 2 * 5
     assert {t.config.system for t in tasks} == {"reference", "isplib", "dgl", "mkl", "pyg", "dgnn", "pim",
                                                 "dgl-native", "pyg-native"}
-    assert {t.config.dataset for t in tasks} == {SMALL, LARGE} and {t.config.seed for t in tasks} == set(range(5))
+    assert {t.config.dataset for t in tasks} == {SMALL.replace("0.0512", "0.03414"), LARGE.replace("0.1024", "0.06827")}
+    assert {t.config.seed for t in tasks} == set(range(5))
     assert {(t.config.batching, t.config.fanouts, t.config.batch_size, t.config.eval_every, t.config.target_accuracy,
              t.config.hidden, t.config.heads, t.config.layers, t.config.lr) for t in tasks} == {
-        ("sampled", (5, 10, 15), 1024, 0.05, 0.6, None, None, None, None)}  # the model's own defaults: MLPerf's
+        ("sampled", (5, 10, 15), 1024, 0.05, 0.25, None, None, None, None)}  # the model's own defaults: MLPerf's
     d = RGAT.defaults
     assert (d.layers, d.hidden, d.heads, d.lr, d.weight_decay) == (3, 512, 4, 0.001, 0.0)
 
@@ -160,3 +161,13 @@ def test_the_cli_refuses_a_bad_finding_in_one_line_with_status_2(monkeypatch, tm
                                        "'nodes' must be a whole number above 0 (got 0); kind extrapolation needs to, "
                                        "nodes, edges\n")
     assert not (tmp_path / "results").exists()
+
+
+def test_the_kernels_carried_are_never_more_than_the_phases_they_lie_inside():
+    from gnnbench.campaign.extrapolation import BatchFigures, extrapolate
+
+    small = BatchFigures("a", {"forward": 0.010, "optimizer": 0.010}, 0.005, 100.0,
+                         {"forward": (0.009, 0.011), "optimizer": (0.009, 0.011), "kernel": (0.004, 0.006)})
+    large = BatchFigures("b", {"forward": 0.020, "optimizer": 0.0105}, 0.019, 200.0,
+                         {"forward": (0.019, 0.021), "optimizer": (0.010, 0.011), "kernel": (0.018, 0.020)})
+    assert extrapolate("x", small, large, 1100).kernel == pytest.approx(0.1205)  # its own line: 0.145
