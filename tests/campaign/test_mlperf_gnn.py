@@ -29,9 +29,9 @@ def test_the_campaign_plans_mlperfs_settings_on_every_system_two_sizes_and_five_
     report, rendered = run_campaign("mlperf_gnn", dry_run=True, results=str(tmp_path / "m.sqlite"))
     assert rendered is None and not (tmp_path / "m.sqlite").exists()
     tasks = report.todo + report.unavailable
-    assert report.planned == len(tasks) == 9 * 2 * 5
-    assert {t.config.system for t in tasks} == {"reference", "isplib", "dgl", "mkl", "pyg", "dgnn", "pim",
-                                                "dgl-native", "pyg-native"}
+    assert report.planned == len(tasks) == 8 * 2 * 5  # pim left out: the campaign file says why
+    assert {t.config.system for t in tasks} == {"reference", "isplib", "dgl", "mkl", "pyg", "dgnn", "dgl-native",
+                                                "pyg-native"}
     assert {t.config.dataset for t in tasks} == {SMALL.replace("0.0512", "0.03414"), LARGE.replace("0.1024", "0.06827")}
     assert {t.config.seed for t in tasks} == set(range(5))
     assert {(t.config.batching, t.config.fanouts, t.config.batch_size, t.config.eval_every, t.config.target_accuracy,
