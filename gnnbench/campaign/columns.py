@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gnnbench.campaign import to_target
 from gnnbench.campaign.entries import Entry
 
 __all__ = ["Column", "COLUMNS", "CHECKED_RUN_EPOCHS", "check_share", "ratio_text", "epoch_text", "paired_ratio_text", "comparison_of", "header"]
@@ -190,6 +191,16 @@ def _phase(name: str) -> Callable[[Entry], str]:
     return lambda e: _ms(e.median(name))
 
 
+def _kernel_share(e: Entry) -> str:
+    """The kernels' share of the epoch, ``41 %``: the median kernel seconds over the epoch figure."""
+    kernel = e.median("kernel_median_s")
+    return "-" if kernel is None or not e.epoch else f"{100 * kernel / e.epoch:.0f} %"
+
+
+def _target_part(key: str) -> Callable[[Entry], str]:
+    return lambda e: to_target.part_text(e, key)
+
+
 #: every column a table may declare, by name
 COLUMNS: dict[str, Column] = {
     **{name: _field(name) for name in ("system", "model", "dataset", "edges", "framework", "allocator",
@@ -222,6 +233,18 @@ COLUMNS: dict[str, Column] = {
                            _against(lambda e, b: _share(e, b, "peak_memory_bytes")), needs_baseline=True),
     "baseline rest + kernel ms": Column("{baseline} rest + kernel ms", True, _against(_bound),
                                         needs_baseline=True),
+    # a sampled epoch per batch, and the kernels' share of it
+    "batch ms": Column("batch ms", True, _when_ok(lambda e: _ms(e.per_batch("epoch_time_median_s")))),
+    "kernel share": Column("kernel share", True, _when_ok(_kernel_share)),
+    # time to a target accuracy over seeds (Note [time to target in tables] in gnnbench/campaign/to_target.py)
+    "seeds reached": Column("seeds reached", True, _when_ok(to_target.reached_text)),
+    "epochs to target": Column("epochs to target", True, _when_ok(to_target.epochs_text)),
+    "time to target s": Column("time to target s", True, _when_ok(to_target.figure_text)),
+    **{f"target {word} s": Column(f"{word} s", True, _when_ok(_target_part(key))) for key, word in to_target.PARTS},
+    "time to target vs baseline": Column("{baseline} / system to target [95% interval over seeds]", True,
+                                         _against(to_target.speedup_text), needs_baseline=True),
+    "converges early": Column("converges early vs {baseline}", False,
+                              _against(to_target.convergence_text), needs_baseline=True),
     "allocator used": Column("allocator used", False, lambda e, base: str(e.latest.get("allocator"))),
     "processes": Column("processes", True, lambda e, base: str(len(e.processes) or len(e.runs))),
     "status": Column("status", False, _status),

@@ -17,7 +17,9 @@ Note [campaign declares its tables]
     each its own ratio columns). One renderer (:mod:`gnnbench.campaign.render`)
     draws every page, so a new table is a declaration, not a script. A
     campaign that decides declares its verdicts the same way, with the columns
-    of Note [decided tables] in :mod:`gnnbench.campaign.columns`.
+    of Note [decided tables] in :mod:`gnnbench.campaign.columns`. A page may
+    close with paragraphs computed from its rows, ``[[publish.findings]]``
+    (Note [campaign findings] in :mod:`gnnbench.campaign.findings`).
 
 Example (``campaigns/scaling.toml``)::
 
@@ -43,12 +45,15 @@ from typing import Any
 from gnnbench.errors import UserError
 
 __all__ = ["Setup", "Headline", "TableDeclaration", "Page", "Declaration", "declaration_from_mapping",
-           "FIGURE_KINDS"]
+           "FIGURE_KINDS", "Finding", "FINDING_KEYS"]
 
 #: the figures a page may ask for (drawn by :mod:`gnnbench.campaign.figures`)
 FIGURE_KINDS = ("against-edges", "phases")
+#: the paragraphs a page may ask for, each computed from its rows (Note [campaign findings] in
+#: :mod:`gnnbench.campaign.findings`), and the keys each takes besides `kind`, `title` and `where`
+FINDING_KEYS = {"first-to-target": (), "extrapolation": ("to", "nodes", "edges")}
 _SETUP_KEYS = ("systems_path", "fresh_tuning_cache")
-_PAGE_KEYS = ("out", "title", "about", "headline", "figures", "tables")
+_PAGE_KEYS = ("out", "title", "about", "headline", "figures", "tables", "findings")
 _TABLE_KEYS = ("title", "about", "where", "sections", "rows", "columns", "baseline", "against")
 _HEADLINE_KEYS = ("subject", "baseline", "against", "where")
 
@@ -91,6 +96,21 @@ class TableDeclaration:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One paragraph of a page computed from its rows at render time (Note [campaign findings] in
+    :mod:`gnnbench.campaign.findings`): its ``kind``, heading, the runs it reads (``where``) and the values its
+    kind takes (:data:`FINDING_KEYS`)."""
+
+    kind: str
+    title: str | None = None
+    where: tuple[tuple[str, Any], ...] = ()
+    values: tuple[tuple[str, Any], ...] = ()
+
+    def value(self, key: str) -> Any:
+        return dict(self.values).get(key)
+
+
+@dataclass(frozen=True)
 class Page:
     """One published page: ``out.md`` with its tables, and its figures."""
 
@@ -100,6 +120,7 @@ class Page:
     about: str | None = None
     headline: Headline | None = None
     figures: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +191,24 @@ def _table(data: Any, where: str) -> TableDeclaration:
                             sections=_text(data, "sections", where), baselines=baselines, against=against)
 
 
+def _finding(data: Any, where: str) -> Finding:
+    """One ``[[publish.findings]]``: a known kind, its own keys, each of them given (one line otherwise)."""
+    if isinstance(data, Mapping) and data.get("kind") not in FINDING_KEYS:
+        raise UserError(f"{where}: 'kind' must be one of {', '.join(FINDING_KEYS)} (got {data.get('kind')!r})")
+    own = FINDING_KEYS[data["kind"]] if isinstance(data, Mapping) else ()
+    data = _keys(data, ("kind", "title", "where", *own), where)
+    values = []
+    for key in own:
+        value = data.get(key)
+        wanted = str if key == "to" else int
+        if not isinstance(value, wanted) or isinstance(value, bool) or (wanted is int and value <= 0):
+            kind = "text" if wanted is str else "a whole number above 0"
+            raise UserError(f"{where}: '{key}' must be {kind} (got {value!r}); kind {data['kind']} needs "
+                            f"{', '.join(own)}")
+        values.append((key, value))
+    return Finding(data["kind"], _text(data, "title", where), _where(data, where), tuple(values))
+
+
 def _page(data: Any, where: str) -> Page:
     data = _keys(data, _PAGE_KEYS, where)
     out = _text(data, "out", where, required=True)
@@ -183,6 +222,9 @@ def _page(data: Any, where: str) -> Page:
     unknown = [f for f in figures if f not in FIGURE_KINDS]
     if unknown:
         raise UserError(f"{where}: unknown figure(s) {', '.join(unknown)}; choices: {', '.join(FIGURE_KINDS)}")
+    findings = data.get("findings", [])
+    if not isinstance(findings, list):
+        raise UserError(f"{where}: 'findings' must be [[publish.findings]] tables (got {findings!r})")
     headline = None
     if data.get("headline") is not None:
         h = _keys(data["headline"], _HEADLINE_KEYS, f"{where} headline")
@@ -191,7 +233,8 @@ def _page(data: Any, where: str) -> Page:
                             _text(h, "against", f"{where} headline") or "system", _where(h, f"{where} headline"))
     return Page(out=out, title=_text(data, "title", where, required=True), about=_text(data, "about", where),
                 tables=tuple(_table(t, f"{where} [[publish.tables]] #{i + 1}") for i, t in enumerate(tables)),
-                headline=headline, figures=figures)
+                headline=headline, figures=figures,
+                findings=tuple(_finding(f, f"{where} [[publish.findings]] #{i + 1}") for i, f in enumerate(findings)))
 
 
 def declaration_from_mapping(data: Mapping[str, Any], name: str, where: str) -> Declaration:

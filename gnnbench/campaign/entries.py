@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Entry", "entries", "field_of", "size_label", "size_value", "selected"]
+__all__ = ["Entry", "entries", "field_of", "size_label", "size_value", "selected", "batches_per_epoch"]
 
 
 def size_label(edges: int | float) -> str:
@@ -125,6 +125,13 @@ class Entry:
                   if isinstance(r.get("extra"), Mapping) and isinstance(r["extra"].get(name), (int, float))]
         return float(np.median(values)) if values else None
 
+    def per_batch(self, name: str) -> float | None:
+        """The median over the pooled runs of a per-epoch figure divided by the run's batches per epoch
+        (:func:`batches_per_epoch`); None for full-graph runs or when no run has it."""
+        values = [float(r[name]) / n for r in self.runs
+                  if isinstance(r.get(name), (int, float)) and (n := batches_per_epoch(r))]
+        return float(np.median(values)) if values else None
+
     @property
     def epoch(self) -> float | None:
         """The epoch figure in seconds: the median of the per-process medians."""
@@ -150,3 +157,16 @@ def entries(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> list[En
         runs = tuple({k: v for k, v in r.items() if k != "_key"} for r in config.rows)
         out.append(Entry(tuple((f, key.get(f)) for f in fields), runs))
     return out
+
+
+def batches_per_epoch(row: Mapping[str, Any]) -> int | None:
+    """A sampled training run's batches per epoch: its seeds per epoch (``seeds_per_s`` times the median epoch it
+    was taken from, Note [sampled batching]) over its batch size, rounded up; None for any other run."""
+    seeds_per_s, epoch = row.get("seeds_per_s"), row.get("epoch_time_median_s")
+    batch = field_of(row, "batch_size")
+    if field_of(row, "batching") != "sampled" or not isinstance(batch, int) or batch <= 0 \
+            or not isinstance(seeds_per_s, (int, float)) or not isinstance(epoch, (int, float)) \
+            or not np.isfinite(seeds_per_s * epoch):
+        return None
+    seeds = round(float(seeds_per_s) * float(epoch))
+    return -(-seeds // batch) if seeds > 0 else None

@@ -4,7 +4,8 @@ from its rows, as Markdown that is the same bytes for the same rows.
 A page opens with its title and ``about`` text, then one generated paragraph: the settings the runs share,
 how a figure is pooled, and where the rows come from (the load their processes recorded, Note [measured under
 load], and the commits they ran at). Each table follows, one per section value when it declares ``sections``,
-and the runs that did not succeed are listed under it.
+and the runs that did not succeed are listed under it. The paragraphs the page declares as findings close it
+(Note [campaign findings] in :mod:`gnnbench.campaign.findings`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 from gnnbench.campaign.columns import COLUMNS, comparison_of, header
 from gnnbench.campaign.declaration import Page, TableDeclaration
 from gnnbench.campaign.entries import Entry, entries, field_of, selected, size_value
+from gnnbench.campaign.findings import finding_lines
 from gnnbench.results.paired import paired_rounds
 
 __all__ = ["render_page", "page_rows", "rows_load", "measured_note", "load_note", "commits_of"]
@@ -201,4 +203,6 @@ def render_page(page: Page, rows: Sequence[Mapping[str, Any]]) -> str:
             lines += ["No rows.", ""]
             continue
         lines += _table_lines(table, mine, sessions)
+    for finding in page.findings:  # Note [campaign findings] in gnnbench/campaign/findings.py
+        lines += finding_lines(finding, rows)
     return "\n".join(lines).rstrip("\n") + "\n"
