@@ -250,3 +250,20 @@ def test_run_sweeps_commits_every_process_and_renders(tmp_path):
     assert rendered.written == (root / "results" / "mini.md",)
     assert "| gcn     | reference |" in (root / "results" / "mini.md").read_text()
     assert render_campaign("mini", root=root).unchanged == (root / "results" / "mini.md",)
+
+
+def test_a_relational_row_says_how_it_ran_its_relations():
+    """The column "relations run as": the typed kernel, the composed form (extra.composed), one call per relation,
+    or a peer's own layers (no system kernels)."""
+    from gnnbench.campaign.columns import COLUMNS
+    from gnnbench.campaign.entries import Entry
+
+    def cell(extra):
+        return COLUMNS["relations run as"].cell(Entry((), ({"status": "ok", "extra": extra},)), None)
+
+    typed = {"typed_aggregate": 0.004, "typed_aggregate_backward": 0.002, "typed_weight_backward": 0.004}
+    assert cell({"kernel_median_s_by_kernel": typed}) == "typed_aggregate kernel"
+    assert cell({"composed": ["typed_aggregate"], "kernel_median_s_by_kernel": {"spmm_sum": 0.01}}) == \
+        "typed_aggregate composed"
+    assert cell({"kernel_median_s_by_kernel": {"spmm_sum": 0.01, "spmm_sum_backward": 0.001}}) == "per relation"
+    assert cell({}) == "native layers"
