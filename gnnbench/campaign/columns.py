@@ -106,6 +106,21 @@ def _bound(e: Entry, base: Entry) -> str:
     return _ms(base.epoch - base_kernel + kernel)
 
 
+def _relations_run_as(e: Entry) -> str:
+    """How a relational run aggregated its relations, read from its row: ``typed_aggregate kernel`` (one fused call
+    per layer, Note [R-GCN on the typed operator] in models/rgcn.py), ``typed_aggregate composed`` (the operator
+    composed of the system's spmm, ``extra.composed``: Note [declared dispatch]), ``per relation`` (the existing
+    operators on each relation's view, Note [relations on the existing operators]) or ``native layers`` (a peer's
+    own heterogeneous layers, no system kernels)."""
+    extra = e.latest.get("extra") or {}
+    if "typed_aggregate" in (extra.get("composed") or ()):
+        return "typed_aggregate composed"
+    kernels = extra.get("kernel_median_s_by_kernel") or {}
+    if any(name.startswith("typed_") for name in kernels):
+        return "typed_aggregate kernel"
+    return "per relation" if kernels else "native layers"
+
+
 def _status(e: Entry, base: Entry | None) -> str:
     row = e.latest
     if e.ok:
@@ -247,6 +262,7 @@ COLUMNS: dict[str, Column] = {
                               _against(to_target.convergence_text), needs_baseline=True),
     "allocator used": Column("allocator used", False, lambda e, base: str(e.latest.get("allocator"))),
     "processes": Column("processes", True, lambda e, base: str(len(e.processes) or len(e.runs))),
+    "relations run as": Column("relations run as", False, _when_ok(_relations_run_as)),
     "status": Column("status", False, _status),
     "stability": Column("stability", False, _stability),
     # the run-time checks' cost (campaigns/bench_run_check.toml)

@@ -182,8 +182,9 @@ def check_run(config, F, forward, bound, clock=time.perf_counter, when: str = OP
         rows = sampled[relation]
         bad = judged(call, graph, rows, config, F)
         if bad:
-            named = label if relation is None else f"{label} on relation {relation}"
-            details.update(status="failed", operator=named, layer=layer, seconds=clock() - start)
+            named, bad, relation = _named(label, relation, call, graph, rows, config, F, bound, bad)
+            details.update(status="failed", operator=named, layer=layer, seconds=clock() - start,
+                           **({} if relation is None else {"relation": relation}))
             raise RunCheckError(mismatch(config, named, f"{config.dataset} at layer {layer}", graph, call[2], rows, bad,
                                          when), details)
         checked(details, layer, label, call)
@@ -258,15 +259,84 @@ def _graphs_checked(bound) -> dict[int, tuple[str | None, Any]]:
         A typed graph's forward calls each operator once per relation, each on that relation's bipartite
         graph. Every relation's first call of each operator variant is recorded and compared on its own
         relation's graph, and a failure names the relation, so an error confined to one relation (a kernel
-        that reads the wrong relation's data) is caught where it is.
+        that reads the wrong relation's data) is caught where it is. R-GCN's one ``typed_aggregate`` call per
+        layer on the homogeneous form (Note [R-GCN on the typed operator] in models/rgcn.py) holds every
+        relation; a failure there is narrowed to the relations it involves (Note [relation of a typed failure]
+        in :mod:`gnnbench.check.typed_failure`).
     """
     relations = getattr(bound, "relations", None)
     if relations is None:
         return {id(bound): (None, bound.graph)}
     checked = {id(b): (str(r), b.graph) for r, b in zip(bound.graph.relations, relations)}
     for b in bound.bound_graphs[len(relations):]:  # the homogeneous form typed_aggregate runs on (models/rgcn.py)
-        checked[id(b)] = ("homogeneous form", b.graph)
+        checked[id(b)] = (HOMOGENEOUS, b.graph)
     return checked
+
+
+#: what the check calls the homogeneous form of a typed graph (Note [homogeneous form]) among its relations
+HOMOGENEOUS = "homogeneous form"
+
+
+def _named(label: str, relation: str | None, call: tuple, graph, rows: np.ndarray, config, F, typed_graph,
+           bad: str) -> tuple[str, str, str | None]:
+    """How a failing call is named: ``(operator named, what is wrong, relation or None)``; a call on the homogeneous
+    form names the relations its failure involves (Note [relation of a typed failure])."""
+    if relation is None:
+        return label, bad, None
+    if relation != HOMOGENEOUS:
+        return f"{label} on relation {relation}", bad, relation
+    from gnnbench.check.typed_failure import index_text, relation_text
+
+    found = _typed_fault(call, graph, rows, config, F)
+    if found is None:
+        return f"{label} on the {HOMOGENEOUS}", bad, None
+    values, index, symbol, count = found
+    names = [str(typed_graph.graph.relations[v]) for v in values]
+    return (f"{label} on {relation_text(names)}", bad + index_text(index, values, symbol, count),
+            ", ".join(names))
+
+
+def _typed_fault(call: tuple, graph, rows: np.ndarray, config, F) -> tuple[list[int], str, str, int] | None:
+    """``(relations at fault, the index input's name, its range's symbol, the range)`` of a failing call of an
+    operator with an index input (``etype indexes R``), or None where no subset of the sampled rows' relations is
+    wrong alone (Note [relation of a typed failure])."""
+    import torch
+
+    from gnnbench.check.typed_failure import edges_kept, relations_at_fault
+
+    operator, attrs, inputs, out, scales, bound = call
+    typed = _index_input(operator)
+    if typed is None:
+        return None
+    position, index, symbol, count_of = typed
+    _, spaces, _ = _declared(operator)
+    kinds = inputs[position].cpu().numpy().astype(np.int64)
+    _, positions = _sub_graph(graph, rows)
+
+    def still_wrong(subset) -> bool:
+        keep = torch.from_numpy(edges_kept(kinds, subset))
+        masked = [t if t is None or spaces[i] != "edge" or not t.is_floating_point()
+                  else t * keep.reshape(-1, *[1] * (t.dim() - 1)).to(device=t.device, dtype=t.dtype)
+                  for i, t in enumerate(inputs)]
+        with F.no_grad():
+            got = _apply(F, bound, operator, attrs, masked).detach().clone()
+        return judged((operator, attrs, masked, got, scales, bound), graph, rows, config, F) is not None
+
+    values = relations_at_fault(np.unique(kinds[positions]).tolist(), still_wrong)
+    return (values, index, symbol, count_of(inputs)) if values else None
+
+
+def _index_input(operator: str):
+    """``(position, name, symbol, inputs -> the symbol's value)`` of ``operator``'s input that indexes a symbol
+    the graph does not give (``etype indexes R``), read from its declaration; None if it has none."""
+    from gnnbench.dsl.system_api import system_api
+
+    decl = system_api().operator(operator)[0]
+    for position, p in enumerate(decl.inputs):
+        if p.indexes and p.indexes not in _SPACES:
+            sized = next(k for k, q in enumerate(decl.inputs) if q.shape and q.shape[0] == (p.indexes,))
+            return position, p.name, p.indexes, lambda inputs, k=sized: int(inputs[k].shape[0])
+    return None
 
 
 def check_not_run(config, F) -> dict[str, Any] | None:

@@ -101,12 +101,42 @@ Note [weight gradient by feature slices]
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
+from numba import njit, prange
 
 from gnnbench.runtime.serial import parallel_above
 from gnnbench.systems.isplib.spmm_numba import FASTMATH
 
 __all__ = ["typed_rows", "typed_weight_rows", "feature_slices", "weight_work"]
+
+
+@njit(fastmath=FASTMATH, inline="always")
+def _accumulate_row(i, indptr, indices, eids, has_eids, etype, norm, x, d0, acc, stamp, touched):
+    """Row ``i``'s sum per relation: ``acc[r, h, f] = sum_{p in row i, etype[e] = r} norm[e, h] x[j, h, d0 + f]``
+    for ``f < acc.shape[2]``, each touched relation's accumulator zeroed on first touch (``stamp[r] == i``) and
+    listed in ``touched``; returns how many relations the row touched (Note [typed aggregation loop]).
+
+    The forward and the gradient of ``x`` (:func:`typed_rows`, ``d0 = 0``, every feature) and the weight
+    gradient (:func:`typed_weight_rows`, a slice from ``d0``) share it; inlined into each, so every one keeps
+    its own loop nest and parallel structure."""
+    H = acc.shape[1]
+    width = acc.shape[2]
+    n_touched = 0
+    for p in range(indptr[i], indptr[i + 1]):
+        e = eids[p] if has_eids else p
+        r = etype[e]
+        j = indices[p]
+        if stamp[r] != i:
+            stamp[r] = i
+            touched[n_touched] = r
+            n_touched += 1
+            for h in range(H):
+                for f in range(width):
+                    acc[r, h, f] = 0
+        for h in range(H):
+            c = norm[e, h]
+            for f in range(width):
+                acc[r, h, f] += c * x[j, h, d0 + f]
+    return n_touched
 
 
 def _typed_work(indptr, indices, eids, has_eids, etype, norm, x, mats, out, *_):
@@ -143,22 +173,7 @@ def typed_rows(indptr, indices, eids, has_eids, etype, norm, x, mats, out, bound
         stamp = np.full(R, -1, dtype=np.int64)    # the row that last touched relation r
         touched = np.empty(R, dtype=np.int64)
         for i in range(bounds[b], bounds[b + 1]):
-            n_touched = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                e = eids[p] if has_eids else p
-                r = etype[e]
-                j = indices[p]
-                if stamp[r] != i:
-                    stamp[r] = i
-                    touched[n_touched] = r
-                    n_touched += 1
-                    for h in range(H):
-                        for f in range(F):
-                            acc[r, h, f] = 0
-                for h in range(H):
-                    c = norm[e, h]
-                    for f in range(F):
-                        acc[r, h, f] += c * x[j, h, f]
+            n_touched = _accumulate_row(i, indptr, indices, eids, has_eids, etype, norm, x, 0, acc, stamp, touched)
             for h in range(H):
                 for g in range(G):
                     s = zero   # in a register: out[i] is written once
@@ -201,22 +216,7 @@ def typed_weight_rows(indptr, indices, eids, has_eids, etype, norm, x, grad_out,
         stamp = np.full(R, -1, dtype=np.int64)
         touched = np.empty(R, dtype=np.int64)
         for i in range(num_rows):
-            n_touched = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                e = eids[p] if has_eids else p
-                r = etype[e]
-                j = indices[p]
-                if stamp[r] != i:
-                    stamp[r] = i
-                    touched[n_touched] = r
-                    n_touched += 1
-                    for h in range(H):
-                        for f in range(width):
-                            acc[r, h, f] = 0
-                for h in range(H):
-                    c = norm[e, h]
-                    for f in range(width):
-                        acc[r, h, f] += c * x[j, h, d0 + f]
+            n_touched = _accumulate_row(i, indptr, indices, eids, has_eids, etype, norm, x, d0, acc, stamp, touched)
             for t in range(n_touched):
                 r = touched[t]
                 for h in range(H):

@@ -277,3 +277,20 @@ def test_the_run_check_page_sets_each_check_against_a_200_epoch_run():
     assert cells["isplib"][:6] == ["isplib", "gcn", "passed/passed", "1.50", "0.25", "0.50"]
     assert cells["isplib"][7] == f"{100 * share:.2f} %" and cells["isplib"][9:] == ["2", "ok"]
     assert cells["mkl"][2:9] == ["passed/-", "-", "-", "-", "-", "-", "-"]
+
+
+def test_a_relational_row_says_how_it_ran_its_relations():
+    """The column "relations run as": the typed kernel, the composed form (extra.composed), one call per relation,
+    or a peer's own layers (no system kernels)."""
+    from gnnbench.campaign.columns import COLUMNS
+    from gnnbench.campaign.entries import Entry
+
+    def cell(extra):
+        return COLUMNS["relations run as"].cell(Entry((), ({"status": "ok", "extra": extra},)), None)
+
+    typed = {"typed_aggregate": 0.004, "typed_aggregate_backward": 0.002, "typed_weight_backward": 0.004}
+    assert cell({"kernel_median_s_by_kernel": typed}) == "typed_aggregate kernel"
+    assert cell({"composed": ["typed_aggregate"], "kernel_median_s_by_kernel": {"spmm_sum": 0.01}}) == \
+        "typed_aggregate composed"
+    assert cell({"kernel_median_s_by_kernel": {"spmm_sum": 0.01, "spmm_sum_backward": 0.001}}) == "per relation"
+    assert cell({}) == "native layers"

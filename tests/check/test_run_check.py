@@ -101,3 +101,23 @@ def test_a_quantised_run_is_judged_by_its_stated_bound():
     assert "exceeds the quantisation bound" in _compare("spmm", {"reduce": "sum"}, [x, w], exact + 1.0, graph, rows,
                                                         "float32", scales)
     assert _compare("spmm", {"reduce": "sum"}, [x, w], off, graph, rows, "float32") is not None
+
+
+def test_a_relational_run_names_the_relation_its_typed_operator_is_wrong_on(demos):
+    """demo_last_relation takes W[R-2] for the last relation: R-GCN's one typed_aggregate call per layer on the
+    homogeneous form is wrong on IGBH's last relation alone, and the check names the operator and that relation
+    (Note [relation of a typed failure]), as verify names etype = R-1."""
+    config = RunConfig("demo_last_relation", "rgcn", "hetero:like=igbh,scale=0.005,features=32,other_features=32",
+                       epochs=3, warmup=1, allocator="system")
+    with pytest.raises(RunCheckError) as err:
+        train(config)
+    message = str(err.value)
+    assert message.startswith("run-time check: typed_aggregate on relation fos-rev_topic->paper output on "
+                              "hetero:classes=19,features=32,like=igbh,other_features=32,scale=0.005,seed=0 at layer 0 "
+                              "(N=2750, E=15484, F=32, float32) differs from reference on 63 sampled rows: "
+                              "max abs err "), message
+    assert message.endswith("; every wrong element involves etype = 6 (of R=7); the row is not a measurement (run "
+                            "`gnnbench verify --system demo_last_relation`)"), message
+    details = err.value.details
+    assert details["operator"] == "typed_aggregate on relation fos-rev_topic->paper"
+    assert details["relation"] == "fos-rev_topic->paper" and details["layer"] == 0
