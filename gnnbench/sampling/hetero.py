@@ -49,12 +49,12 @@ Note [typed sampling determinism]
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from numba import njit
 
-from gnnbench.sampling.neighbor import _counts, _draw, check_fanouts, epoch_batches
+from gnnbench.sampling.neighbor import SeedBatches, _counts, _draw, check_fanouts
 
 __all__ = ["HeteroBlock", "HeteroSampledBatch", "HeteroSampler", "HeteroNeighborSampler"]
 
@@ -125,10 +125,10 @@ def _relabel_more(picked, local, local_of, start):
     return extra[:m]
 
 
-class HeteroSampler:
+class HeteroSampler(SeedBatches):
     """What every sampler of typed graphs (``--sampler``) shares, as :class:`~gnnbench.sampling.neighbor.Sampler`
     does for one type: the typed graph, the seeds' node type, the fanouts, the seed and the epoch's batches of
-    seeds (:func:`epoch_batches`, the same for every sampler); a subclass draws the blocks.
+    seeds (:class:`SeedBatches`: :func:`~gnnbench.sampling.neighbor.epoch_batches`, the same for every sampler); a subclass draws the blocks.
 
     Args:
         graph (HeteroGraph): the typed graph.
@@ -148,12 +148,6 @@ class HeteroSampler:
     def sample(self, seeds: np.ndarray, epoch: int = 0, batch: int = 0) -> HeteroSampledBatch:
         """The blocks of batch ``batch`` of epoch ``epoch``, whose seeds (target-type ids) are ``seeds``."""
         raise NotImplementedError
-
-    def batches(self, train_nodes: np.ndarray, batch_size: int, epoch: int,
-                shuffle: bool = True) -> Iterator[HeteroSampledBatch]:
-        """The epoch's sampled batches, in order (the homogeneous sampler's seed batches, :func:`epoch_batches`)."""
-        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
-            yield self.sample(seeds, epoch, b)
 
 
 class HeteroNeighborSampler(HeteroSampler):

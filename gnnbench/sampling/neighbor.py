@@ -43,7 +43,7 @@ from numba import njit, prange
 
 from gnnbench.runtime.serial import parallel_above
 
-__all__ = ["Block", "SampledBatch", "Sampler", "NeighborSampler", "epoch_batches", "check_fanouts"]
+__all__ = ["Block", "SampledBatch", "SeedBatches", "Sampler", "NeighborSampler", "epoch_batches", "check_fanouts"]
 
 #: Note [without replacement]: Floyd's algorithm up to this fanout, reservoir sampling beyond.
 _FLOYD_MAX_K = 64
@@ -227,7 +227,22 @@ def _relabel(dst_nodes, picked, local, local_of):
     return src
 
 
-class Sampler:
+class SeedBatches:
+    """What every sampler shares, typed or not: an epoch's batches are :func:`epoch_batches`'s seeds, each drawn
+    by the subclass's ``sample(seeds, epoch, batch)``; the subclass sets ``seed``."""
+
+    seed: int
+
+    def batches(self, train_nodes: np.ndarray, batch_size: int, epoch: int, shuffle: bool = True) -> Iterator[Any]:
+        """The epoch's sampled batches, in order (:func:`epoch_batches`)."""
+        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
+            yield self.sample(seeds, epoch, b)
+
+    def sample(self, seeds: np.ndarray, epoch: int = 0, batch: int = 0) -> Any:
+        raise NotImplementedError
+
+
+class Sampler(SeedBatches):
     """What every sampler (``--sampler``) shares: the graph's in-edges, the fanouts, the seed and the epoch's
     batches of seed nodes (:func:`epoch_batches`, the same for every sampler); a subclass draws the blocks.
 
@@ -257,12 +272,6 @@ class Sampler:
     def sample(self, seeds: np.ndarray, epoch: int = 0, batch: int = 0) -> SampledBatch:
         """The blocks of batch ``batch`` of epoch ``epoch``, whose seed nodes are ``seeds``."""
         raise NotImplementedError
-
-    def batches(self, train_nodes: np.ndarray, batch_size: int, epoch: int,
-                shuffle: bool = True) -> Iterator[SampledBatch]:
-        """The epoch's sampled batches, in order (:func:`epoch_batches`)."""
-        for b, seeds in enumerate(epoch_batches(train_nodes, batch_size, self.seed, epoch, shuffle)):
-            yield self.sample(seeds, epoch, b)
 
 
 class NeighborSampler(Sampler):
