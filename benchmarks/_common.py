@@ -30,10 +30,10 @@ from gnnbench.core.measurement import NOISE_THRESHOLD, Measurement
 from gnnbench.core.phases import PHASES
 from gnnbench.results.tables import Table  # noqa: F401  (re-exported: every benchmark table renders through it)
 # Note [measured under load] and the load a table's rows recorded live with the one table renderer
-from gnnbench.campaign.render import load_note, rows_load  # noqa: F401  (re-exported for the studies)
+from gnnbench.campaign.render import load_note, other_cpu, rows_load  # noqa: F401  (re-exported for the studies)
 
 __all__ = ["ROOT", "CAMPAIGNS", "RESULTS_DB", "NOISE_NOTE", "ms", "mib", "epoch_ms", "ok", "versions", "out_path",
-           "provenance", "write_results", "campaign", "run_campaign", "run_beside_load", "cpu_model", "Table", "load_note", "run_script",
+           "provenance", "write_results", "campaign", "run_campaign", "run_beside_load", "cpu_model", "Table", "load_note", "other_cpu", "run_script",
            "print_plan", "measure_or_render"]
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -57,7 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py, also when loaded by path
 from _common import (ROOT, Parser, Table, campaign, count, load_generator, measured_note, ok,  # noqa: E402
-                     out_path, print_plan, provenance, put_on_systems_path, rows_load, run_script,
+                     other_cpu, out_path, print_plan, provenance, put_on_systems_path, rows_load, run_script,
                      write_results)
 
 CAMPAIGN = "aa"
@@ -292,17 +292,6 @@ def _minutes(rows: Sequence[Mapping[str, Any]]) -> float | None:
         return None
     span = (stamps[-1] - stamps[0]).total_seconds()
     return span * len(stamps) / (len(stamps) - 1) / 60
-
-
-def other_cpu(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float, int] | None:
-    """The median and largest share of the measured CPU that other processes took while a process timed its
-    epochs (``machine_state.other_cpu_share``), over the processes that recorded it, and their count: what says
-    the measured core was left alone, whatever ran on the other (the load generator, under ``loaded``)."""
-    import numpy as np
-
-    shares = [float(s) for s in ((r.get("machine_state") or {}).get("other_cpu_share") for r in rows)
-              if isinstance(s, (int, float))]
-    return (float(np.median(shares)), max(shares), len(shares)) if shares else None
 
 
 def _other_cpu_sentence(d: Mapping[str, Any]) -> str:

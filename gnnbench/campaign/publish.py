@@ -308,13 +308,28 @@ def page_rows(page: Page, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str
     return shown(page, rows)
 
 
+def _graph_label(dataset: str, row: Mapping[str, Any]) -> str:
+    """A headline's short name of a graph: ``rmat 4M`` (its edges), ``aifb-like`` or ``igbh-like x0.1`` (a
+    typed preset and its scale, Note [hetero presets]), else the dataset's family."""
+    from gnnbench.campaign.entries import field_of
+
+    family, _, spec = dataset.partition(":")
+    if family == "rmat":
+        return f"{family} {field_of(row, 'edges')}"
+    params = dict(part.partition("=")[::2] for part in spec.split(",") if "=" in part)
+    if family == "hetero" and params.get("like"):
+        scale = params.get("scale", "1")
+        return f"{params['like']}-like" + ("" if float(scale) == 1 else f" x{float(scale):g}")
+    return family
+
+
 def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
     """The page's headline: ``dgl-native's epoch / isplib's: gcn 1.09x [1.01, 1.17]; sage ...``, one ratio per
     model and dataset the headline's ``where`` leaves (no interval where the rows hold no processes); None
     without a headline or the runs it needs. Where the rows hold paired comparisons of the headline's subject
     against its baseline, the verdict line of each instead (:func:`_verdicts_headline`)."""
     from gnnbench.campaign.columns import ratio_text
-    from gnnbench.campaign.entries import entries, field_of, selected
+    from gnnbench.campaign.entries import entries, selected
 
     h = page.headline
     if h is None:
@@ -330,9 +345,7 @@ def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
         base = next((b for b in found if b[h.against] == h.baseline
                      and all(b[f] == e[f] for f in fields if f != h.against)), None)
         if base is not None:
-            name = str(e["dataset"]).split(":")[0]
-            graph = f"{name} {field_of(e.latest, 'edges')}" if name == "rmat" else name
-            label = (e["model"], f"on {graph}" if several else None)
+            label = (e["model"], f"on {_graph_label(str(e['dataset']), e.latest)}" if several else None)
             parts.append(" ".join(str(v) for v in (*label, ratio_text(base, e)) if v is not None))
     if not parts:
         return None

@@ -10,6 +10,7 @@ and the runs that did not succeed are listed under it. The paragraphs the page d
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,24 +18,55 @@ from gnnbench.campaign.columns import COLUMNS, comparison_of, header
 from gnnbench.campaign.declaration import Page, TableDeclaration
 from gnnbench.campaign.entries import Entry, entries, field_of, selected, size_value
 from gnnbench.campaign.findings import finding_lines
+from gnnbench.core.stability import OTHER_CPU_LIMIT
 from gnnbench.results.paired import paired_rounds
 
-__all__ = ["render_page", "page_rows", "rows_load", "measured_note", "load_note", "commits_of"]
+__all__ = ["render_page", "page_rows", "rows_load", "measured_note", "load_note", "quiet_note", "other_cpu",
+           "commits_of"]
 
 
 def load_note(start: float, end: float, cores: int | str | None = None) -> str:
-    """The sentence every published table carries about the machine's load.
+    """The sentence a published table carries about the machine's load when its rows did not record what
+    other processes took (Note [measured under load]; :func:`quiet_note` where they did).
 
     Note [measured under load]
         The benchmark machine is shared (2 cores, other work running), so an
         absolute time says as much about the load as about the system. The
         sweep interleaves the runs of a campaign (Note [sweep order] in
         gnnbench/run/sweep.py), so the load hits every system alike and the
-        ratios within one table are what a table reports.
+        ratios within one table are what a table reports. The load average
+        alone cannot say whether a campaign ran alone: the campaign's own
+        processes are in it (two threads on two cores read about 1.5). Rows
+        that record ``machine_state.other_cpu_share``, the share of the
+        process's allowed CPUs that other processes took while it ran, can:
+        a page whose processes saw a median share at or under
+        ``OTHER_CPU_LIMIT`` says the machine was quiet and gives the median
+        and the largest share (:func:`quiet_note`).
     """
     return (f"Load average at start {start:.1f}, at end {end:.1f} on {cores or os.cpu_count()} cores: the machine "
             "was shared, so absolute times were measured under load; the runs were interleaved, so the ratios "
             "within a table are what it reports.")
+
+
+def other_cpu(rows: Iterable[Mapping[str, Any]]) -> tuple[float, float, int] | None:
+    """The median and largest share of its allowed CPUs that other processes took while a process ran
+    (``machine_state.other_cpu_share``), over the rows that recorded it, and their count; None when none did."""
+    shares = sorted(float(s) for s in ((r.get("machine_state") or {}).get("other_cpu_share") for r in rows
+                                       if isinstance(r.get("machine_state"), Mapping))
+                    if isinstance(s, (int, float)))
+    return (statistics.median(shares), shares[-1], len(shares)) if shares else None
+
+
+def quiet_note(start: float, end: float, cores: int | str, others: tuple[float, float, int]) -> str:
+    """The load sentence from what other processes took (Note [measured under load])."""
+    median, most, count = others
+    took = (f"Load average at start {start:.1f}, at end {end:.1f} on {cores} cores, the campaign's own processes "
+            f"included; other processes took a median {median:.0%} (at most {most:.0%}) of the CPUs each of the "
+            f"{count} processes was allowed while it ran")
+    if median <= OTHER_CPU_LIMIT:
+        return f"{took}: the machine was quiet."
+    return (f"{took}: the machine was shared, so absolute times were measured under load; the runs were "
+            "interleaved, so the ratios within a table are what it reports.")
 
 
 def rows_load(rows: Iterable[Mapping[str, Any]]) -> tuple[float, float] | None:
@@ -74,7 +106,10 @@ def measured_note(rows: Sequence[Mapping[str, Any]]) -> str:
     if load is None:
         return f"Load not recorded. Measured at {named}."
     # the rows' own core count, never this machine's: a page renders the same everywhere
-    return f"{load_note(*load, _cores(rows) or 'an unrecorded number of')} Measured at {named}."
+    cores = _cores(rows) or "an unrecorded number of"
+    others = other_cpu(rows)
+    said = quiet_note(*load, cores, others) if others else load_note(*load, cores)
+    return f"{said} Measured at {named}."
 
 
 def _shared(rows: Sequence[Mapping[str, Any]], name: str, missing: str = "?") -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Phase", "PHASES", "FULL", "SAMPLED", "EPOCH", "KERNEL", "phase", "steps"]
+__all__ = ["Phase", "PHASES", "FULL", "SAMPLED", "phase", "steps"]
 
 #: the full-graph loop (:func:`gnnbench.run.harness.train`)
 FULL = "full"
