@@ -115,3 +115,11 @@ def test_the_wrong_weight_for_the_last_relation_is_caught_and_named(demos):
     assert many.status == "failed"
     assert many.failures[0].startswith("typed_aggregate(R=64) output on 'isolated' (int32, F=17, H=3, float64): ")
     assert all(f.endswith("; every wrong element involves etype = 63 (of R=64)") for f in many.failures)
+
+
+def test_a_system_without_the_kernel_has_its_composition_verified():
+    """Note [compositions verified]: mkl has no typed kernel; its per-relation spmm composition is checked."""
+    (result,), _ = run_suite("mkl", operator="typed_aggregate", profile="sampled", dtype="float32", threads=1,
+                             labels=["typed_aggregate(R=3)"])
+    assert (result.status, result.detail) == ("passed", "composed from mkl's own operators")
+    assert result.cases > 10
