@@ -65,6 +65,12 @@ def _field(row: Mapping[str, Any], name: str) -> Any:
         return _edges(row)
     extra = row.get("extra") if isinstance(row.get("extra"), Mapping) else {}
     config = ((extra.get("sweep") or {}).get("spec") or {}) if isinstance(extra.get("sweep"), Mapping) else {}
+    if name == "options":
+        # a campaign's `options` table is the run's system_options (`-o KEY=VALUE`): pairs in the sweep's spec,
+        # a mapping in the row's hyperparameters; None for a run without any
+        hyper = row.get("hyperparameters") if isinstance(row.get("hyperparameters"), Mapping) else {}
+        pairs = config.get("system_options") or hyper.get("system_options") or row.get("options")
+        return dict(pairs) if pairs else None
     if name in config and config[name] is not None:
         return config[name]
     if row.get(name) is not None:

@@ -23,8 +23,10 @@ Note [allocator]
     the TLB covers in 4 KiB pages, so each gathered row can cost a page walk;
     2 MiB pages cover 512 times as much. On the 16M-edge R-MAT graph
     (``campaigns/allocators_thp.toml``, ``results/allocators_thp.md``) it
-    shortens every system's epochs, isplib's SpMM-bound ones the most, and
-    moves peak memory by under 10 % either way. Not the default: it changes
+    once shortened isplib's epochs the most, on a loaded machine before
+    isplib's column-major weights; measured quiet since, no epoch there is
+    decidedly faster on huge pages, and peak memory moves by under 10 %
+    either way. Not the default: it changes
     every system's figures, and not alike (the random gathers of SpMM the
     most), and it needs a kernel with THP enabled; rows name it, so it is
     compared only with itself.

@@ -123,3 +123,9 @@ def test_a_system_without_the_kernel_has_its_composition_verified():
                              labels=["typed_aggregate(R=3)"])
     assert (result.status, result.detail) == ("passed", "composed from mkl's own operators")
     assert result.cases > 10
+
+
+def test_the_fast_whole_suite_leaves_a_composition_to_the_full_suite():
+    (result,), _ = run_suite("mkl", profile="fast", dtype="float32", threads=1, labels=["typed_aggregate(R=3)"])
+    assert (result.status, result.reason) == (
+        "skipped", "not implemented by mkl (its composition is checked by the full suite, or with --operator)")
