@@ -726,6 +726,29 @@ def _run_one_tensorflow(F, bound, case: OpCase, arrays: dict, names: list, grad_
             None, None)
 
 
+def _unchecked(system: str, name: str, profile: str, requested: str | None) -> str:
+    """Why operator ``name``, which ``system`` does not implement, goes unchecked; empty when its composition
+    is checked instead.
+
+    Note [compositions verified]
+        An operator a system does not implement but can compose (:data:`COMPOSITIONS`: ``gat_aggregate`` from
+        sddmm, edge_softmax and spmm; ``typed_aggregate`` from one spmm per relation) runs its cases through
+        the composition, on the system's own operators, against ``reference``'s kernel, forward and every
+        gradient. A run of that system computes the operator this way (Note [declared dispatch]), so its
+        primitives passing alone proved only part of it: the per-relation mask, the matmul and the sum are
+        the composition's. The row passes or fails like a kernel's and says ``composed from X's own
+        operators``. Before, these rows were skipped with "the composition of its primitives is checked
+        instead". An operator with no composition is still skipped as not implemented. The fast suite (CI's)
+        skips a composition unless it names the operator: composed, typed_aggregate's fast cases took mkl 65 s
+        (64 spmm calls a case at R = 64), which every whole-suite verify of a demo system in the tests would
+        pay; CI's conformance tests name their operators.
+    """
+    if name in COMPOSITIONS and not (profile == "fast" and requested is None):
+        return ""
+    return f"not implemented by {system}" + (" (its composition is checked by the full suite, or with --operator)"
+                                              if name in COMPOSITIONS else "")
+
+
 def run_suite(system: str, operator: str | None = None, profile: str = "full", framework: str = "torch",
               device: str = "cpu", dtype: str | None = None, guard: bool = True,
               threads: int | None = None, max_failures: int = 5, labels=None,
@@ -748,18 +771,6 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
             isolation uses it to name the case a crash happened in).
         on_result (callable, optional): ``on_result(CaseResult)`` after each variant.
 
-    Note [compositions verified]
-        An operator a system does not implement but can compose (:data:`COMPOSITIONS`: ``gat_aggregate`` from
-        sddmm, edge_softmax and spmm; ``typed_aggregate`` from one spmm per relation) runs its cases through
-        the composition, on the system's own operators, against ``reference``'s kernel, forward and every
-        gradient. A run of that system computes the operator this way (Note [declared dispatch]), so its
-        primitives passing alone proved only part of it: the per-relation mask, the matmul and the sum are
-        the composition's. The row passes or fails like a kernel's and says ``composed from X's own
-        operators``. Before, these rows were skipped with "the composition of its primitives is checked
-        instead". An operator with no composition is still skipped as not implemented. The fast suite (CI's)
-        skips a composition unless it names the operator: composed, typed_aggregate's fast cases took mkl 65 s
-        (64 spmm calls a case at R = 64), which every whole-suite verify of a demo system in the tests would
-        pay; CI's conformance tests name their operators.
     """
     from gnnbench.frameworks import get_frontend
     from gnnbench.runtime.registry import load_system, system_info
@@ -782,16 +793,13 @@ def run_suite(system: str, operator: str | None = None, profile: str = "full", f
         result = CaseResult(case.label)
         results.append(result)
         if sys_glue.find(case.operator, dict(case.attrs)) is None:
-            if case.operator not in COMPOSITIONS or (profile == "fast" and operator is None):
+            result.reason = _unchecked(system, case.operator, profile, operator)
+            if result.reason:
                 result.status = "skipped"
-                result.reason = f"not implemented by {system}" + (
-                    " (its composition is checked by the full suite, or with --operator)"
-                    if case.operator in COMPOSITIONS else "")
                 if on_result:
                     on_result(result)
                 continue
-            # Note [compositions verified]
-            result.detail = f"composed from {system}'s own operators"
+            result.detail = f"composed from {system}'s own operators"   # Note [compositions verified]
         start = time.perf_counter()
         grid = case_grid(case, profile, list(next(iter(graphs.values()))))
         for seed, (idx, name, heads, width) in enumerate(grid, 1):
