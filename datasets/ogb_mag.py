@@ -18,9 +18,8 @@ gets its reverse (Note [reverse relations of real datasets]).
 Note [reading ogbn-mag through OGB]
     The files are read by OGB's ``read_csv_heterograph_raw``, ``read_node_label_hetero`` and
     ``read_nodesplitidx_split_hetero`` on the local folder: OGB's own definition of its format, with no
-    download. Three things are done around them. (1) ``import ogb`` starts a thread that asks PyPI whether ogb
-    is outdated (the ``outdated`` package); gnnbench never reaches the network while loading, so the import
-    runs with ``outdated`` hidden, and ogb skips its check as it does when that package is absent. (2) The
+    download. Three things are done around them. (1) ``import ogb`` would ask PyPI whether ogb is outdated; it
+    is imported without that request (Note [ogb's version check] in datasets/pypi_check.py). (2) The
     readers print progress to stdout and stderr, which would mix with a row's ``--json``; they run silenced.
     (3) They say only "No necessary file" for a missing file and assert on inconsistent ones, so the layout
     is checked first (:func:`find_mag`, :func:`layout`) and every missing file, unknown node type and bad id
@@ -32,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +41,7 @@ from gnnbench.runtime.hetero import HeteroGraph, Relation
 
 from .dataset import index_mask
 from .hetero import HeteroDataset
+from .pypi_check import without_pypi_check
 from .sources import SOURCES, data_root
 from .typed_files import (check_ids, check_types, features_from_neighbours, find_layout, reverse_edges,
                           with_reverses)
@@ -54,7 +53,6 @@ NAME = "ogbn-mag"
 SPLIT = "split/time"
 #: ogbn-mag's published sizes (OGB's dataset page)
 _PUBLISHED = {"paper": 736_389, "author": 1_134_649, "institution": 8_740, "field_of_study": 59_965}
-_ABSENT = object()
 
 
 def _how(root: Path) -> str:
@@ -157,17 +155,8 @@ def _labels(folder: Path, target: str, count: int, frame=None) -> np.ndarray:
 def _ogb_readers():
     """OGB's reader module, imported without its PyPI check (Note [reading ogbn-mag through OGB])."""
     try:
-        if "ogb" not in sys.modules:
-            saved = sys.modules.get("outdated", _ABSENT)
-            sys.modules["outdated"] = None  # type: ignore[assignment]  # ogb's `from outdated import` fails
-            try:
-                import ogb  # noqa: F401
-            finally:
-                if saved is _ABSENT:
-                    del sys.modules["outdated"]
-                else:
-                    sys.modules["outdated"] = saved
-        from ogb.io import read_graph_raw
+        with without_pypi_check():
+            from ogb.io import read_graph_raw
     except ImportError:
         raise UserError(f"{NAME} is read by OGB's own reader: pip install 'gnnbench[ogb]'") from None
     return read_graph_raw

@@ -222,7 +222,8 @@ def readme_block(root: Path) -> str:
     lines = [README_START, "", "| campaign | what it measures | headline |", "| --- | --- | --- |"]
     for name, pages in by_campaign.items():
         first = pages[0]
-        headline = next((p.headline for p in pages if p.headline), None) or "rows not committed yet: see the table"
+        headline = next((p.headline for p in pages if p.headline), None) or (
+            "no one ratio: see the table" if any(p.rows for p in pages) else "rows not committed yet: see the table")
         lines.append(f"| `{name}` | [{_cell(first.title)}]({first.path}) | {_cell(headline)} |")
     by_study: dict[str, list[Listed]] = {}
     for s in studies(root):

@@ -191,6 +191,12 @@ def _phase_lines(row: dict) -> list[str]:
     return [f"  phases     {_timed_phases(row, steps(FULL))}"]
 
 
+def _fanouts_text(h: dict) -> str:
+    """``5,10,15``, then each relation that has its own: ``5,10,15 (cites 2,2,2)``."""
+    own = ", ".join(f"{r} {','.join(map(str, f))}" for r, f in (h.get("relation_fanouts") or {}).items())
+    return ",".join(str(f) for f in h.get("fanouts", [])) + (f" ({own})" if own else "")
+
+
 def _sampled_lines(row: dict) -> list[str]:
     """A sampled run's own phases and throughputs (Note [sampled batching] in gnnbench.run.sampled)."""
     own = [p for p in steps(SAMPLED) if FULL not in p.loops]
@@ -199,7 +205,7 @@ def _sampled_lines(row: dict) -> list[str]:
     h = row.get("hyperparameters") or {}
     share = Extra.of(row).block_prepare_share
     return [f"  sampled    {_timed_phases(row, own)}" + (f" ({share:.1%} of the epoch)" if share is not None else ""),
-            f"  batches    fanouts {','.join(str(f) for f in h.get('fanouts', []))}, batch size {h.get('batch_size')}, "
+            f"  batches    fanouts {_fanouts_text(h)}, batch size {h.get('batch_size')}, "
             f"sampler {h.get('sampler')}: {row['seeds_per_s']:,.0f} seeds/s, {row['edges_per_s']:,.0f} edges/s; "
             f"accuracy by {row.get('accuracy_method')} inference"]
 

@@ -174,6 +174,9 @@ class Processes:
             reasons.append(f"spread {self.between_spread:.0%} across {n} processes")
         if n >= 2 and self.farthest >= OUTLIER_LIMIT:
             reasons.append(f"a process {self.farthest:.0%} from the median")
+        fewest = min((len(m) for m in self.measurements if len(m)), default=0)
+        if n >= 2 and fewest < MIN_SAMPLES:  # speedup() resamples no such side: its ratio comes bare
+            reasons.append(f"{fewest} timed epochs a process, {MIN_SAMPLES} needed")
         busy = [s for s in self.other_cpu_shares if s > OTHER_CPU_LIMIT]
         if busy:
             reasons.append(f"busy machine: other processes took up to {max(busy):.0%} of the CPUs")

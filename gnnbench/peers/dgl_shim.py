@@ -19,6 +19,9 @@ Note [DGL import shim]
        ``DGLBACKEND=pytorch`` (unless the user chose otherwise) avoids both.
     3. ``dgl.sparse`` (``libdgl_sparse_pytorch_<torch>.so``) has no torch 2.13
        build either; it is imported lazily by DGL and gnnbench never uses it.
+    4. ``dgl.data`` imports OGB, whose import asks PyPI whether it is
+       outdated, from a thread; DGL is imported without that request (Note
+       [ogb's version check] in datasets/pypi_check.py).
 
     What gnnbench does use works under torch 2.13 on the CPU: graph
     construction from CSC arrays, ``dgl.ops`` (``gspmm``, ``gsddmm``,
@@ -54,4 +57,7 @@ if importlib.util.find_spec("dgl") is None:
 os.environ.setdefault("DGLBACKEND", "pytorch")
 sys.modules.setdefault("dgl.graphbolt", GRAPHBOLT_STUB)
 
-import dgl  # noqa: E402  (the stub must be registered first)
+from gnnbench.datasets.pypi_check import without_pypi_check  # noqa: E402
+
+with without_pypi_check():  # dgl.data imports ogb (Note [ogb's version check] in datasets/pypi_check.py)
+    import dgl  # noqa: E402  (the stub must be registered first)

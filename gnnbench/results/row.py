@@ -167,6 +167,7 @@ class Hyperparameters(TypedDict, total=False):
     eval_every: float | None
     batching: str | None
     fanouts: list[int] | None
+    relation_fanouts: dict[str, list[int]] | None
     batch_size: int | None
     sampler: str | None
     accuracy_method: str | None

@@ -36,7 +36,7 @@ from pydantic.dataclasses import dataclass
 from gnnbench.errors import UserError
 
 __all__ = ["RunConfig", "SELECTIONS", "MODES", "DTYPES", "INDEX_DTYPES", "BATCHINGS", "ACCURACY_METHODS", "SAMPLED_ONLY", "make_config", "config_fields", "ConfigField",
-           "check_fields", "parse_memory", "parse_options", "parse_widths", "add_config_flags",
+           "check_fields", "parse_memory", "parse_options", "parse_relation_fanouts", "parse_widths", "add_config_flags",
            "config_values_from_flags", "MAX_WIDTH"]
 
 SELECTIONS = ("best_val", "last")
@@ -46,7 +46,7 @@ INDEX_DTYPES = ("int32", "int64")
 BATCHINGS = ("full", "sampled")  # Note [sampled batching] in gnnbench.run.sampled
 ACCURACY_METHODS = ("full-neighbour", "fixed-fanout")  # Note [sampled evaluation] in gnnbench.run.sampled
 #: the fields only a sampled run reads: a full-graph run's identity and description leave them out
-SAMPLED_ONLY = ("fanouts", "batch_size", "sampler", "accuracy_method")
+SAMPLED_ONLY = ("fanouts", "relation_fanouts", "batch_size", "sampler", "accuracy_method")
 _MAX_SEED = 2**32 - 1  # NumPy's SeedSequence takes 32-bit words
 #: the widest feature width a run (``--hidden``) or a tuning (``tune --widths``) takes: 2^16, past any GNN layer
 #: published, and already 256 KiB a row in float32
@@ -160,8 +160,14 @@ class RunConfig:
     batching: str = _field("full", help="full: one pass over the whole graph per epoch; sampled: mini-batches of "
                            "seed nodes over sampled neighbourhoods (Note [sampled batching])", choices=BATCHINGS,
                            sweep="batchings")
-    fanouts: tuple[int, ...] = _field((25, 10), help="neighbours sampled per layer, outermost first, -1 for all "
-                                      "(--batching sampled; default: 25,10)", metavar="F,F", sweep="fanout_sets")
+    fanouts: tuple[int, ...] = _field((25, 10), help="neighbours sampled per layer, outermost first, -1 for all, "
+                                      "in every relation of a typed graph (--batching sampled) (default: 25,10)",
+                                      metavar="F,F", sweep="fanout_sets")
+    relation_fanouts: tuple[tuple[str, tuple[int, ...]], ...] = _field(
+        (), help="one relation's fanouts in place of --fanouts, as MLPerf's sampler takes a fanout per edge type: "
+        "RELATION=F,F, the relation named as `gnnbench datasets` lists it (cites or paper-cites->paper) (repeatable; "
+        "--batching sampled on a typed graph; Note [fan-out per relation])", flag="--relation-fanout",
+        metavar="RELATION=F,F")
     batch_size: int = _field(1024, help="seed nodes per mini-batch (--batching sampled)", sweep="batch_sizes",
                              gt=0, le=1 << 31)
     sampler: str = _field("gnnbench", help="the neighbour sampler of --batching sampled: gnnbench's own, PyG's or "
@@ -212,6 +218,11 @@ class RunConfig:
         if not isinstance(value, (list, tuple)):
             raise ValueError(f"must be a list of integers, e.g. 25,10 (got {value!r})")
         return check_fanouts(value)
+
+    @field_validator("relation_fanouts", mode="before")
+    @classmethod
+    def _relation_fanout_text(cls, value: Any) -> Any:
+        return parse_relation_fanouts(value)
 
     @field_validator("model", "framework", "dtype", "index_dtype", "selection", "allocator", "mode", "normalisation",
                      "batching", "sampler", "accuracy_method")
@@ -430,6 +441,36 @@ def parse_widths(text: str, flag: str = "--widths") -> tuple[int, ...]:
     return widths
 
 
+def parse_relation_fanouts(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Per-relation fanouts from ``["cites=5,5", ...]``, ``{"cites": [5, 5]}`` or ``[("cites", (5, 5)), ...]``: each
+    relation once, its fanouts as ``--fanouts`` takes them. Whether the relation exists is the dataset's to say
+    (:func:`gnnbench.sampling.hetero.fanouts_per_relation`)."""
+    from gnnbench.sampling.neighbor import check_fanouts
+
+    if value is None:
+        return ()
+    items = value.items() if isinstance(value, Mapping) else [value] if isinstance(value, str) else value
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items:
+        if isinstance(item, str):
+            name, sep, text = item.partition("=")
+            if not sep or not text.strip():
+                raise ValueError(f"expects RELATION=F,F, e.g. cites=5,10 (got {item!r})")
+            pieces = [p.strip() for p in text.split(",")]
+            if not all(p.isascii() and re.fullmatch(r"-?[0-9]+", p) for p in pieces):
+                raise ValueError(f"expects integers separated by commas after '{name.strip()}=' (got {item!r})")
+            fanouts: Any = [int(p) for p in pieces]
+        else:
+            name, fanouts = item
+        name = str(name).strip()
+        if not name or not name.isprintable() or len(name) > 200:
+            raise ValueError(f"expects a relation's name before '=' (got {name!r})")
+        if name in out:
+            raise ValueError(f"gives relation '{name}' twice")
+        out[name] = check_fanouts(fanouts if isinstance(fanouts, (list, tuple)) else [fanouts])
+    return tuple(out.items())
+
+
 def parse_options(value: Any) -> tuple[tuple[str, str], ...]:
     """System options from ``["k=v", ...]``, ``{"k": v}`` or ``[("k", "v"), ...]``; keys are identifiers."""
     if value is None:
@@ -478,7 +519,7 @@ def add_config_flags(parser, *, sweep: bool = False) -> None:
             names = ["--" + f.sweep.replace("_", "-")]  # --fanout-sets, as every other flag is spelt
             kwargs.update(action="append", metavar="A,B", help=f"{f.sweep} (comma list; repeatable): "
                           + kwargs["help"])
-        elif f.name == "system_options":
+        elif f.default == ():  # repeatable: -o K=V, --relation-fanout R=F,F
             kwargs["action"] = "append"
         elif isinstance(f.default, bool):  # a switch: its flag (--no-tune) sets the opposite of the default
             kwargs.update(action="store_const", const=not f.default)

@@ -119,7 +119,10 @@ def stored_hyperparameters(config, hyper) -> dict[str, Any]:
         stored["batching"] = config.batching
         for name in SAMPLED_ONLY:  # the default scoring only when named: rows before it keep their identity
             value = getattr(config, name)
-            if name != "accuracy_method" or value != ACCURACY_METHODS[0]:
+            if name == "relation_fanouts":  # only when given: rows before it keep their identity
+                if value:
+                    stored[name] = {relation: list(f) for relation, f in value}
+            elif name != "accuracy_method" or value != ACCURACY_METHODS[0]:
                 stored[name] = list(value) if isinstance(value, tuple) else value
     return stored
 

@@ -116,6 +116,9 @@ def _check_run(run) -> None:
         from gnnbench.run.typed_sampled import check_typed_run
 
         check_typed_run(config)
+    elif config.relation_fanouts:
+        raise UserError(f"--relation-fanout {config.relation_fanouts[0][0]}=...: model '{config.model}' is not "
+                        f"relational, so its graph has no relations to name; drop --relation-fanout")
     reason = info.blocks_unavailable_reason() if hasattr(info, "blocks_unavailable_reason") else None
     if reason:
         raise UnavailableError(f"system '{config.system}' {reason}")
@@ -175,7 +178,7 @@ def train_sampled(run, clock: Callable[[], float] = time.perf_counter,
     start = clock()
     with numpy_hugepage_advice(False):  # the sampler's arrays (Note [huge pages outside the epochs])
         sampler = make_sampler(config.sampler, dataset.graph, config.fanouts, config.seed,
-                               getattr(dataset, "target", None))
+                               getattr(dataset, "target", None), config.relation_fanouts)
     prepare_s = clock() - start  # the sampler's own set-up (a DGL or PyG graph); the blocks' is per epoch
     check_started = _check_before_epochs(config, F, blocks, sampler, dataset, model_cls.self_loops, extra)
     phases = Phases(clock)

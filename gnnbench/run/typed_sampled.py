@@ -19,13 +19,20 @@ __all__ = ["check_typed_run", "input_features", "whole_input"]
 def check_typed_run(config) -> None:
     """A sampled run of a relational model: a sampler with an adapter for typed graphs that can run here
     (gnnbench's, DGL's; PyG's with pyg-lib or torch-sparse: Note [foreign samplers on typed graphs] in
-    gnnbench/sampling/adapters.py), one line. Every system runs on its blocks, the natives with their own typed
-    layers (Note [typed natives on blocks] in gnnbench/peers/typed.py)."""
+    gnnbench/sampling/adapters.py), one line, and ``--relation-fanout`` naming its relations. Every system runs on
+    its blocks, the natives with their own typed layers (Note [typed natives on blocks] in gnnbench/peers/typed.py)."""
     from gnnbench.sampling import sampler_unavailable_reason
 
     reason = sampler_unavailable_reason(config.sampler, typed=True)
     if reason:
         raise UserError(reason)
+    if config.relation_fanouts:  # each names a relation of the dataset, one per layer (Note [fan-out per relation])
+        from gnnbench.datasets.registry import typed_schema
+        from gnnbench.sampling.hetero import fanouts_per_relation
+
+        found = typed_schema(config.dataset, config.data_dir)  # None: a homogeneous dataset, refused elsewhere
+        if found is not None:
+            fanouts_per_relation(found[1], config.fanouts, config.relation_fanouts, config.dataset)
 
 
 def input_features(dataset) -> Any:

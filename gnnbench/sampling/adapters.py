@@ -250,9 +250,9 @@ class DGLHeteroSampler(HeteroSampler):
         nodes = {t: torch.from_numpy(seeds) if t == self.target else torch.zeros(0, dtype=torch.int64)
                  for t in self.graph.node_counts}
         blocks: list[HeteroBlock] = []
-        for fanout in reversed(self.fanouts):  # innermost (the seeds') first, as dgl.dataloading.NeighborSampler
-            frontier = dgl.sampling.sample_neighbors(self._hg, nodes, dict.fromkeys(self._edge_types, fanout),
-                                                     replace=False)
+        for layer in range(len(self.fanouts) - 1, -1, -1):  # innermost first, as dgl.dataloading.NeighborSampler
+            fanout = {e: f[layer] for e, f in zip(self._edge_types, self.relation_fanouts)}  # DGL's per-type form
+            frontier = dgl.sampling.sample_neighbors(self._hg, nodes, fanout, replace=False)
             block = dgl.to_block(frontier, nodes)
             blocks.append(self._typed_block(block))
             nodes = {t: block.srcnodes[t].data[dgl.NID] for t in nodes}
@@ -292,8 +292,9 @@ class PyGHeteroSampler(HeteroSampler):
             data[t].num_nodes = n
         for r, g in zip(self.graph.relations, self.graph.graphs):
             data[r.src, r.name, r.dst].edge_index = torch.from_numpy(np.stack(g.edges()))
-        # a list: each hop's fanout for every edge type (Note [fan-out per relation]); PyG lists hops from the seeds
-        self._sampler = PyGNeighborSampler(data, list(reversed(self.fanouts)))
+        # per edge type, each hop's fanout (Note [fan-out per relation]); PyG lists hops from the seeds
+        self._sampler = PyGNeighborSampler(data, {(r.src, r.name, r.dst): list(reversed(f))
+                                                  for r, f in zip(self.graph.relations, self.relation_fanouts)})
 
     def sample(self, seeds, epoch: int = 0, batch: int = 0) -> HeteroSampledBatch:
         from torch_geometric.sampler import NodeSamplerInput
@@ -353,14 +354,18 @@ def _typed_hop_bounds(row: list, col: list, relations, types: list, target: str,
     return nodes_to, edges_to
 
 
-def make_sampler(name: str, graph, fanouts: Sequence[int], seed: int = 0, target: str | None = None):
+def make_sampler(name: str, graph, fanouts: Sequence[int], seed: int = 0, target: str | None = None,
+                 relation_fanouts: Sequence[tuple[str, Sequence[int]]] = ()):
     """The sampler ``name`` (one of :data:`SAMPLERS`) over ``graph``'s in-edges; over a typed graph's relations
-    when ``target`` (the seeds' node type) is given (Note [foreign samplers on typed graphs])."""
+    when ``target`` (the seeds' node type) is given (Note [foreign samplers on typed graphs]), with
+    ``relation_fanouts`` in place of ``fanouts`` for the relations they name (Note [fan-out per relation])."""
     if target is not None:
         typed = {"gnnbench": HeteroNeighborSampler, "pyg": PyGHeteroSampler, "dgl": DGLHeteroSampler}
         if name not in typed:
             raise ValueError(f"unknown sampler '{name}'; choose one of: {', '.join(SAMPLERS)}")
-        return typed[name](graph, target, fanouts, seed)
+        return typed[name](graph, target, fanouts, seed, relation_fanouts)
+    if relation_fanouts:
+        raise ValueError("per-relation fanouts need a typed graph")
     classes = {"gnnbench": NeighborSampler, "pyg": PyGSampler, "dgl": DGLSampler}
     if name not in classes:
         raise ValueError(f"unknown sampler '{name}'; choose one of: {', '.join(SAMPLERS)}")

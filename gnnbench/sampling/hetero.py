@@ -38,6 +38,17 @@ Note [fan-out per relation]
     are the same, the draws differ. The per-layer form is the one every
     system here runs, on the same blocks (Note [layers on blocks]).
 
+    One list of fan-outs (``--fanouts``) serves every relation, as MLPerf's
+    list does. Its other form, a fan-out list per edge type, is
+    ``--relation-fanout RELATION=F,F`` (repeatable): the named relations
+    draw their own counts, the others ``--fanouts``'. A relation is named as
+    ``gnnbench datasets`` lists it, by its name (``cites``) when no other
+    relation shares it, or whole (``paper-cites->paper``); a name the
+    dataset lacks, or a list of another length than the model's layers, is
+    refused in one line before any worker starts
+    (:func:`fanouts_per_relation`), so a misspelt relation never silently
+    samples with the default.
+
 Note [typed sampling determinism]
     As Note [sampling determinism]: the epoch's seed batches are
     :func:`~gnnbench.sampling.neighbor.epoch_batches`' (the homogeneous
@@ -56,7 +67,7 @@ from numba import njit
 
 from gnnbench.sampling.neighbor import SeedBatches, _counts, _draw, check_fanouts
 
-__all__ = ["HeteroBlock", "HeteroSampledBatch", "HeteroSampler", "HeteroNeighborSampler"]
+__all__ = ["HeteroBlock", "HeteroSampledBatch", "HeteroSampler", "HeteroNeighborSampler", "fanouts_per_relation"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,6 +136,36 @@ def _relabel_more(picked, local, local_of, start):
     return extra[:m]
 
 
+def fanouts_per_relation(relations: Sequence, fanouts: Sequence[int],
+                         named: Sequence[tuple[str, Sequence[int]]] = (), dataset: str = "the dataset"
+                         ) -> tuple[tuple[int, ...], ...]:
+    """Each relation's fanouts, in ``relations``' order: ``named``'s for a relation it names, else ``fanouts``
+    (Note [fan-out per relation]).
+
+    Raises:
+        UserError: a name that is no relation of ``dataset``, or one name shared by several (give it whole), or
+            a list of another length than ``fanouts`` (one line, listing the relations).
+    """
+    from gnnbench.errors import UserError
+
+    fanouts = check_fanouts(fanouts)
+    chosen: dict[int, tuple[int, ...]] = {}
+    for name, given in named:
+        matches = [k for k, r in enumerate(relations) if name in (str(r), r.name)]
+        shown = ", ".join(str(r) for r in relations)
+        if not matches:
+            raise UserError(f"--relation-fanout {name}: '{dataset}' has no relation '{name}'; its relations: {shown}")
+        if len(matches) > 1:
+            raise UserError(f"--relation-fanout {name}: {len(matches)} relations of '{dataset}' are named '{name}' "
+                            f"({', '.join(str(relations[k]) for k in matches)}); name one whole, e.g. "
+                            f"{relations[matches[0]]}")
+        if len(given) != len(fanouts):
+            raise UserError(f"--relation-fanout {name}={','.join(map(str, given))} gives {len(given)} fanout(s) "
+                            f"where --fanouts gives {len(fanouts)}: give one per layer, outermost first")
+        chosen[matches[0]] = check_fanouts(given)
+    return tuple(chosen.get(k, fanouts) for k in range(len(relations)))
+
+
 class HeteroSampler(SeedBatches):
     """What every sampler of typed graphs (``--sampler``) shares, as :class:`~gnnbench.sampling.neighbor.Sampler`
     does for one type: the typed graph, the seeds' node type, the fanouts, the seed and the epoch's batches of
@@ -135,13 +176,18 @@ class HeteroSampler(SeedBatches):
         target (str): the node type the seeds are of.
         fanouts (sequence of int): per layer, outermost first; ``-1`` takes every neighbour.
         seed (int): the run's seed (default: 0).
+        relation_fanouts: ``(relation name, fanouts)`` pairs in place of ``fanouts`` for those relations
+            (``--relation-fanout``; :func:`fanouts_per_relation`).
     """
 
     name = "sampler"
 
-    def __init__(self, graph, target: str, fanouts: Sequence[int], seed: int = 0):
+    def __init__(self, graph, target: str, fanouts: Sequence[int], seed: int = 0,
+                 relation_fanouts: Sequence[tuple[str, Sequence[int]]] = ()):
         self.graph, self.target = graph, target
         self.fanouts = check_fanouts(fanouts)
+        #: per relation, in the graph's order: its fanouts per layer, outermost first
+        self.relation_fanouts = fanouts_per_relation(graph.relations, self.fanouts, relation_fanouts)
         self.seed = int(seed)
         self.index_dtype = np.dtype(graph.index_dtype)
 
@@ -157,11 +203,11 @@ class HeteroNeighborSampler(HeteroSampler):
 
     name = "gnnbench"
 
-    def __init__(self, graph, target: str, fanouts: Sequence[int], seed: int = 0):
-        super().__init__(graph, target, fanouts, seed)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.csr = [(np.ascontiguousarray(g.indptr, dtype=np.int64), np.ascontiguousarray(g.indices, dtype=np.int64))
-                    for g in graph.graphs]
-        self._local_of = {t: np.full(n, -1, dtype=np.int64) for t, n in graph.node_counts.items()}
+                    for g in self.graph.graphs]
+        self._local_of = {t: np.full(n, -1, dtype=np.int64) for t, n in self.graph.node_counts.items()}
 
     def _key(self, epoch: int, batch: int, layer: int, relation: int) -> np.uint64:
         words = np.random.SeedSequence([self.seed, epoch, batch, layer, relation]).generate_state(2, np.uint32)
@@ -177,7 +223,6 @@ class HeteroNeighborSampler(HeteroSampler):
         nodes = {t: (seeds if t == self.target else empty) for t in types}
         blocks: list[HeteroBlock] = []
         for layer in range(len(self.fanouts) - 1, -1, -1):  # innermost (the seeds') first
-            fanout = self.fanouts[layer]
             sources = {t: [nodes[t]] for t in types}
             counts = {t: int(nodes[t].shape[0]) for t in types}
             for t in types:
@@ -189,6 +234,7 @@ class HeteroNeighborSampler(HeteroSampler):
                     drawn.append((np.zeros(1, dtype=np.int64), empty))
                     continue
                 indptr, indices = self.csr[k]
+                fanout = self.relation_fanouts[k][layer]
                 per_dst = np.empty(dst.shape[0], dtype=np.int64)
                 _counts(indptr, dst, fanout, per_dst)
                 out_ptr = np.zeros(dst.shape[0] + 1, dtype=np.int64)

@@ -72,6 +72,9 @@ def test_each_reason_is_named():
     outlier = Processes(quiet(0.02).measurements + (Measurement((0.031,) * 20),))
     assert outlier.note() == ("unstable: 6 processes, 66 needed; spread 21% across 6 processes; "
                               "a process 55% from the median")
+    short = Processes(tuple(Measurement((1.0, 1.001 + k / 1000)) for k in range(5)))
+    assert short.note() == "unstable: 2 timed epochs a process, 3 needed"
+    assert speedup(short, short)[1:] == (None, None)  # the reason the cell gives: no interval, and it says why
     noisy = Processes(tuple(Measurement((0.7, 1.0, 1.3, 1.0)) for _ in range(5)))
     assert noisy.noisy and noisy.note() == "unstable: epoch spread 15% within processes"
     busy = Processes(quiet(0.02).measurements, (0.05, 0.23))

@@ -227,3 +227,18 @@ def test_reading_through_ogb_never_asks_pypi_whether_ogb_is_outdated():
             "print('outdated' in sys.modules, 'ogb' in sys.modules, threading.active_count())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "True", "1"], done.stderr
+
+
+def test_a_target_type_without_labels_is_one_line_naming_the_label_file(tmp_path, capsys, monkeypatch):
+    """Issue 58's bad input: IGBH and ogbn-mag label only papers, their target; without the papers' label file
+    the run is refused before any worker, naming it."""
+    igbh = write_igbh(tmp_path).folder
+    (igbh / "paper" / "node_label_19.npy").unlink()
+    assert _refused(["--model", "rgat", "--dataset", "igbh", "--batching", "sampled", "--fanouts", "5,10,15"],
+                    tmp_path, capsys, monkeypatch).startswith(
+        f"igbh: {igbh}/paper/node_label_19.npy is missing; download IGBH-tiny with IGB's scripts")
+    mag = write_ogbn_mag(tmp_path).folder
+    labels = mag / "raw" / "node-label" / "paper" / "node-label.csv.gz"
+    labels.unlink()
+    assert _refused(["--model", "rgcn", "--dataset", "ogbn-mag"], tmp_path, capsys, monkeypatch).startswith(
+        f"ogbn-mag: {labels} is missing; run `gnnbench datasets fetch ogbn-mag`")

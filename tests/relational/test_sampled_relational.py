@@ -17,6 +17,7 @@ from gnnbench.run.harness import train
 from gnnbench.run.preflight import check
 
 IGBH = "hetero:like=igbh,scale=0.002,features=16,other_features=16"
+IGBH_MLPERF = "hetero:like=igbh,scale=0.002"  # its preset's widths, as MLPerf's command line gives them
 
 
 def _typed_graph():
@@ -74,6 +75,51 @@ def test_a_fanout_draws_per_relation_without_replacement_from_the_relations_own_
             values, times = np.unique(got, return_counts=True)
             have = dict(zip(*np.unique(nbrs, return_counts=True)))
             assert all(have.get(u, 0) >= c for u, c in zip(values, times))
+
+
+def _most_per_destination(batch, relation: str) -> list[int]:
+    """Per layer, the most sources any destination drew in ``relation``."""
+    out = []
+    for block in batch.blocks:
+        (g,) = [g for r, g in zip(block.relations, block.graphs) if r.name == relation]
+        out.append(int(np.diff(g.indptr).max(initial=0)))
+    return out
+
+
+@pytest.mark.parametrize("sampler", ["gnnbench", pytest.param("dgl", marks=pytest.mark.skipif(
+    importlib.util.find_spec("dgl") is None, reason="DGL is not installed"))])
+def test_a_relation_named_draws_its_own_fanouts_and_the_others_keep_the_runs(sampler):
+    """Note [fan-out per relation]: --relation-fanout, MLPerf's fan-out per edge type, on both typed samplers."""
+    from gnnbench.sampling import make_sampler
+
+    graph = _typed_graph()
+    named = make_sampler(sampler, graph, (6, 6), 0, "paper", (("cites", (1, 2)), ("field-of->paper", (2, 1))))
+    assert named.relation_fanouts == ((1, 2), (6, 6), (6, 6), (2, 1))
+    batch = named.sample(np.arange(40))
+    assert _most_per_destination(batch, "cites") == [1, 2] and _most_per_destination(batch, "of") == [2, 1]
+    assert max(_most_per_destination(batch, "writes")) > 2  # up to 6, as --fanouts says
+    plain = make_sampler(sampler, graph, (6, 6), 0, "paper").sample(np.arange(40))
+    assert _most_per_destination(plain, "cites")[1] > 2
+
+
+@pytest.mark.parametrize("named,message", [
+    (("cited",), "--relation-fanout cited: 'the graph' has no relation 'cited'; its relations: paper-cites->paper, "
+                 "author-writes->paper, paper-written_by->author, field-of->paper"),
+    (("cites", 1, 2, 3), "--relation-fanout cites=1,2,3 gives 3 fanout(s) where --fanouts gives 2: give one per "
+                         "layer, outermost first"),
+])
+def test_a_relation_fanout_naming_no_relation_or_the_wrong_layers_is_one_line(named, message):
+    from gnnbench.runtime.hetero import Relation
+    from gnnbench.sampling.hetero import fanouts_per_relation
+
+    with pytest.raises(UserError) as err:
+        fanouts_per_relation(_typed_graph().relations, (6, 6), [(named[0], named[1:])], "the graph")
+    assert str(err.value) == message
+    twice = [Relation("a", "to", "b"), Relation("b", "to", "a")]
+    with pytest.raises(UserError, match=r"2 relations of 'g' are named 'to' \(a-to->b, b-to->a\); name one "
+                                        r"whole, e.g. a-to->b"):
+        fanouts_per_relation(twice, (1,), [("to", (1,))], "g")
+    assert fanouts_per_relation(twice, (1,), [("b-to->a", (2,))], "g") == ((1,), (2,))
 
 
 def test_same_seed_same_blocks_another_seed_other_blocks():
@@ -151,6 +197,44 @@ def test_bad_sampled_relational_input_is_one_line_before_any_worker(values, mess
     with pytest.raises(UserError) as err:
         check(_sampled(system="reference", **values), isolate=False)
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--relation-fanout", "cited=1,1,1"], "--relation-fanout cited: '{dataset}' has no relation 'cited'; its "
+     "relations: paper-cites->paper, paper-written_by->author, author-affiliated_to->institute, paper-topic->fos, "
+     "author-rev_written_by->paper, institute-rev_affiliated_to->author, fos-rev_topic->paper"),
+    (["--relation-fanout", "cites=1,1"], "--relation-fanout cites=1,1 gives 2 fanout(s) where --fanouts gives 3: "
+     "give one per layer, outermost first"),
+    (["--relation-fanout", "cites=1,x,1"], "--relation-fanout expects integers separated by commas after 'cites=' "
+     "(got 'cites=1,x,1')"),
+    (["--relation-fanout", "cites=1,1,1", "--relation-fanout", "cites=2,2,2"], "--relation-fanout gives relation "
+     "'cites' twice (got ['cites=1,1,1', 'cites=2,2,2'])"),
+    (["--relation-fanout", "cites=1,1", "--model", "gcn"], "--relation-fanout cites=...: model 'gcn' is not "
+     "relational, so its graph has no relations to name; drop --relation-fanout"),
+])
+def test_a_bad_relation_fanout_is_one_line_and_status_2_before_any_worker(flags, message, capsys, tmp_path):
+    from gnnbench.datasets.registry import canonical_name
+
+    homogeneous = "--model" in flags  # gcn, on a graph of its own
+    model_and_graph = ["--dataset", "karate"] if homogeneous else ["--model", "rgat", "--dataset", IGBH_MLPERF]
+    fanouts = "5,10" if homogeneous else "5,10,15"
+    code = main(["run", "--system", "reference", *model_and_graph, "--batching", "sampled", "--fanouts", fanouts,
+                 "--batch-size", "16", *flags,
+                 "--results", str(tmp_path / "new" / "r.sqlite")])
+    dataset = canonical_name(IGBH_MLPERF)
+    assert code == 2 and capsys.readouterr().err == f"gnnbench run: {message.format(dataset=dataset)}\n"
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_run_with_a_relation_fanout_stores_and_prints_it(capsys):
+    assert main(["run", "--system", "reference", "--model", "rgat", "--dataset", IGBH, "--batching", "sampled",
+                 "--fanouts", "4,3", "--relation-fanout", "cites=1,2", "--batch-size", "32", "--hidden", "8",
+                 "--heads", "2", "--layers", "2", "--epochs", "2", "--warmup", "1", "--threads", "1",
+                 "--in-process", "--no-store"]) == 0
+    assert "  batches    fanouts 4,3 (cites 1,2), batch size 32" in capsys.readouterr().out
+    row = train(_sampled(system="reference", relation_fanouts=["cites=1,2"], epochs=2))
+    assert row["status"] == "ok" and row["hyperparameters"]["relation_fanouts"] == {"cites": [1, 2]}
+    assert "relation_fanouts" not in train(_sampled(system="reference", epochs=2))["hyperparameters"]
 
 
 def test_the_mlperf_command_line_refuses_too_many_fanouts_in_one_line(capsys, tmp_path):

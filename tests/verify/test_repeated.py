@@ -50,3 +50,11 @@ def test_a_system_turning_wrong_on_the_last_of_the_stated_calls_is_caught(small,
     assert report.status == "failed" and row.status == "failed"
     assert row.failures[0].startswith("spmm(reduce=sum) output on 'random_5k' (int32, N=4096, E=5001, F=16, H=1, "
                                       "float64), call 100 of 100: max abs err ")
+
+
+def test_an_operator_the_system_composes_is_skipped_with_its_reason(small):
+    report = verify("mkl", VerifySettings(threads=1, isolate=False, kinds=("repeat",), operator="typed_aggregate"))
+    (row,) = report.operators
+    assert row.status == "skipped" and row.cases == 0
+    assert row.reason == ("mkl implements no variant of typed_aggregate: a composition repeats the kernels of the "
+                          "operators it is made of, checked when each is named with --operator")
