@@ -55,7 +55,9 @@ FINDING_KEYS = {"first-to-target": (), "extrapolation": ("to", "nodes", "edges")
 _SETUP_KEYS = ("systems_path", "fresh_tuning_cache")
 _PAGE_KEYS = ("out", "title", "about", "headline", "figures", "tables", "findings")
 _TABLE_KEYS = ("title", "about", "where", "sections", "rows", "columns", "baseline", "against")
-_HEADLINE_KEYS = ("subject", "baseline", "against", "where")
+_HEADLINE_KEYS = ("subject", "baseline", "against", "where", "metric")
+#: what a headline's ratio is of: the epoch (over processes) or the time to a target accuracy (over seeds)
+HEADLINE_METRICS = ("epoch", "time to target")
 
 
 @dataclass(frozen=True)
@@ -70,13 +72,14 @@ class Setup:
 
 @dataclass(frozen=True)
 class Headline:
-    """The figure the index quotes: ``baseline``'s epoch over ``subject``'s, values of ``against`` (default
-    ``system``), per model and dataset of the runs ``where`` selects."""
+    """The figure the index quotes: ``baseline``'s epoch (or time to target, ``metric``) over ``subject``'s, values
+    of ``against`` (default ``system``), per model and dataset of the runs ``where`` selects."""
 
     subject: str
     baseline: str
     against: str = "system"
     where: tuple[tuple[str, Any], ...] = ()
+    metric: str = "epoch"
 
 
 @dataclass(frozen=True)
@@ -228,9 +231,14 @@ def _page(data: Any, where: str) -> Page:
     headline = None
     if data.get("headline") is not None:
         h = _keys(data["headline"], _HEADLINE_KEYS, f"{where} headline")
+        metric = _text(h, "metric", f"{where} headline") or HEADLINE_METRICS[0]
+        if metric not in HEADLINE_METRICS:
+            raise UserError(f"{where} headline: 'metric' must be one of {', '.join(HEADLINE_METRICS)} (got "
+                            f"{metric!r})")
         headline = Headline(_text(h, "subject", f"{where} headline", True),
                             _text(h, "baseline", f"{where} headline", True),
-                            _text(h, "against", f"{where} headline") or "system", _where(h, f"{where} headline"))
+                            _text(h, "against", f"{where} headline") or "system", _where(h, f"{where} headline"),
+                            metric)
     return Page(out=out, title=_text(data, "title", where, required=True), about=_text(data, "about", where),
                 tables=tuple(_table(t, f"{where} [[publish.tables]] #{i + 1}") for i, t in enumerate(tables)),
                 headline=headline, figures=figures,

@@ -44,8 +44,8 @@ from typing import Any
 from gnnbench.campaign.declaration import Declaration, Page, declaration_from_mapping
 from gnnbench.errors import UserError
 
-__all__ = ["ROOT", "campaign_names", "load", "rows_path", "run_campaign", "render_campaign", "Rendered",
-           "DecidedReport", "stored_comparisons", "headline_text", "page_rows"]
+__all__ = ["ROOT", "campaign_names", "load", "rows_path", "run_campaign", "in_campaign_order", "render_campaign",
+           "Rendered", "DecidedReport", "stored_comparisons", "headline_text", "page_rows"]
 
 #: the repository: campaigns/ and results/ live here
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,10 +165,21 @@ def run_campaign(name: str, *, rounds: int | None = None, results: str | None = 
             if dry_run or not store.exists():
                 return report, None
             with ResultsStore(store, create=False) as db:
-                keys = {task.key for task in plan(campaign, db).tasks}
-                rows = [_committed(r) for r in db.rows() if provenance(r) in keys]
+                keys = [task.key for task in plan(campaign, db).tasks]
+                rows = [_committed(r) for r in in_campaign_order(keys, db.rows(), provenance)]
     write_rows(rows_path(name, root), rows)
     return report, (render_campaign(name, root=root) if declaration.pages else None)
+
+
+def in_campaign_order(keys: Sequence[str], rows: Iterable[Mapping[str, Any]],
+                      key_of: Callable[[Mapping[str, Any]], str]) -> list[Mapping[str, Any]]:
+    """The ``rows`` whose key (``key_of``) is one of the campaign's ``keys``, in the order of ``keys`` (its plan's),
+    rows of one key in their stored order: a configuration measured again later (a resumed or repeated run)
+    keeps its place in the tables, which list configurations as they first appear."""
+    order: dict[str, int] = {}
+    for key in keys:
+        order.setdefault(key, len(order))
+    return sorted((r for r in rows if key_of(r) in order), key=lambda r: order[key_of(r)])
 
 
 @dataclass
@@ -328,6 +339,7 @@ def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
     model and dataset the headline's ``where`` leaves (no interval where the rows hold no processes); None
     without a headline or the runs it needs. Where the rows hold paired comparisons of the headline's subject
     against its baseline, the verdict line of each instead (:func:`_verdicts_headline`)."""
+    from gnnbench.campaign import to_target
     from gnnbench.campaign.columns import ratio_text
     from gnnbench.campaign.entries import entries, selected
 
@@ -346,11 +358,22 @@ def headline_text(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:
                      and all(b[f] == e[f] for f in fields if f != h.against)), None)
         if base is not None:
             label = (e["model"], f"on {_graph_label(str(e['dataset']), e.latest)}" if several else None)
-            parts.append(" ".join(str(v) for v in (*label, ratio_text(base, e)) if v is not None))
+            ratio = ratio_text(base, e) if h.metric == "epoch" else to_target.speedup_text(e, base)
+            parts.append(" ".join(str(v) for v in (*label, ratio) if v is not None))
     if not parts:
         return None
-    where = ", ".join(f"{k} {'/'.join(v) if isinstance(v, tuple) else v}" for k, v in h.where)
-    return f"{h.baseline}'s epoch / {h.subject}'s" + (f" ({where})" if where else "") + ": " + "; ".join(parts)
+    where = ", ".join(f"{k} {_where_value(k, v, found)}" for k, v in h.where)
+    return f"{h.baseline}'s {h.metric} / {h.subject}'s" + (f" ({where})" if where else "") + ": " + "; ".join(parts)
+
+
+def _where_value(key: str, value: Any, found: Sequence[Any]) -> str:
+    """A headline's ``where`` value as its text says it: a dataset by its graph label (``igbh-like x0.1``)."""
+    if isinstance(value, tuple):
+        return "/".join(str(v) for v in value)
+    if key == "dataset":
+        row = next((e.latest for e in found if e["dataset"] == value), {})
+        return _graph_label(str(value), row)
+    return str(value)
 
 
 def _verdicts_headline(page: Page, rows: Sequence[Mapping[str, Any]]) -> str | None:

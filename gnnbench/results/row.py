@@ -526,7 +526,9 @@ class RunResult:
         "dtype, index_dtype, selection and system_options; the same shape for every outcome; `fallback` (a "
         "system name) only for a run with `--fallback`; `cpus` (a CPU list) only for a run pinned with `--cpus` "
         "(Note [pinned runs]); `normalisation` (`node` or `edge`, Note [GCN as node "
-        "scales] in models/gcn.py) only for GCN rows, so a GCN row stored without it ran the edge form.")
+        "scales] in models/gcn.py) only for GCN rows, so a GCN row stored without it ran the edge form; "
+        "`batching` with `fanouts`, `batch_size` and `sampler` only for sampled runs, and `relation_fanouts` "
+        "(relation -> its fanouts, Note [fan-out per relation]) only for one with `--relation-fanout`.")
     dataset: str | None = identity(
         "Canonical dataset name, every parameter spelled out (`sbm:classes=4,degree=12,...`), whatever the "
         "outcome.")

@@ -294,3 +294,24 @@ def test_a_relational_row_says_how_it_ran_its_relations():
         "typed_aggregate composed"
     assert cell({"kernel_median_s_by_kernel": {"spmm_sum": 0.01, "spmm_sum_backward": 0.001}}) == "per relation"
     assert cell({}) == "native layers"
+
+
+def test_committed_rows_follow_the_campaigns_order_whatever_order_they_were_measured_in():
+    """A configuration measured again later (its first row moved aside, say) keeps its place in the tables."""
+    from gnnbench.campaign.publish import in_campaign_order
+
+    stored = [{"k": "a", "id": 1}, {"k": "c", "id": 2}, {"k": "x", "id": 3}, {"k": "b", "id": 4}, {"k": "a", "id": 5}]
+    ordered = in_campaign_order(["a", "b", "c", "a"], stored, lambda r: r["k"])
+    assert [r["id"] for r in ordered] == [1, 5, 4, 2]  # x is not the campaign's
+
+
+def test_a_headline_of_an_unknown_metric_is_one_line(tmp_path):
+    from gnnbench.campaign.publish import load
+
+    text = ('systems = ["reference"]\nmodels = ["gcn"]\ndatasets = ["sbm"]\n[[publish]]\nout = "results/x"\n'
+            'title = "X"\nheadline = { subject = "a", baseline = "b", metric = "speed" }\n'
+            '[[publish.tables]]\nrows = ["system"]\ncolumns = ["status"]\n')
+    with pytest.raises(UserError) as error:
+        load("mini", _root(tmp_path, text))
+    assert str(error.value) == ("campaigns/mini.toml [[publish]] #1 headline: 'metric' must be one of epoch, time to "
+                                "target (got 'speed')")

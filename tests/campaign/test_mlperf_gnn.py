@@ -171,3 +171,11 @@ def test_the_kernels_carried_are_never_more_than_the_phases_they_lie_inside():
     large = BatchFigures("b", {"forward": 0.020, "optimizer": 0.0105}, 0.019, 200.0,
                          {"forward": (0.019, 0.021), "optimizer": (0.010, 0.011), "kernel": (0.018, 0.020)})
     assert extrapolate("x", small, large, 1100).kernel == pytest.approx(0.1205)  # its own line: 0.145
+
+
+def test_the_headline_is_the_time_to_target_over_seeds_on_each_graph():
+    """isplib against dgl-native, MLPerf's figure, paired by seed: where dgl-native has no time (skipped on the
+    small graph) the graph has no ratio."""
+    from gnnbench.campaign.publish import headline_text
+
+    assert headline_text(_page(), mlperf_rows()) == HEADLINE
