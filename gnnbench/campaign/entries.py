@@ -13,7 +13,10 @@ Note [campaign entries]
     for (``extra.sweep.spec``: the *requested* allocator, not the one the
     process ended up with), else from the hyperparameters; ``edges`` is the
     graph's size as a label (``4M``), from an R-MAT name's ``edges=`` or the
-    stored edge count.
+    stored edge count. Table rows come in the order their first run comes
+    in the rows given, which ``gnnbench campaign run`` commits in the
+    campaign's own order (:func:`gnnbench.campaign.publish.in_campaign_order`),
+    so a configuration measured again later keeps its place.
 """
 from __future__ import annotations
 
@@ -156,6 +159,10 @@ def entries(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> list[En
     frame = frame_from_rows(rows)
     frame["_key"] = [tuple((f, field_of(r, f)) for f in fields if f != "system") for r in rows]
     configs, _ = configurations(frame, ["_key"])
+    first: dict[tuple, int] = {}  # the rows' own order (a campaign's, Note [campaign entries]), not their times
+    for i, key in enumerate(zip(frame["_key"], (r.get("system") or "?" for r in rows))):
+        first.setdefault(key, i)
+    configs = sorted(configs, key=lambda c: first.get((c.group[0], c.system), len(first)))
     out = []
     for config in configs:
         key = dict(config.group[0])
