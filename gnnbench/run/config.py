@@ -211,10 +211,10 @@ class RunConfig:
         from gnnbench.sampling.neighbor import check_fanouts
 
         if isinstance(value, str):
-            pieces = [p.strip() for p in value.split(",")]
-            if not all(p.isascii() and re.fullmatch(r"-?[0-9]+", p) for p in pieces):
+            numbers = _integers(value)
+            if numbers is None:
                 raise ValueError(f"must be integers separated by commas, e.g. 25,10 (got {value!r})")
-            value = [int(p) for p in pieces]
+            value = numbers
         if not isinstance(value, (list, tuple)):
             raise ValueError(f"must be a list of integers, e.g. 25,10 (got {value!r})")
         return check_fanouts(value)
@@ -441,6 +441,12 @@ def parse_widths(text: str, flag: str = "--widths") -> tuple[int, ...]:
     return widths
 
 
+def _integers(text: str) -> list[int] | None:
+    """``"5,-1"`` -> ``[5, -1]``: ASCII integers separated by commas (fanouts as text); None if any piece is not."""
+    pieces = [p.strip() for p in text.split(",")]
+    return [int(p) for p in pieces] if all(p.isascii() and re.fullmatch(r"-?[0-9]+", p) for p in pieces) else None
+
+
 def parse_relation_fanouts(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
     """Per-relation fanouts from ``["cites=5,5", ...]``, ``{"cites": [5, 5]}`` or ``[("cites", (5, 5)), ...]``: each
     relation once, its fanouts as ``--fanouts`` takes them. Whether the relation exists is the dataset's to say
@@ -456,10 +462,9 @@ def parse_relation_fanouts(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...
             name, sep, text = item.partition("=")
             if not sep or not text.strip():
                 raise ValueError(f"expects RELATION=F,F, e.g. cites=5,10 (got {item!r})")
-            pieces = [p.strip() for p in text.split(",")]
-            if not all(p.isascii() and re.fullmatch(r"-?[0-9]+", p) for p in pieces):
+            fanouts: Any = _integers(text)
+            if fanouts is None:
                 raise ValueError(f"expects integers separated by commas after '{name.strip()}=' (got {item!r})")
-            fanouts: Any = [int(p) for p in pieces]
         else:
             name, fanouts = item
         name = str(name).strip()

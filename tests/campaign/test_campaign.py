@@ -315,3 +315,13 @@ def test_a_headline_of_an_unknown_metric_is_one_line(tmp_path):
         load("mini", _root(tmp_path, text))
     assert str(error.value) == ("campaigns/mini.toml [[publish]] #1 headline: 'metric' must be one of epoch, time to "
                                 "target (got 'speed')")
+
+
+def test_a_table_lists_configurations_in_the_rows_order_not_by_their_times():
+    """A configuration measured again later (its rows stamped after the others') keeps the place its rows hold."""
+    from gnnbench.campaign.entries import entries
+
+    later = [fake_row(50 + k, "isplib") for k in range(3)]  # measured last, committed first
+    earlier = [fake_row(1 + k, "dgl-native") for k in range(3)]
+    assert [e["system"] for e in entries(later + earlier, ["system"])] == ["isplib", "dgl-native"]
+    assert [e["system"] for e in entries(earlier + later, ["system"])] == ["dgl-native", "isplib"]
