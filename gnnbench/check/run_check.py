@@ -59,6 +59,19 @@ Note [backward on sampled rows]
     features after a ReLU tie often), and a call in a quantised mode, whose
     bound covers its forward only.
 
+Note [compact oracle]
+    The oracle's sub-graph holds only the nodes the sampled rows touch: its
+    destinations are the sampled rows, its sources the nodes their in-edges
+    leave, renumbered (a bipartite graph, as a block is). Its inputs are the
+    recorded ones at those nodes and edges, and its outputs and gradients are
+    exactly the compared entries. With the full node set instead, every
+    float64 input, output and gradient had the graph's size: on a 64M-edge
+    R-MAT graph (2M nodes, 128 features, GIN), the two checks of a run grew the
+    worker from the 10 GB its epochs needed to 23.6 GB of a 24 GB machine, took
+    as long as the epochs, and the kernel killed one mkl run in the closing
+    check (the scaling campaign at c37b333, 2026-12-06). Now the oracle's
+    memory and time follow the sampled rows' edges, not the graph.
+
 Note [closing check]
     The check above runs before the first epoch, so before the warm-ups and
     before first-use tuning (Note [tune on first use] in
@@ -121,11 +134,13 @@ def _declared(operator: str) -> tuple[tuple[str, ...], tuple[str | None, ...], b
             space(decl.outputs[0]) == "edge")
 
 
-def _to_oracle(t, space: str | None, picked):
-    """A recorded input as the float64 oracle takes it: an edge input's picked edges, floats in float64."""
+def _to_oracle(t, space: str | None, picked, rows, sources):
+    """A recorded input as the float64 oracle takes it on the compact sub-graph (Note [compact oracle]): an edge
+    input's picked edges, a source input's sources, a destination input's sampled rows, floats in float64."""
     import torch
 
-    t = t[picked.to(t.device)] if space == "edge" else t
+    index = {"edge": picked, "src": sources, "dst": rows}.get(space)
+    t = t if index is None else t[index.to(t.device)]
     return t.cpu().to(torch.float64) if t.is_floating_point() else t.cpu()
 
 
@@ -311,7 +326,7 @@ def _typed_fault(call: tuple, graph, rows: np.ndarray, config, F) -> tuple[list[
     position, index, symbol, count_of = typed
     _, spaces, _ = _declared(operator)
     kinds = inputs[position].cpu().numpy().astype(np.int64)
-    _, positions = _sub_graph(graph, rows)
+    _, positions, _ = _sub_graph(graph, rows)
 
     def still_wrong(subset) -> bool:
         keep = torch.from_numpy(edges_kept(kinds, subset))
@@ -424,8 +439,8 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
     wanted = [i for i, t in enumerate(inputs) if t is not None and t.is_floating_point() and names[i] in gradable]
     if not wanted:
         return None
-    sub, positions = _sub_graph(graph, rows)
-    picked = torch.from_numpy(positions)
+    sub, positions, sources = _sub_graph(graph, rows)
+    picked, sources = torch.from_numpy(positions), torch.from_numpy(sources)
     leaves = [None if t is None else t.detach().requires_grad_(i in wanted) for i, t in enumerate(inputs)]
     with torch.enable_grad():
         out = _apply(F, bound, operator, attrs, leaves)
@@ -435,20 +450,19 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
         grad = out.new_zeros(out.shape)
         grad[where.to(out.device)] = nonzero.to(out.dtype).to(out.device)
         got = torch.autograd.grad(out, [leaves[i] for i in wanted], grad, allow_unused=True)
-    ref_leaves = [None if t is None else _to_oracle(t.detach(), space, picked).requires_grad_(i in wanted)
+    ref_leaves = [None if t is None else
+                  _to_oracle(t.detach(), space, picked, torch.from_numpy(rows), sources).requires_grad_(i in wanted)
                   for i, (space, t) in enumerate(zip(spaces, inputs))]
     from gnnbench.frameworks import get_frontend
 
     with torch.enable_grad(), _torch_threads(1):
         expected = _apply(get_frontend("torch", "cpu", "float64"), BoundGraph(sub, load_system("reference")),
                           operator, attrs, ref_leaves)
-        ref_grad = expected.new_zeros(expected.shape)
-        ref_grad[torch.arange(len(positions)) if edge_out else where] = nonzero
-        want = torch.autograd.grad(expected, [ref_leaves[i] for i in wanted], ref_grad, allow_unused=True)
+        # the compact sub-graph's outputs are exactly the sampled rows (their edges), in the order of ``where``
+        want = torch.autograd.grad(expected, [ref_leaves[i] for i in wanted], nonzero, allow_unused=True)
     out_degree = int(np.bincount(graph.indices, minlength=1).max()) if graph.num_edges else 0
     tol = TOLERANCES[config.dtype].for_rows(max(longest_row(graph), out_degree,
                                               inputs[0].shape[-1] if operator == "sddmm" else 1))
-    sources = torch.from_numpy(np.unique(graph.indices[positions]).astype(np.int64))
     for i, g, w in zip(wanted, got, want):
         g = torch.zeros_like(leaves[i]) if g is None else g.detach()
         w = torch.zeros_like(ref_leaves[i]) if w is None else w
@@ -461,7 +475,8 @@ def _compare_backward(operator: str, attrs: dict, inputs, bound, graph, rows: np
 def _grad_differs(got, want, space: str | None, picked, sources, rows: np.ndarray, tol) -> str | None:
     """What is wrong with one input's gradient ``got`` against the oracle's ``want``: compared in float64 where a
     sampled row's in-edges reach (their edges; the sources or the rows they leave), exactly zero elsewhere; a
-    dense input's (``space`` None: a relation's weight) whole, against the oracle's from the sampled rows only."""
+    dense input's (``space`` None: a relation's weight) whole, against the oracle's from the sampled rows only. The
+    oracle's ``want`` is already the reached entries' (Note [compact oracle])."""
     import torch
 
     from gnnbench.check.conformance import Tolerance, compare
@@ -470,14 +485,10 @@ def _grad_differs(got, want, space: str | None, picked, sources, rows: np.ndarra
         want = want.numpy()
         scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
         return compare(got.cpu().to(torch.float64).numpy(), want, scaled)
-    if space == "edge":
-        reached, want = picked, want.numpy()
-    else:
-        reached = sources if space == "src" else torch.from_numpy(rows)
-        want = want[reached].numpy()
-    elsewhere = torch.ones(got.shape[0], dtype=torch.bool)
-    elsewhere[reached] = False
-    stray = int(torch.count_nonzero(got[elsewhere.to(got.device)]))
+    reached = {"edge": picked, "src": sources}.get(space, torch.from_numpy(rows))
+    want = want.numpy()
+    # reached holds no index twice, so what is nonzero outside it is the whole's count less its own (no copy of got)
+    stray = int(torch.count_nonzero(got)) - int(torch.count_nonzero(got[reached.to(got.device)]))
     if stray:
         return f"{stray} nonzero values where no sampled row's edge reaches (expected exactly 0)"
     scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
@@ -490,21 +501,24 @@ def _apply(F, bound, operator: str, attrs: dict, inputs):
 
 
 def _sub_graph(graph, rows: np.ndarray):
-    """The sub-graph of the edges entering ``rows`` (Note [sampled oracle]) and those edges' positions in
-    ``graph``."""
+    """The sub-graph of the edges entering ``rows`` (Note [sampled oracle]), compact (Note [compact oracle]): its
+    destinations are ``rows`` in their order, its sources the ``sources`` those edges leave (sorted); with the
+    edges' positions in ``graph`` and ``sources``."""
     from gnnbench.runtime.graph import Graph
 
-    indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int64)
-    positions = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in rows] or [np.zeros(0, np.int64)])
+    rows = np.asarray(rows, dtype=np.int64)
+    starts, ends = graph.indptr[rows].astype(np.int64), graph.indptr[rows + 1].astype(np.int64)
     # the rows' edges in their stored order, so that position k of the sub-graph is positions[k]: a sampled
     # block's rows are in draw order (Note [without replacement]), which re-sorting would misalign with the
     # per-edge inputs and outputs picked by ``positions``
-    degree = np.zeros(graph.num_nodes, dtype=np.int64)
-    degree[rows] = indptr[rows + 1] - indptr[rows]
-    sub_indptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
-    np.cumsum(degree, out=sub_indptr[1:])
-    return Graph(sub_indptr, indices[positions], graph.num_nodes, num_src=graph.num_src,
-                 bipartite=graph.bipartite), positions
+    positions = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)] or [np.zeros(0, np.int64)])
+    ends_at = graph.indices[positions].astype(np.int64)
+    # no edge at all: one source all the same, so that every source input keeps a row
+    sources = np.unique(ends_at) if ends_at.size else np.zeros(1, dtype=np.int64)
+    sub_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(ends - starts, out=sub_indptr[1:])
+    return (Graph(sub_indptr, np.searchsorted(sources, ends_at), len(rows), num_src=len(sources), bipartite=True),
+            positions, sources)
 
 
 # ----------------------------------------------------------------- input checksums
@@ -564,10 +578,11 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     from gnnbench.runtime.glue import BoundGraph
     from gnnbench.runtime.registry import load_system
 
-    sub, positions = _sub_graph(graph, rows)  # a block or a relation too
+    sub, positions, sources = _sub_graph(graph, rows)  # a block or a relation too
     _, spaces, edge_out = _declared(operator)
     picked = torch.from_numpy(positions)
-    tensors = [None if t is None else _to_oracle(t, space, picked) for space, t in zip(spaces, inputs)]
+    tensors = [None if t is None else _to_oracle(t, space, picked, torch.from_numpy(rows), torch.from_numpy(sources))
+               for space, t in zip(spaces, inputs)]
     F = get_frontend("torch", "cpu", "float64")
     ref = BoundGraph(sub, load_system("reference"))
     from gnnbench.check.conformance import _torch_threads
@@ -575,8 +590,7 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     with torch.no_grad(), _torch_threads(1):
         expected = _apply(F, ref, operator, attrs, tensors)
     got = (out[picked.to(out.device)] if edge_out else out[torch.from_numpy(rows).to(out.device)]).cpu()
-    want = expected if edge_out else expected[torch.from_numpy(rows)]
-    want = want.numpy()
+    want = expected.numpy()  # the compact sub-graph's outputs are the sampled rows' (their edges'), in order
     tol = TOLERANCES[dtype].for_rows(max(longest_row(graph), inputs[0].shape[-1] if operator == "sddmm" else 1))
     scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
     got = got.to(torch.float64).cpu().numpy()
@@ -587,7 +601,7 @@ def _compare(operator: str, attrs: dict, inputs, out, graph, rows: np.ndarray, d
     def aggregate(x, w):
         with torch.no_grad(), _torch_threads(1):
             return F._call(ref, operator, attrs, torch.from_numpy(x),
-                           None if w is None else torch.from_numpy(w)).numpy()[rows]
+                           None if w is None else torch.from_numpy(w)).numpy()
 
     x, w = (None if t is None else t.numpy() for t in tensors)
     allowed = quantisation_bound(aggregate, x, w, *scales) + scaled.bound(want)
