@@ -65,12 +65,13 @@ Note [compact oracle]
     leave, renumbered (a bipartite graph, as a block is). Its inputs are the
     recorded ones at those nodes and edges, and its outputs and gradients are
     exactly the compared entries. With the full node set instead, every
-    float64 input, output and gradient had the graph's size: on a 64M-edge
-    R-MAT graph (2M nodes, 128 features, GIN), the two checks of a run grew the
-    worker from the 10 GB its epochs needed to 23.6 GB of a 24 GB machine, took
-    as long as the epochs, and the kernel killed one mkl run in the closing
-    check (the scaling campaign at c37b333, 2026-12-06). Now the oracle's
-    memory and time follow the sampled rows' edges, not the graph.
+    float64 input, output and gradient had the graph's size: on the scaling
+    campaign's largest graphs the two checks of a run took the worker to the
+    machine's memory, far above what its epochs needed, the kernel killed a
+    run in its check, and the epochs reused what the check left mapped, so
+    a kernel system's peak read low (the figures: docs/figures.md, "Peak
+    memory measured before"). Now the oracle's memory and time follow the
+    sampled rows' edges, not the graph.
 
 Note [closing check]
     The check above runs before the first epoch, so before the warm-ups and
