@@ -121,3 +121,54 @@ def test_a_relational_run_names_the_relation_its_typed_operator_is_wrong_on(demo
     details = err.value.details
     assert details["operator"] == "typed_aggregate on relation fos-rev_topic->paper"
     assert details["relation"] == "fos-rev_topic->paper" and details["layer"] == 0
+
+
+def _random_graph(nodes: int, edges: int, seed: int = 0):
+    from gnnbench.runtime.graph import Graph
+
+    rng = np.random.default_rng(seed)
+    return Graph.from_edges(rng.integers(0, nodes, edges), rng.integers(0, nodes, edges), nodes)
+
+
+def test_the_oracle_works_on_the_compact_sub_graph_and_it_gives_the_full_graphs_rows():
+    """Note [compact oracle]: the oracle's graph holds the sampled rows and their sources only, and a sum over it
+    equals the full graph's at those rows (the rows in their draw order, as a block's are)."""
+    from gnnbench.check.run_check import _sub_graph
+
+    graph = _random_graph(5000, 40000)
+    x = np.random.default_rng(1).standard_normal((5000, 3))
+    rows = np.array([4321, 7, 2500, 999], dtype=np.int64)  # draw order, not sorted
+    sub, positions, sources = _sub_graph(graph, rows)
+    assert (sub.num_nodes, sub.num_src) == (4, len(sources)) and len(sources) < 100
+    assert np.array_equal(graph.indices[positions], sources[sub.indices])
+    full = np.stack([x[graph.indices[graph.indptr[i]:graph.indptr[i + 1]]].sum(0) for i in rows])
+    compact = np.stack([x[sources][sub.indices[sub.indptr[k]:sub.indptr[k + 1]]].sum(0) for k in range(len(rows))])
+    np.testing.assert_allclose(compact, full)
+
+
+def test_a_row_without_edges_keeps_one_source_for_the_oracle():
+    from gnnbench.check.run_check import _sub_graph
+    from gnnbench.runtime.graph import Graph
+
+    graph = Graph.from_edges(np.array([0, 1]), np.array([1, 1]), 4)
+    sub, positions, sources = _sub_graph(graph, np.array([2, 3]))
+    assert (sub.num_nodes, sub.num_src, len(positions), sub.num_edges) == (2, 1, 0, 0)
+
+
+def test_a_gradient_outside_the_reached_entries_is_reported_and_one_inside_them_is_judged():
+    import torch
+
+    from gnnbench.check.conformance import TOLERANCES
+    from gnnbench.check.run_check import _grad_differs
+
+    rows, sources = np.array([1, 3]), torch.tensor([0, 2])
+    picked, tol = torch.tensor([0]), TOLERANCES["float32"].for_rows(1)
+    want = torch.ones(2, 2, dtype=torch.float64)  # the oracle's, at the sources only
+    got = torch.zeros(5, 2)
+    got[sources] = 1.0
+    assert _grad_differs(got, want, "src", picked, sources, rows, tol) is None
+    got[4, 1] = 0.5
+    assert _grad_differs(got, want, "src", picked, sources, rows, tol) == (
+        "1 nonzero values where no sampled row's edge reaches (expected exactly 0)")
+    got[4, 1], got[2, 0] = 0.0, 2.0
+    assert _grad_differs(got, want, "src", picked, sources, rows, tol) is not None
