@@ -20,9 +20,14 @@ Note [process group]
 Note [exit statuses]
     The status says what happened, not a guess: ``oom`` only when the worker
     reported running out of memory (a ``MemoryError`` or ``std::bad_alloc``,
-    which is how the address-space limit shows); a SIGKILL from outside (the
-    kernel's OOM killer, a user, a scheduler) is ``crashed`` with the signal
-    named; any other signal or exit status is ``crashed`` with it named.
+    which is how the address-space limit shows, or torch's CPU allocator
+    refusing a tensor, which is how a machine too small for the graph shows:
+    a full-graph message tensor of edges x features floats, for one); a
+    SIGKILL from outside (the kernel's OOM killer, a user, a scheduler) is
+    ``crashed`` with the signal named; any other signal or exit status is
+    ``crashed`` with it named. When the worker died of an exception, its
+    last line (``RuntimeError: ...``) follows in ``error``, so a table's list
+    of unsuccessful runs says why without the reader opening the log.
 
 Note [bad input in a worker]
     Some bad input shows only inside the worker: a Planetoid dataset that is
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -101,11 +107,32 @@ def stderr_tail(text: str | None, lines: int = 12) -> list[str]:
     return [printable(line) for line in kept[-lines:]]
 
 
+#: torch's CPU allocator refusing a tensor (c10/core/impl/alloc_cpu.cpp), with the size it asked for
+_TORCH_REFUSED = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): "
+                            r"you tried to allocate (\d+) bytes")
+
+
+def _exception_line(stderr: str) -> str | None:
+    """The last line of the last Python traceback in a worker's stderr (``RuntimeError: ...``), sanitised and
+    cut to 300 characters; None when the worker printed no traceback."""
+    from gnnbench.text import printable
+
+    lines = stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    unindented = [line for line in lines[starts[-1] + 1:] if line.strip() and not line[0].isspace()]
+    return printable(unindented[-1])[:300] if unindented else None
+
+
 def _describe_exit(code: int, stderr: str, memory_limit: int | None) -> tuple[str, str]:
     """Note [exit statuses]."""
     if "MemoryError" in stderr or ("std::bad_alloc" in stderr and memory_limit):
         limit = f" under the memory limit of {memory_limit} bytes" if memory_limit else ""
         return "oom", f"worker ran out of memory (MemoryError){limit}"
+    refused = _TORCH_REFUSED.search(stderr)
+    if refused:
+        return "oom", f"worker ran out of memory: torch's CPU allocator refused {int(refused[1]):,} bytes"
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -115,7 +142,8 @@ def _describe_exit(code: int, stderr: str, memory_limit: int | None) -> tuple[st
             return "crashed", (f"worker killed by {name} from outside (the kernel's out-of-memory killer, "
                                f"a user or a scheduler)")
         return "crashed", f"worker died from signal {name}"
-    return "crashed", f"worker exited with status {code}"
+    raised = _exception_line(stderr)
+    return "crashed", f"worker exited with status {code}" + (f": {raised}" if raised else "")
 
 
 def kill_group(pid: int) -> None:

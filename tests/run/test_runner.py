@@ -72,6 +72,25 @@ def test_memory_error_under_the_limit_is_oom(config, monkeypatch, logs):
     assert row["status"] == "oom" and "1073741824 bytes" in row["error"]
 
 
+def test_torch_refusing_a_tensor_is_oom_with_the_size_it_asked_for(config, monkeypatch, logs):
+    # how pyg-native fails on a graph whose message tensor (edges x features floats) the machine cannot hold
+    _worker(monkeypatch, sys.executable, "-c",
+            "raise RuntimeError(\"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't "
+            "allocate memory: you tried to allocate 32768000000 bytes. Error code 12 (Cannot allocate memory)\")")
+    row = runner.run_task(config)
+    assert row["status"] == "oom"
+    assert row["error"] == "worker ran out of memory: torch's CPU allocator refused 32,768,000,000 bytes"
+
+
+def test_an_uncaught_exception_names_itself_in_the_error(config, monkeypatch, logs):
+    _worker(monkeypatch, sys.executable, "-c",
+            "import sys; print('warming up', file=sys.stderr)\n"
+            "try:\n    raise KeyError('inner')\nexcept KeyError:\n    raise ValueError('boom\\x1b[31m')")
+    row = runner.run_task(config)
+    assert row["status"] == "crashed"
+    assert row["error"] == "worker exited with status 1: ValueError: boom\\x1b[31m"  # the last exception, escaped
+
+
 def test_the_memory_limit_and_config_reach_the_worker(config, monkeypatch, tmp_path, logs):
     copy = tmp_path / "config.json"
     monkeypatch.setattr(runner, "worker_command", lambda config_file, result: ["cp", str(config_file), str(copy)])
