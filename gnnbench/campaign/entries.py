@@ -30,12 +30,15 @@ __all__ = ["Entry", "entries", "field_of", "size_label", "size_value", "selected
 
 
 def size_label(edges: int | float) -> str:
-    """``4000000`` -> ``4M``; ``114600000`` -> ``114.6M``; ``131072`` -> ``131.072k``."""
-    return f"{edges / 1e6:g}M" if edges >= 1e6 else f"{edges / 1e3:g}k"
+    """A graph's size as a reader says it: ``4000000`` -> ``4M``; ``114600000`` -> ``114.6M``; ``524288`` ->
+    ``524k`` (whole thousands: a power of two's digits are noise in a label)."""
+    if edges >= 1e6:
+        return f"{edges / 1e6:.4g}M"
+    return f"{round(edges / 1e3):d}k" if edges >= 1e3 else f"{edges:g}"
 
 
 def size_value(label: str) -> float:
-    """:func:`size_label` read back: ``4M`` -> ``4e6``, ``131.072k`` -> ``131072``."""
+    """:func:`size_label` read back, to order sizes: ``4M`` -> ``4e6``, ``524k`` -> ``524000``."""
     text = str(label)
     return float(text[:-1]) * (1e6 if text.endswith("M") else 1e3) if text[-1:] in ("M", "k") else float(text)
 
