@@ -135,12 +135,19 @@ def _declared(operator: str) -> tuple[tuple[str, ...], tuple[str | None, ...], b
             space(decl.outputs[0]) == "edge")
 
 
+def _reached(space: str | None, picked, sources, rows):
+    """The entries of an input in ``space`` that the sampled rows' in-edges reach, in the compact sub-graph's
+    order (Note [compact oracle]): an edge input's picked edges, a source input's sources, a destination input's
+    sampled rows (all tensors); None for a dense input (a relation's weight), which the oracle takes whole."""
+    return {"edge": picked, "src": sources, "dst": rows}.get(space)
+
+
 def _to_oracle(t, space: str | None, picked, rows, sources):
-    """A recorded input as the float64 oracle takes it on the compact sub-graph (Note [compact oracle]): an edge
-    input's picked edges, a source input's sources, a destination input's sampled rows, floats in float64."""
+    """A recorded input as the float64 oracle takes it on the compact sub-graph (Note [compact oracle]): its
+    reached entries (:func:`_reached`), floats in float64."""
     import torch
 
-    index = {"edge": picked, "src": sources, "dst": rows}.get(space)
+    index = _reached(space, picked, sources, rows)
     t = t if index is None else t[index.to(t.device)]
     return t.cpu().to(torch.float64) if t.is_floating_point() else t.cpu()
 
@@ -482,18 +489,17 @@ def _grad_differs(got, want, space: str | None, picked, sources, rows: np.ndarra
 
     from gnnbench.check.conformance import Tolerance, compare
 
-    if space is None:
-        want = want.numpy()
-        scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
-        return compare(got.cpu().to(torch.float64).numpy(), want, scaled)
-    reached = {"edge": picked, "src": sources}.get(space, torch.from_numpy(rows))
     want = want.numpy()
+    scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
+    reached = _reached(space, picked, sources, torch.from_numpy(rows))
+    if reached is None:
+        return compare(got.cpu().to(torch.float64).numpy(), want, scaled)
+    reached = reached.to(got.device)
     # reached holds no index twice, so what is nonzero outside it is the whole's count less its own (no copy of got)
-    stray = int(torch.count_nonzero(got)) - int(torch.count_nonzero(got[reached.to(got.device)]))
+    stray = int(torch.count_nonzero(got)) - int(torch.count_nonzero(got[reached]))
     if stray:
         return f"{stray} nonzero values where no sampled row's edge reaches (expected exactly 0)"
-    scaled = Tolerance(tol.rtol, tol.atol * max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0))))
-    return compare(got[reached.to(got.device)].cpu().to(torch.float64).numpy(), want, scaled)
+    return compare(got[reached].cpu().to(torch.float64).numpy(), want, scaled)
 
 
 def _apply(F, bound, operator: str, attrs: dict, inputs):
